@@ -1,0 +1,170 @@
+//! Creating tensors: from host values, constant fills, ranges, identity
+//! matrices and random draws, plus the `*_like` forms.
+
+use super::shape::numel;
+use super::{DType, Device, Generator, HostValues, Scalar, Tensor};
+use crate::backend::Storage;
+use crate::error::{Error, Result};
+
+impl Tensor {
+    /// A tensor of `shape` from host values in row-major order, stored as `dtype`.
+    pub fn from_host(values: &HostValues, shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        if values.len() != numel(shape) {
+            return Err(Error::shape(
+                "tensor",
+                format!("{} values cannot fill shape {shape:?}", values.len()),
+            ));
+        }
+        Ok(Tensor::from_storage(Storage::from_host(device, values, dtype)?, shape))
+    }
+
+    /// A 1-D f32 tensor from a slice (a convenience for embedding code).
+    pub fn from_f32(values: &[f32], shape: &[usize], device: Device) -> Result<Tensor> {
+        let v = HostValues::Float(values.iter().map(|&x| x as f64).collect());
+        Tensor::from_host(&v, shape, DType::F32, device)
+    }
+
+    /// `shape` filled with `value`; the dtype defaults to the scalar's (f32, i64, bool).
+    pub fn full(shape: &[usize], value: Scalar, dtype: Option<DType>, device: Device) -> Result<Tensor> {
+        let dtype = dtype.unwrap_or(value.default_dtype());
+        Ok(Tensor::from_storage(
+            Storage::full(device, dtype, numel(shape), value)?,
+            shape,
+        ))
+    }
+
+    /// A 0-dim tensor holding `value` as `dtype`.
+    pub fn scalar(value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::full(&[], value, Some(dtype), device)
+    }
+
+    /// Zeros of `shape` (f32 unless `dtype` says otherwise).
+    pub fn zeros(shape: &[usize], dtype: Option<DType>, device: Device) -> Result<Tensor> {
+        Tensor::full(shape, Scalar::Int(0), Some(dtype.unwrap_or(DType::F32)), device)
+    }
+
+    /// Ones of `shape` (f32 unless `dtype` says otherwise).
+    pub fn ones(shape: &[usize], dtype: Option<DType>, device: Device) -> Result<Tensor> {
+        Tensor::full(shape, Scalar::Int(1), Some(dtype.unwrap_or(DType::F32)), device)
+    }
+
+    /// Zeros with this tensor's shape, dtype and device.
+    pub fn zeros_like(&self) -> Result<Tensor> {
+        Tensor::zeros(self.shape(), Some(self.dtype()), self.device())
+    }
+
+    /// Ones with this tensor's shape, dtype and device.
+    pub fn ones_like(&self) -> Result<Tensor> {
+        Tensor::ones(self.shape(), Some(self.dtype()), self.device())
+    }
+
+    /// `value` with this tensor's shape, dtype and device.
+    pub fn full_like(&self, value: Scalar) -> Result<Tensor> {
+        Tensor::full(self.shape(), value, Some(self.dtype()), self.device())
+    }
+
+    /// `start, start+step, ...` below `end` (above, for a negative step). The dtype
+    /// defaults to i64 when all three are integers, else f32.
+    pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>, device: Device) -> Result<Tensor> {
+        let all_int = [start, end, step].iter().all(|s| !matches!(s, Scalar::Float(_)));
+        let dtype = dtype.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
+        let (a, b, s) = (start.to_f64(), end.to_f64(), step.to_f64());
+        if s == 0.0 || !s.is_finite() || !a.is_finite() || !b.is_finite() {
+            return Err(Error::invalid(
+                "arange",
+                format!("step must be finite and non-zero, and bounds finite (start {a}, end {b}, step {s})"),
+            ));
+        }
+        if (b - a) * s < 0.0 {
+            return Err(Error::invalid(
+                "arange",
+                format!("upper bound {b} and lower bound {a} are inconsistent with step sign {s}"),
+            ));
+        }
+        let n = if all_int {
+            let (a, b, s) = (start.to_i64(), end.to_i64(), step.to_i64());
+            ((b - a) + s - s.signum()) / s
+        } else {
+            ((b - a) / s).ceil() as i64
+        };
+        let n = n.max(0) as usize;
+        Ok(Tensor::from_storage(
+            Storage::arange(device, dtype, start, step, n)?,
+            &[n],
+        ))
+    }
+
+    /// `n` evenly spaced values from `start` to `end` inclusive (f32 by default).
+    pub fn linspace(start: f64, end: f64, n: i64, dtype: Option<DType>, device: Device) -> Result<Tensor> {
+        if n < 0 {
+            return Err(Error::invalid("linspace", format!("number of steps must be non-negative, got {n}")));
+        }
+        let n = n as usize;
+        let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
+        let v: Vec<f64> = (0..n)
+            .map(|i| {
+                if i < n / 2 {
+                    start + i as f64 * step
+                } else {
+                    end - (n - 1 - i) as f64 * step
+                }
+            })
+            .collect();
+        Tensor::from_host(&HostValues::Float(v), &[n], dtype.unwrap_or(DType::F32), device)
+    }
+
+    /// The `n × m` identity matrix (f32 by default).
+    pub fn eye(n: usize, m: usize, dtype: Option<DType>, device: Device) -> Result<Tensor> {
+        let v: Vec<i64> = (0..n * m).map(|i| (i / m.max(1) == i % m.max(1)) as i64).collect();
+        Tensor::from_host(&HostValues::Int(v), &[n, m], dtype.unwrap_or(DType::F32), device)
+    }
+
+    /// Uniform values in `[0, 1)` (f32 by default).
+    pub fn rand(shape: &[usize], dtype: Option<DType>, device: Device, gen: &mut Generator) -> Result<Tensor> {
+        let dtype = float_dtype("rand", dtype)?;
+        let (seed, stream) = gen.next_stream();
+        let s = Storage::rand_uniform(device, dtype, numel(shape), seed, stream)?;
+        Ok(Tensor::from_storage(s, shape))
+    }
+
+    /// Standard normal values (f32 by default).
+    pub fn randn(shape: &[usize], dtype: Option<DType>, device: Device, gen: &mut Generator) -> Result<Tensor> {
+        let dtype = float_dtype("randn", dtype)?;
+        let (seed, stream) = gen.next_stream();
+        let s = Storage::rand_normal(device, dtype, numel(shape), seed, stream)?;
+        Ok(Tensor::from_storage(s, shape))
+    }
+
+    /// Integers uniform in `[low, high)` (i64 by default).
+    pub fn randint(
+        low: i64,
+        high: i64,
+        shape: &[usize],
+        dtype: Option<DType>,
+        device: Device,
+        gen: &mut Generator,
+    ) -> Result<Tensor> {
+        if high <= low {
+            return Err(Error::invalid(
+                "randint",
+                format!("expected low < high, got low={low}, high={high}"),
+            ));
+        }
+        let (seed, stream) = gen.next_stream();
+        let dtype = dtype.unwrap_or(DType::I64);
+        let s = Storage::rand_int(device, dtype, numel(shape), low, high, seed, stream)?;
+        Ok(Tensor::from_storage(s, shape))
+    }
+}
+
+fn float_dtype(op: &'static str, dtype: Option<DType>) -> Result<DType> {
+    match dtype {
+        None => Ok(DType::F32),
+        Some(d) if d.is_float() => Ok(d),
+        Some(d) => Err(Error::UnsupportedDType {
+            op,
+            dtype: d,
+            hint: " (random floats need a float dtype; use randint for integers)".into(),
+        }),
+    }
+}

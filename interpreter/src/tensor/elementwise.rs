@@ -1,0 +1,242 @@
+//! The elementwise front-end: unary math, binary arithmetic and comparisons
+//! with NumPy broadcasting and PyTorch promotion (tensors with tensors and with
+//! host scalars), `where`, `clamp`, casts and copies.
+
+use super::op::{BinaryOp, CmpOp, UnaryOp};
+use super::shape::broadcast_shapes;
+use super::{DType, Device, Layout, Scalar, Tensor};
+use crate::backend::Storage;
+use crate::error::{Error, Result};
+
+/// The dtype of `a op b`, PyTorch style: dimensioned tensors decide within a
+/// category; a 0-dim tensor only matters when its category is higher.
+pub fn result_type(a: &Tensor, b: &Tensor) -> DType {
+    let (da, db) = (a.dtype(), b.dtype());
+    match (a.ndim() == 0, b.ndim() == 0) {
+        (za, zb) if za == zb => DType::promote(da, db),
+        (true, false) if da.category() > db.category() => da,
+        (true, false) => db,
+        (false, true) if db.category() > da.category() => db,
+        _ => da,
+    }
+}
+
+/// Runs `f` on the storages of two tensors, taking one lock when they share storage.
+pub(crate) fn with_storages<R>(a: &Tensor, b: &Tensor, f: impl FnOnce(&Storage, &Storage) -> R) -> R {
+    let sa = a.storage();
+    if a.shares_storage(b) {
+        f(&sa, &sa)
+    } else {
+        let sb = b.storage();
+        f(&sa, &sb)
+    }
+}
+
+macro_rules! unary_methods {
+    ($($name:ident => $op:ident),* $(,)?) => {
+        impl Tensor {
+            $(
+                #[doc = concat!("Elementwise `", stringify!($name), "`.")]
+                pub fn $name(&self) -> Result<Tensor> {
+                    self.unary(UnaryOp::$op)
+                }
+            )*
+        }
+    };
+}
+
+unary_methods!(
+    abs => Abs, neg => Neg, exp => Exp, log => Log, log2 => Log2, log1p => Log1p,
+    expm1 => Expm1, sqrt => Sqrt, rsqrt => Rsqrt, sin => Sin, cos => Cos, tan => Tan,
+    tanh => Tanh, sigmoid => Sigmoid, relu => Relu, gelu => Gelu, silu => Silu,
+    erf => Erf, floor => Floor, ceil => Ceil, round => Round, sign => Sign,
+    square => Square, reciprocal => Reciprocal, logical_not => LogicalNot,
+);
+
+macro_rules! binary_methods {
+    ($($name:ident, $scalar:ident => $op:ident),* $(,)?) => {
+        impl Tensor {
+            $(
+                #[doc = concat!("Elementwise `", stringify!($name), "` with broadcasting.")]
+                pub fn $name(&self, rhs: &Tensor) -> Result<Tensor> {
+                    self.binary(BinaryOp::$op, rhs)
+                }
+                #[doc = concat!("Elementwise `", stringify!($name), "` with a host scalar.")]
+                pub fn $scalar(&self, rhs: impl Into<Scalar>) -> Result<Tensor> {
+                    self.binary_scalar(BinaryOp::$op, rhs.into(), false)
+                }
+            )*
+        }
+    };
+}
+
+binary_methods!(
+    add, add_scalar => Add, sub, sub_scalar => Sub, mul, mul_scalar => Mul,
+    div, div_scalar => Div, remainder, remainder_scalar => Rem, pow, pow_scalar => Pow,
+    maximum, maximum_scalar => Maximum, minimum, minimum_scalar => Minimum,
+);
+
+impl Tensor {
+    /// Applies a unary op; integer inputs of float-only ops compute in f32.
+    pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        let dtype = op
+            .result_dtype(self.dtype())
+            .ok_or_else(|| Error::dtype(op.name(), self.dtype()))?;
+        let src = if op != UnaryOp::LogicalNot {
+            self.to_dtype(dtype)?
+        } else {
+            self.clone()
+        };
+        let out = src.storage().unary(op, src.layout())?;
+        Ok(Tensor::from_storage(out, self.shape()))
+    }
+
+    /// Broadcasts both operands to one shape.
+    fn broadcast_pair(&self, op: &'static str, rhs: &Tensor) -> Result<(Vec<usize>, Layout, Layout)> {
+        let shape = broadcast_shapes(op, self.shape(), rhs.shape())?;
+        let la = self.layout().broadcast_to(op, &shape)?;
+        let lb = rhs.layout().broadcast_to(op, &shape)?;
+        Ok((shape, la, lb))
+    }
+
+    /// `self op rhs` with broadcasting and promotion.
+    pub fn binary(&self, op: BinaryOp, rhs: &Tensor) -> Result<Tensor> {
+        self.same_device(op.name(), rhs)?;
+        let dtype = op.compute_dtype(result_type(self, rhs));
+        let (shape, _, _) = self.broadcast_pair(op.name(), rhs)?;
+        let (a, b) = (self.to_dtype(dtype)?, rhs.to_dtype(dtype)?);
+        check_binary_values(op, dtype, &b)?;
+        let (_, la, lb) = a.broadcast_pair(op.name(), &b)?;
+        let out = with_storages(&a, &b, |sa, sb| sa.binary(op, &la, sb, &lb))?;
+        Ok(Tensor::from_storage(out, &shape))
+    }
+
+    /// `self op s` (or `s op self` when `reversed`) with a host scalar.
+    pub fn binary_scalar(&self, op: BinaryOp, s: Scalar, reversed: bool) -> Result<Tensor> {
+        let dtype = s.promote_with(self.dtype());
+        let st = Tensor::scalar(s, dtype, self.device())?;
+        if reversed {
+            st.binary(op, self)
+        } else {
+            self.binary(op, &st)
+        }
+    }
+
+    /// A comparison with broadcasting; returns a bool tensor.
+    pub fn compare(&self, op: CmpOp, rhs: &Tensor) -> Result<Tensor> {
+        self.same_device(op.name(), rhs)?;
+        let dtype = result_type(self, rhs);
+        let (a, b) = (self.to_dtype(dtype)?, rhs.to_dtype(dtype)?);
+        let (shape, la, lb) = a.broadcast_pair(op.name(), &b)?;
+        let out = with_storages(&a, &b, |sa, sb| sa.compare(op, &la, sb, &lb))?;
+        Ok(Tensor::from_storage(out, &shape))
+    }
+
+    /// A comparison with a host scalar (`reversed`: `s op self`).
+    pub fn compare_scalar(&self, op: CmpOp, s: Scalar, reversed: bool) -> Result<Tensor> {
+        let st = Tensor::scalar(s, s.promote_with(self.dtype()), self.device())?;
+        if reversed {
+            st.compare(op, self)
+        } else {
+            self.compare(op, &st)
+        }
+    }
+
+    /// `cond ? a : b` elementwise, broadcasting all three (`cond` is read as bool).
+    pub fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        cond.same_device("where", a)?;
+        a.same_device("where", b)?;
+        let dtype = result_type(a, b);
+        let (a, b) = (a.to_dtype(dtype)?, b.to_dtype(dtype)?);
+        let c = cond.to_dtype(DType::Bool)?;
+        let shape = broadcast_shapes("where", c.shape(), a.shape())?;
+        let shape = broadcast_shapes("where", &shape, b.shape())?;
+        let (lc, la, lb) = (
+            c.layout().broadcast_to("where", &shape)?,
+            a.layout().broadcast_to("where", &shape)?,
+            b.layout().broadcast_to("where", &shape)?,
+        );
+        // Materialise shared storages so that each operand takes its own lock.
+        let a = if a.shares_storage(&c) { a.clone_data()? } else { a };
+        let b = if b.shares_storage(&c) || b.shares_storage(&a) { b.clone_data()? } else { b };
+        let out = {
+            let (sc, sa, sb) = (c.storage(), a.storage(), b.storage());
+            sc.where_cond(&lc, &sa, &la, &sb, &lb)?
+        };
+        Ok(Tensor::from_storage(out, &shape))
+    }
+
+    /// Clamps into `[min, max]` (either bound optional); NaN stays NaN.
+    pub fn clamp(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            return Err(Error::invalid("clamp", "at least one of min and max must be given"));
+        }
+        let mut t = self.clone();
+        if let Some(lo) = min {
+            t = t.binary_scalar(BinaryOp::Maximum, lo, false)?;
+        }
+        if let Some(hi) = max {
+            t = t.binary_scalar(BinaryOp::Minimum, hi, false)?;
+        }
+        Ok(t)
+    }
+
+    /// This tensor converted to `dtype` (the same handle when it already is).
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let out = self.storage().cast(self.layout(), dtype);
+        Ok(Tensor::from_storage(out, self.shape()))
+    }
+
+    /// A contiguous tensor with the same values: this handle when already contiguous.
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        self.clone_data()
+    }
+
+    /// A copy of the data in new, contiguous storage.
+    pub fn clone_data(&self) -> Result<Tensor> {
+        let out = self.storage().cast(self.layout(), self.dtype());
+        Ok(Tensor::from_storage(out, self.shape()))
+    }
+
+    /// This tensor on `device` (the same handle when it already is there).
+    pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        if device == self.device() {
+            return Ok(self.clone());
+        }
+        crate::backend::check_device(device)?;
+        let values = self.to_host();
+        Tensor::from_host(&values, self.shape(), self.dtype(), device)
+    }
+}
+
+/// Value checks the CPU makes before integer ops that would be undefined.
+fn check_binary_values(op: BinaryOp, dtype: DType, rhs: &Tensor) -> Result<()> {
+    if dtype == DType::Bool && matches!(op, BinaryOp::Sub | BinaryOp::Rem | BinaryOp::Pow) {
+        return Err(Error::UnsupportedDType {
+            op: op.name(),
+            dtype,
+            hint: " (for bool tensors use logical_not, or convert with to_dtype(\"i64\"))".into(),
+        });
+    }
+    if !dtype.is_int() || rhs.device() != Device::Cpu {
+        return Ok(());
+    }
+    let bad = |pred: fn(i64) -> bool| match rhs.to_host() {
+        super::HostValues::Int(v) => v.into_iter().any(pred),
+        _ => false,
+    };
+    match op {
+        BinaryOp::Rem if bad(|x| x == 0) => Err(Error::invalid("remainder", "integer division by zero")),
+        BinaryOp::Pow if bad(|x| x < 0) => Err(Error::invalid(
+            "pow",
+            "integers to negative integer powers are not allowed",
+        )),
+        _ => Ok(()),
+    }
+}

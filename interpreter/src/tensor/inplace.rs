@@ -1,0 +1,76 @@
+//! In-place writes into a tensor's storage, seen by every view of it:
+//! `copy_`, `fill_`, and the arithmetic `add_`/`sub_`/`mul_`/`div_` behind
+//! `+= -= *= /=`. Results are computed first and then written, so a tensor
+//! may read itself (`x += x`, `t[0] = t[1]`).
+
+use super::op::BinaryOp;
+use super::dtype::Category;
+use super::{DType, Scalar, Tensor};
+use crate::error::{Error, Result};
+
+
+/// PyTorch's `can_cast` for in-place results: no float into an integer
+/// tensor, no number into a bool tensor.
+fn can_cast(from: DType, to: DType) -> bool {
+    from.category() <= to.category() || to.category() == Category::Float
+}
+
+impl Tensor {
+    /// Writes `src` (broadcast to this shape, converted to this dtype) into this tensor.
+    pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        self.same_device("copy_", src)?;
+        if self.layout().has_internal_overlap() {
+            return Err(Error::invalid(
+                "copy_",
+                format!(
+                    "cannot write into an expanded tensor of shape {:?} (several elements share one memory location); call contiguous() or clone() first",
+                    self.shape()
+                ),
+            ));
+        }
+        let src = src.to_dtype(self.dtype())?;
+        let src = if src.shares_storage(self) { src.clone_data()? } else { src };
+        let ls = src.layout().broadcast_to("copy_", self.shape())?;
+        let data = src.storage();
+        self.storage_mut().copy_from(self.layout(), &data, &ls)
+    }
+
+    /// Sets every element to `value`.
+    pub fn fill_(&self, value: Scalar) -> Result<()> {
+        let v = Tensor::scalar(value, self.dtype(), self.device())?;
+        self.copy_(&v)
+    }
+
+    /// `self = self op rhs`, written into this tensor's storage.
+    pub fn binary_(&self, op: BinaryOp, rhs: &Tensor) -> Result<()> {
+        let r = self.binary(op, rhs)?;
+        self.write_result(op, r)
+    }
+
+    /// `self = self op s`, written into this tensor's storage.
+    pub fn binary_scalar_(&self, op: BinaryOp, s: Scalar) -> Result<()> {
+        let r = self.binary_scalar(op, s, false)?;
+        self.write_result(op, r)
+    }
+
+    fn write_result(&self, op: BinaryOp, r: Tensor) -> Result<()> {
+        if !can_cast(r.dtype(), self.dtype()) {
+            return Err(Error::InPlaceDType {
+                op: op.name(),
+                result: r.dtype(),
+                dest: self.dtype(),
+            });
+        }
+        if r.shape() != self.shape() {
+            return Err(Error::shape(
+                op.name(),
+                format!(
+                    "in-place result of shape {:?} does not fit the destination of shape {:?}",
+                    r.shape(),
+                    self.shape()
+                ),
+            ));
+        }
+        self.copy_(&r)
+    }
+}

@@ -1,0 +1,78 @@
+//! The matmul front-end: `matmul` with PyTorch's rules (1-D operands, batch
+//! broadcasting), and the strict `mm` (2-D) and `bmm` (3-D) forms.
+
+use super::elementwise::{result_type, with_storages};
+use super::shape::broadcast_shapes;
+use super::Tensor;
+use crate::backend::MatmulDims;
+use crate::error::{Error, Result};
+
+impl Tensor {
+    /// Matrix product with `torch.matmul`'s rules.
+    pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
+        let (a, b) = (self, rhs);
+        match (a.ndim(), b.ndim()) {
+            (0, _) | (_, 0) => Err(Error::shape(
+                "matmul",
+                format!("both operands need at least 1 dim, got shapes {:?} and {:?}", a.shape(), b.shape()),
+            )),
+            (1, 1) => a.unsqueeze(0)?.matmul_nd(&b.unsqueeze(1)?, "matmul")?.reshape(&[]),
+            (1, _) => a.unsqueeze(0)?.matmul_nd(b, "matmul")?.squeeze(Some(&[-2])),
+            (_, 1) => a.matmul_nd(&b.unsqueeze(1)?, "matmul")?.squeeze(Some(&[-1])),
+            _ => a.matmul_nd(b, "matmul"),
+        }
+    }
+
+    /// Product of two matrices (both exactly 2-D).
+    pub fn mm(&self, rhs: &Tensor) -> Result<Tensor> {
+        if self.ndim() != 2 || rhs.ndim() != 2 {
+            return Err(Error::shape(
+                "mm",
+                format!("expects two 2-D tensors, got shapes {:?} and {:?}", self.shape(), rhs.shape()),
+            ));
+        }
+        self.matmul_nd(rhs, "mm")
+    }
+
+    /// Batched product of two 3-D tensors with equal batch sizes.
+    pub fn bmm(&self, rhs: &Tensor) -> Result<Tensor> {
+        if self.ndim() != 3 || rhs.ndim() != 3 || self.shape()[0] != rhs.shape()[0] {
+            return Err(Error::shape(
+                "bmm",
+                format!(
+                    "expects two 3-D tensors with the same batch size, got shapes {:?} and {:?}",
+                    self.shape(),
+                    rhs.shape()
+                ),
+            ));
+        }
+        self.matmul_nd(rhs, "bmm")
+    }
+
+    /// Both operands at least 2-D: broadcast batch dims, check inner sizes.
+    fn matmul_nd(&self, rhs: &Tensor, op: &'static str) -> Result<Tensor> {
+        self.same_device(op, rhs)?;
+        let (sa, sb) = (self.shape(), rhs.shape());
+        let (na, nb) = (sa.len(), sb.len());
+        let (m, k, k2, n) = (sa[na - 2], sa[na - 1], sb[nb - 2], sb[nb - 1]);
+        if k != k2 {
+            return Err(Error::shape(
+                op,
+                format!("shapes {sa:?} and {sb:?} cannot be multiplied ({m}x{k} and {k2}x{n})"),
+            ));
+        }
+        let batch = broadcast_shapes(op, &sa[..na - 2], &sb[..nb - 2])?;
+        let dtype = result_type(self, rhs);
+        let (a, b) = (self.to_dtype(dtype)?, rhs.to_dtype(dtype)?);
+        let full = |x: usize, y: usize| {
+            let mut s = batch.clone();
+            s.extend([x, y]);
+            s
+        };
+        let la = a.layout().broadcast_to(op, &full(m, k))?;
+        let lb = b.layout().broadcast_to(op, &full(k, n))?;
+        let dims = MatmulDims { batch: batch.clone(), m, k, n };
+        let out = with_storages(&a, &b, |x, y| x.matmul(&la, y, &lb, &dims))?;
+        Ok(Tensor::from_storage(out, &full(m, n)))
+    }
+}

@@ -1,0 +1,206 @@
+//! The tensor core: the [`Tensor`] handle and its metadata ([`Layout`],
+//! [`DType`], [`Device`]), and the op front-end. Every op is written once in
+//! the submodules here (validation, broadcasting, dtype promotion) and then
+//! dispatched to a backend through [`crate::backend::Storage`].
+
+pub mod creation;
+pub mod device;
+pub mod dtype;
+pub mod elementwise;
+pub mod format;
+pub mod inplace;
+pub mod join;
+pub mod layout;
+pub mod linalg;
+pub mod nn;
+pub mod op;
+pub mod random;
+pub mod reduce;
+pub mod shape;
+pub mod strided;
+pub mod view;
+
+pub use device::Device;
+pub use dtype::{DType, Scalar};
+pub use layout::Layout;
+pub use random::Generator;
+
+use crate::backend::Storage;
+use crate::error::{Error, Result};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Host-side values in logical order: what crosses back from a device.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostValues {
+    /// bool tensors
+    Bool(Vec<bool>),
+    /// integer tensors, widened to i64
+    Int(Vec<i64>),
+    /// float tensors, widened to f64
+    Float(Vec<f64>),
+}
+
+impl HostValues {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            HostValues::Bool(v) => v.len(),
+            HostValues::Int(v) => v.len(),
+            HostValues::Float(v) => v.len(),
+        }
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Value `i` as a scalar.
+    pub fn get(&self, i: usize) -> Option<Scalar> {
+        match self {
+            HostValues::Bool(v) => v.get(i).map(|&b| Scalar::Bool(b)),
+            HostValues::Int(v) => v.get(i).map(|&x| Scalar::Int(x)),
+            HostValues::Float(v) => v.get(i).map(|&x| Scalar::Float(x)),
+        }
+    }
+}
+
+/// Shared, lockable storage; views of one tensor hold the same `Arc`.
+pub(crate) type SharedStorage = Arc<RwLock<Storage>>;
+
+struct TensorImpl {
+    storage: SharedStorage,
+    layout: Layout,
+    dtype: DType,
+    device: Device,
+}
+
+/// An n-dimensional array on a device: a cheap, thread-safe handle. Cloning
+/// costs a reference count; views share the storage of the tensor they view.
+#[derive(Clone)]
+pub struct Tensor(Arc<TensorImpl>);
+
+impl Tensor {
+    /// A tensor over a whole new storage with a contiguous layout of `shape`.
+    pub(crate) fn from_storage(storage: Storage, shape: &[usize]) -> Tensor {
+        Tensor::from_parts(Arc::new(RwLock::new(storage)), Layout::contiguous(shape))
+    }
+
+    pub(crate) fn from_parts(storage: SharedStorage, layout: Layout) -> Tensor {
+        let (dtype, device) = {
+            let s = read_lock(&storage);
+            (s.dtype(), s.device())
+        };
+        Tensor(Arc::new(TensorImpl {
+            storage,
+            layout,
+            dtype,
+            device,
+        }))
+    }
+
+    /// A view of the same storage with another layout.
+    pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            storage: self.0.storage.clone(),
+            layout,
+            dtype: self.0.dtype,
+            device: self.0.device,
+        }))
+    }
+
+    /// The sizes of each dimension.
+    pub fn shape(&self) -> &[usize] {
+        self.0.layout.shape()
+    }
+
+    /// The layout over the storage.
+    pub fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// The device holding the data.
+    pub fn device(&self) -> Device {
+        self.0.device
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.0.layout.ndim()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.0.layout.numel()
+    }
+
+    /// True when the elements are dense and row-major.
+    pub fn is_contiguous(&self) -> bool {
+        self.0.layout.is_contiguous()
+    }
+
+    /// True when both tensors view the same storage.
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+    }
+
+    pub(crate) fn storage(&self) -> RwLockReadGuard<'_, Storage> {
+        read_lock(&self.0.storage)
+    }
+
+    pub(crate) fn storage_mut(&self) -> RwLockWriteGuard<'_, Storage> {
+        self.0
+            .storage
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The elements in logical order, on the host.
+    pub fn to_host(&self) -> HostValues {
+        self.storage().to_host(self.layout())
+    }
+
+    /// The single element of a one-element tensor.
+    pub fn item(&self) -> Result<Scalar> {
+        if self.numel() != 1 {
+            return Err(Error::invalid(
+                "item",
+                format!(
+                    "only a tensor with one element can be converted to a number, got shape {:?} ({} elements)",
+                    self.shape(),
+                    self.numel()
+                ),
+            ));
+        }
+        self.to_host()
+            .get(0)
+            .ok_or_else(|| Error::invalid("item", "tensor has no elements"))
+    }
+
+    /// Fails unless both tensors are on one device.
+    pub(crate) fn same_device(&self, op: &'static str, other: &Tensor) -> Result<()> {
+        if self.device() != other.device() {
+            return Err(Error::DeviceMismatch {
+                op,
+                lhs: self.device(),
+                rhs: other.device(),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn read_lock(s: &SharedStorage) -> RwLockReadGuard<'_, Storage> {
+    s.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}

@@ -1,0 +1,72 @@
+//! Neural-network ops with their own kernels: softmax, log-softmax and layer
+//! normalisation (integer inputs compute in f32).
+
+use super::shape::normalize_dim;
+use super::Tensor;
+use crate::error::{Error, Result};
+
+impl Tensor {
+    /// Softmax along `dim`.
+    pub fn softmax(&self, dim: i64) -> Result<Tensor> {
+        self.softmax_impl(dim, false)
+    }
+
+    /// Log-softmax along `dim`.
+    pub fn log_softmax(&self, dim: i64) -> Result<Tensor> {
+        self.softmax_impl(dim, true)
+    }
+
+    fn softmax_impl(&self, dim: i64, log: bool) -> Result<Tensor> {
+        let op = if log { "log_softmax" } else { "softmax" };
+        if self.ndim() == 0 {
+            return self.unsqueeze(0)?.softmax_impl(0, log)?.reshape(&[]);
+        }
+        let d = normalize_dim(op, dim, self.shape())?;
+        let x = self.to_dtype(self.dtype().to_float())?;
+        let out = x.storage().softmax(x.layout(), d, log)?;
+        Ok(Tensor::from_storage(out, self.shape()))
+    }
+
+    /// Layer normalisation over the trailing dims `normalized_shape`, with
+    /// optional elementwise `weight` and `bias` of that shape.
+    pub fn layer_norm(
+        &self,
+        normalized_shape: &[usize],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor> {
+        let k = normalized_shape.len();
+        let shape = self.shape();
+        if k == 0 || k > shape.len() || shape[shape.len() - k..] != *normalized_shape {
+            return Err(Error::shape(
+                "layer_norm",
+                format!("normalized_shape {normalized_shape:?} does not match the trailing dims of input shape {shape:?}"),
+            ));
+        }
+        let dtype = self.dtype().to_float();
+        let prep = |t: Option<&Tensor>, what: &str| -> Result<Option<Tensor>> {
+            match t {
+                None => Ok(None),
+                Some(t) if t.shape() == normalized_shape => {
+                    self.same_device("layer_norm", t)?;
+                    Ok(Some(t.to_dtype(dtype)?.contiguous()?))
+                }
+                Some(t) => Err(Error::shape(
+                    "layer_norm",
+                    format!("{what} of shape {:?} does not match normalized_shape {normalized_shape:?}", t.shape()),
+                )),
+            }
+        };
+        let (w, b) = (prep(weight, "weight")?, prep(bias, "bias")?);
+        let x = self.to_dtype(dtype)?.contiguous()?;
+        let norm: usize = normalized_shape.iter().product();
+        let out = {
+            let xs = x.storage();
+            let ws = w.as_ref().map(|t| t.storage());
+            let bs = b.as_ref().map(|t| t.storage());
+            xs.layer_norm(norm, ws.as_deref(), bs.as_deref(), eps)?
+        };
+        Ok(Tensor::from_storage(out, shape))
+    }
+}

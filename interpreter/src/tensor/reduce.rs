@@ -1,0 +1,75 @@
+//! The reduction front-end: `sum prod mean max min argmax argmin var std all
+//! any` over the whole tensor or over some dims, with `keepdim`.
+
+use super::op::ReduceOp;
+use super::shape::normalize_dim;
+use super::Tensor;
+use crate::error::{Error, Result};
+
+impl Tensor {
+    /// Reduces `dims` (all dims when `None`); `keepdim` keeps them as size 1.
+    pub fn reduce(&self, op: ReduceOp, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        let mut ds: Vec<usize> = match dims {
+            None => (0..self.ndim()).collect(),
+            Some(list) if self.ndim() == 0 => {
+                for &d in list {
+                    if d != 0 && d != -1 {
+                        normalize_dim(op.name(), d, self.shape())?;
+                    }
+                }
+                vec![]
+            }
+            Some(list) => {
+                let mut v = Vec::with_capacity(list.len());
+                for &d in list {
+                    let d = normalize_dim(op.name(), d, self.shape())?;
+                    if v.contains(&d) {
+                        return Err(Error::invalid(op.name(), format!("dim {d} appears twice in {list:?}")));
+                    }
+                    v.push(d);
+                }
+                v
+            }
+        };
+        ds.sort_unstable();
+        let lane: usize = ds.iter().map(|&d| self.shape()[d]).product();
+        if op.needs_elements() && (lane == 0 || self.numel() == 0) {
+            return Err(Error::invalid(
+                op.name(),
+                format!("cannot reduce over an empty dimension (shape {:?}, dims {ds:?})", self.shape()),
+            ));
+        }
+        if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && ds.len() != 1 && dims.is_some() && self.ndim() > 0 {
+            return Err(Error::invalid(op.name(), "expects a single dim"));
+        }
+        let out = self.storage().reduce(op, self.layout(), &ds);
+        let shape: Vec<usize> = (0..self.ndim())
+            .filter_map(|d| match (ds.contains(&d), keepdim) {
+                (false, _) => Some(self.shape()[d]),
+                (true, true) => Some(1),
+                (true, false) => None,
+            })
+            .collect();
+        Ok(Tensor::from_storage(out, &shape))
+    }
+
+    /// Sum of all elements (ints and bool sum to i64).
+    pub fn sum(&self) -> Result<Tensor> {
+        self.reduce(ReduceOp::Sum, None, false)
+    }
+
+    /// Mean of all elements.
+    pub fn mean(&self) -> Result<Tensor> {
+        self.reduce(ReduceOp::Mean, None, false)
+    }
+
+    /// Maximum of all elements.
+    pub fn max(&self) -> Result<Tensor> {
+        self.reduce(ReduceOp::Max, None, false)
+    }
+
+    /// Minimum of all elements.
+    pub fn min(&self) -> Result<Tensor> {
+        self.reduce(ReduceOp::Min, None, false)
+    }
+}

@@ -18,9 +18,10 @@
 
 pub mod backend;
 pub mod error;
-// pub mod script;
+pub mod script;
 pub mod tensor;
 
 pub use error::{Error, Result};
+pub use script::{Interpreter, ScriptError};
 
 pub use tensor::{DType, Device, Layout, Scalar, Tensor};

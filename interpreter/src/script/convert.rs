@@ -1,0 +1,208 @@
+//! Conversions between Rhai values and kiln's types: arrays to shapes and
+//! dims, numbers to scalars, nested arrays to tensors and back, option maps to
+//! dtype/device, and kiln errors to Rhai errors. No math lives here.
+
+use crate::tensor::{DType, Device, HostValues, Scalar, Tensor};
+use rhai::{Array, Dynamic, EvalAltResult, Map, Position, INT};
+
+/// The result type of every registered function.
+pub type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
+
+/// A script-visible runtime error with `msg`; Rhai attaches the call position.
+pub fn script_error(msg: impl Into<String>) -> Box<EvalAltResult> {
+    EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), Position::NONE).into()
+}
+
+/// Converts a kiln result into a Rhai result.
+pub fn ok<T>(r: crate::Result<T>) -> RhaiResult<T> {
+    r.map_err(|e| script_error(e.to_string()))
+}
+
+/// A number or bool as a scalar.
+pub fn scalar(op: &str, d: &Dynamic) -> RhaiResult<Scalar> {
+    if let Ok(i) = d.as_int() {
+        Ok(Scalar::Int(i))
+    } else if let Ok(f) = d.as_float() {
+        Ok(Scalar::Float(f))
+    } else if let Ok(b) = d.as_bool() {
+        Ok(Scalar::Bool(b))
+    } else {
+        Err(script_error(format!("{op}: expected a number, got {}", d.type_name())))
+    }
+}
+
+/// A list of (possibly negative) ints: an array of ints or a single int.
+pub fn ints(op: &str, what: &str, d: &Dynamic) -> RhaiResult<Vec<i64>> {
+    if let Ok(i) = d.as_int() {
+        return Ok(vec![i]);
+    }
+    let arr = d
+        .clone()
+        .try_cast::<Array>()
+        .ok_or_else(|| script_error(format!("{op}: expected {what} as an array of ints, got {}", d.type_name())))?;
+    arr.iter()
+        .map(|x| {
+            x.as_int()
+                .map_err(|t| script_error(format!("{op}: {what} must hold ints, found {t}")))
+        })
+        .collect()
+}
+
+/// A shape: an array of non-negative ints (or one int).
+pub fn shape(op: &str, d: &Dynamic) -> RhaiResult<Vec<usize>> {
+    ints(op, "a shape", d)?
+        .into_iter()
+        .map(|x| {
+            usize::try_from(x).map_err(|_| script_error(format!("{op}: shape sizes must be non-negative, got {x}")))
+        })
+        .collect()
+}
+
+/// A shape from separate int arguments.
+pub fn shape_of(op: &str, dims: &[INT]) -> RhaiResult<Vec<usize>> {
+    shape(op, &Dynamic::from_array(dims.iter().map(|&d| Dynamic::from_int(d)).collect()))
+}
+
+/// Creation options from a map: `#{dtype: "bf16", device: "cpu"}`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Opts {
+    /// requested dtype
+    pub dtype: Option<DType>,
+    /// requested device
+    pub device: Option<Device>,
+}
+
+/// Parses an options map; unknown keys are an error.
+pub fn opts(op: &str, m: &Map) -> RhaiResult<Opts> {
+    let mut o = Opts::default();
+    for (k, v) in m {
+        let s = || {
+            v.clone()
+                .into_immutable_string()
+                .map_err(|t| script_error(format!("{op}: option '{k}' must be a string, got {t}")))
+        };
+        match k.as_str() {
+            "dtype" => o.dtype = Some(ok(DType::parse(&s()?))?),
+            "device" => o.device = Some(ok(Device::parse(&s()?))?),
+            "requires_grad" => {}
+            other => {
+                return Err(script_error(format!(
+                    "{op}: unknown option '{other}' (expected dtype, device)"
+                )))
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// A tensor from a nested array of numbers/bools (or a single number).
+pub fn nested_to_tensor(d: &Dynamic, dtype: Option<DType>, device: Device) -> RhaiResult<Tensor> {
+    let mut shape = vec![];
+    let mut probe = d.clone();
+    while let Some(a) = probe.clone().try_cast::<Array>() {
+        shape.push(a.len());
+        match a.into_iter().next() {
+            Some(first) => probe = first,
+            None => break,
+        }
+    }
+    let mut vals = Vec::new();
+    collect(d, &shape, 0, &mut vals)?;
+    let any_float = vals.iter().any(|s| matches!(s, Scalar::Float(_)));
+    let all_bool = !vals.is_empty() && vals.iter().all(|s| matches!(s, Scalar::Bool(_)));
+    let host = if any_float || vals.is_empty() {
+        HostValues::Float(vals.iter().map(|s| s.to_f64()).collect())
+    } else if all_bool {
+        HostValues::Bool(vals.iter().map(|s| s.to_i64() != 0).collect())
+    } else {
+        HostValues::Int(vals.iter().map(|s| s.to_i64()).collect())
+    };
+    let default = match host {
+        HostValues::Float(_) => DType::F32,
+        HostValues::Bool(_) => DType::Bool,
+        HostValues::Int(_) => DType::I64,
+    };
+    ok(Tensor::from_host(&host, &shape, dtype.unwrap_or(default), device))
+}
+
+fn collect(d: &Dynamic, shape: &[usize], depth: usize, out: &mut Vec<Scalar>) -> RhaiResult<()> {
+    match d.clone().try_cast::<Array>() {
+        Some(a) => {
+            if depth >= shape.len() || a.len() != shape[depth] {
+                return Err(script_error(format!(
+                    "tensor: nested arrays are ragged (expected {} items at depth {depth}, found {})",
+                    shape.get(depth).map_or("a number".to_string(), |n| n.to_string()),
+                    a.len()
+                )));
+            }
+            a.iter().try_for_each(|x| collect(x, shape, depth + 1, out))
+        }
+        None if depth != shape.len() => Err(script_error(format!(
+            "tensor: nested arrays are ragged (found a number at depth {depth}, expected an array of {})",
+            shape[depth]
+        ))),
+        None => {
+            if let Some(t) = d.clone().try_cast::<Tensor>() {
+                out.push(ok(t.item())?);
+                return Ok(());
+            }
+            out.push(scalar("tensor", d)?);
+            Ok(())
+        }
+    }
+}
+
+/// A scalar as a Rhai value (ints as INT, floats as FLOAT, bools as bool).
+pub fn scalar_to_dynamic(s: Scalar) -> Dynamic {
+    match s {
+        Scalar::Bool(b) => Dynamic::from_bool(b),
+        Scalar::Int(i) => Dynamic::from_int(i),
+        Scalar::Float(f) => Dynamic::from_float(f),
+    }
+}
+
+/// A tensor's values as nested Rhai arrays (a 0-dim tensor gives a number).
+pub fn tensor_to_nested(t: &Tensor) -> Dynamic {
+    let host = t.to_host();
+    let mut i = 0;
+    build(&host, t.shape(), &mut i)
+}
+
+fn build(v: &HostValues, shape: &[usize], i: &mut usize) -> Dynamic {
+    match shape.split_first() {
+        None => {
+            let d = v.get(*i).map_or(Dynamic::UNIT, scalar_to_dynamic);
+            *i += 1;
+            d
+        }
+        Some((&n, rest)) => Dynamic::from_array((0..n).map(|_| build(v, rest, i)).collect()),
+    }
+}
+
+/// A shape as a Rhai array of ints.
+pub fn shape_to_dynamic(shape: &[usize]) -> Dynamic {
+    Dynamic::from_array(shape.iter().map(|&d| Dynamic::from_int(d as INT)).collect())
+}
+
+/// A tensor operand from a tensor or a number; numbers take the dtype they
+/// would promote to next to `like`.
+pub fn operand(op: &str, d: &Dynamic, like: Option<&Tensor>, device: Device) -> RhaiResult<Tensor> {
+    if let Some(t) = d.clone().try_cast::<Tensor>() {
+        return Ok(t);
+    }
+    let s = scalar(op, d)?;
+    let dtype = like.map_or(s.default_dtype(), |t| s.promote_with(t.dtype()));
+    ok(Tensor::scalar(s, dtype, like.map_or(device, |t| t.device())))
+}
+
+/// A list of tensors from a Rhai array.
+pub fn tensor_list(op: &str, a: &Array) -> RhaiResult<Vec<Tensor>> {
+    a.iter()
+        .enumerate()
+        .map(|(i, x)| {
+            x.clone()
+                .try_cast::<Tensor>()
+                .ok_or_else(|| script_error(format!("{op}: item {i} of the list is a {}, not a Tensor", x.type_name())))
+        })
+        .collect()
+}

@@ -1,0 +1,114 @@
+//! Operators on tensors: `+ - * / % **` and unary `-` with tensors and
+//! numbers on either side, `@` (matmul), the comparisons (which return bool
+//! tensors; all combinations are registered, since Rhai answers `false` for a
+//! missing overload), `+= -= *= /=` (in place, as in PyTorch), and indexing
+//! with ints, negative ints and ranges, for reading and for writing.
+
+use super::convert::{ok, operand, script_error, RhaiResult};
+use super::Runtime;
+use crate::tensor::op::{BinaryOp, CmpOp};
+use crate::tensor::{Scalar, Tensor};
+use rhai::{Dynamic, Engine, FLOAT, INT};
+use std::ops::{Range, RangeInclusive};
+use std::sync::Arc;
+
+/// Precedence of `@`: the same as `*`, as in Python.
+const MATMUL_PRECEDENCE: u8 = 180;
+
+/// Registers the operators and indexers.
+pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
+    for (name, op) in [
+        ("+", BinaryOp::Add),
+        ("-", BinaryOp::Sub),
+        ("*", BinaryOp::Mul),
+        ("/", BinaryOp::Div),
+        ("%", BinaryOp::Rem),
+        ("**", BinaryOp::Pow),
+    ] {
+        engine.register_fn(name, move |a: Tensor, b: Tensor| ok(a.binary(op, &b)));
+        engine.register_fn(name, move |a: Tensor, b: INT| ok(a.binary_scalar(op, Scalar::Int(b), false)));
+        engine.register_fn(name, move |a: Tensor, b: FLOAT| ok(a.binary_scalar(op, Scalar::Float(b), false)));
+        engine.register_fn(name, move |a: INT, b: Tensor| ok(b.binary_scalar(op, Scalar::Int(a), true)));
+        engine.register_fn(name, move |a: FLOAT, b: Tensor| ok(b.binary_scalar(op, Scalar::Float(a), true)));
+    }
+    for (name, op) in [
+        ("+=", BinaryOp::Add),
+        ("-=", BinaryOp::Sub),
+        ("*=", BinaryOp::Mul),
+        ("/=", BinaryOp::Div),
+        ("%=", BinaryOp::Rem),
+        ("**=", BinaryOp::Pow),
+    ] {
+        engine.register_fn(name, move |a: &mut Tensor, b: Tensor| ok(a.binary_(op, &b)));
+        engine.register_fn(name, move |a: &mut Tensor, b: INT| ok(a.binary_scalar_(op, Scalar::Int(b))));
+        engine.register_fn(name, move |a: &mut Tensor, b: FLOAT| ok(a.binary_scalar_(op, Scalar::Float(b))));
+    }
+    engine.register_fn("-", |a: Tensor| ok(a.neg()));
+    engine.register_fn("+", |a: Tensor| a);
+
+    for (name, op) in [
+        ("==", CmpOp::Eq),
+        ("!=", CmpOp::Ne),
+        ("<", CmpOp::Lt),
+        ("<=", CmpOp::Le),
+        (">", CmpOp::Gt),
+        (">=", CmpOp::Ge),
+    ] {
+        engine.register_fn(name, move |a: Tensor, b: Tensor| ok(a.compare(op, &b)));
+        engine.register_fn(name, move |a: Tensor, b: INT| ok(a.compare_scalar(op, Scalar::Int(b), false)));
+        engine.register_fn(name, move |a: Tensor, b: FLOAT| ok(a.compare_scalar(op, Scalar::Float(b), false)));
+        engine.register_fn(name, move |a: Tensor, b: bool| ok(a.compare_scalar(op, Scalar::Bool(b), false)));
+        engine.register_fn(name, move |a: INT, b: Tensor| ok(b.compare_scalar(op, Scalar::Int(a), true)));
+        engine.register_fn(name, move |a: FLOAT, b: Tensor| ok(b.compare_scalar(op, Scalar::Float(a), true)));
+        engine.register_fn(name, move |a: bool, b: Tensor| ok(b.compare_scalar(op, Scalar::Bool(a), true)));
+    }
+
+    // Registering `@` only fails if the symbol is taken, which it is not in Rhai 1.27;
+    // without it, `matmul(a, b)` still works.
+    let _ = engine.register_custom_operator("@", MATMUL_PRECEDENCE);
+    engine.register_fn("@", |a: Tensor, b: Tensor| ok(a.matmul(&b)));
+
+    register_indexers(engine, rt);
+}
+
+fn range_slice(t: &Tensor, start: INT, end: INT) -> RhaiResult<Tensor> {
+    ok(t.slice(0, Some(start), Some(end), 1))
+}
+
+fn first_dim(t: &Tensor, op: &str) -> RhaiResult<()> {
+    if t.ndim() == 0 {
+        return Err(script_error(format!("{op}: cannot index a 0-dim tensor")));
+    }
+    Ok(())
+}
+
+fn register_indexers(engine: &mut Engine, rt: &Arc<Runtime>) {
+    engine.register_indexer_get(|t: &mut Tensor, i: INT| ok(t.select(0, i)));
+    engine.register_indexer_get(|t: &mut Tensor, r: Range<INT>| {
+        first_dim(t, "slice")?;
+        range_slice(t, r.start, r.end)
+    });
+    engine.register_indexer_get(|t: &mut Tensor, r: RangeInclusive<INT>| {
+        first_dim(t, "slice")?;
+        let end = if *r.end() == -1 { t.shape()[0] as INT } else { r.end() + 1 };
+        range_slice(t, *r.start(), end)
+    });
+    let r = rt.clone();
+    engine.register_indexer_set(move |t: &mut Tensor, i: INT, v: Dynamic| -> RhaiResult<()> {
+        let dst = ok(t.select(0, i))?;
+        ok(dst.copy_(&operand("index assignment", &v, Some(t), r.device())?))
+    });
+    let r = rt.clone();
+    engine.register_indexer_set(move |t: &mut Tensor, x: Range<INT>, v: Dynamic| -> RhaiResult<()> {
+        first_dim(t, "slice assignment")?;
+        let dst = range_slice(t, x.start, x.end)?;
+        ok(dst.copy_(&operand("slice assignment", &v, Some(t), r.device())?))
+    });
+    let r = rt.clone();
+    engine.register_indexer_set(move |t: &mut Tensor, x: RangeInclusive<INT>, v: Dynamic| -> RhaiResult<()> {
+        first_dim(t, "slice assignment")?;
+        let end = if *x.end() == -1 { t.shape()[0] as INT } else { x.end() + 1 };
+        let dst = range_slice(t, *x.start(), end)?;
+        ok(dst.copy_(&operand("slice assignment", &v, Some(t), r.device())?))
+    });
+}

@@ -1,0 +1,26 @@
+//! The Rhai modules of `stdlib/`, embedded in the binary and served to
+//! `import "name" as name;` (other names load `name.rhai` files).
+
+use rhai::module_resolvers::{FileModuleResolver, ModuleResolversCollection, StaticModuleResolver};
+use rhai::{Engine, Module, Scope};
+
+const MODULES: &[(&str, &str)] = &[("nn", include_str!("../../../stdlib/nn.rhai"))];
+
+/// Compiles the embedded modules and installs a resolver that serves them
+/// first and `.rhai` files relative to the working directory after.
+pub(super) fn install(engine: &mut Engine) {
+    let mut resolver = StaticModuleResolver::new();
+    for (name, src) in MODULES {
+        // The sources are ours and tested; a module that fails to compile is
+        // left out rather than taking the engine down.
+        if let Ok(ast) = engine.compile(*src) {
+            if let Ok(m) = Module::eval_ast_as_new(Scope::new(), &ast, engine) {
+                resolver.insert(*name, m);
+            }
+        }
+    }
+    let mut all = ModuleResolversCollection::new();
+    all.push(resolver);
+    all.push(FileModuleResolver::new());
+    engine.set_module_resolver(all);
+}

@@ -1,0 +1,65 @@
+//! Golden-script tests: every `tests/scripts/NAME.rhai` runs in a fresh
+//! interpreter and its printed output must equal `tests/scripts/NAME.out`
+//! exactly. An uncaught script error is part of the output, as the line
+//! `error: <message with position>`. Set `KILN_BLESS=1` to write missing
+//! `.out` files (then check them by hand before committing).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+fn scripts_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scripts")
+}
+
+/// Runs one script and returns everything it printed.
+fn run_script(path: &Path) -> String {
+    let out = Arc::new(Mutex::new(String::new()));
+    let mut kiln = kiln::Interpreter::new();
+    let sink = out.clone();
+    kiln.on_print(move |s| {
+        let mut o = sink.lock().unwrap();
+        o.push_str(s);
+        o.push('\n');
+    });
+    kiln.set_args(vec!["first".into(), "second".into()]);
+    let source = std::fs::read_to_string(path).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    if let Err(e) = kiln.run(&source, &name) {
+        out.lock().unwrap().push_str(&format!("error: {e}\n"));
+    }
+    let s = out.lock().unwrap().clone();
+    s
+}
+
+#[test]
+fn golden_scripts() {
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(scripts_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rhai"))
+        .collect();
+    scripts.sort();
+    assert!(!scripts.is_empty(), "no golden scripts found");
+    let bless = std::env::var_os("KILN_BLESS").is_some();
+    let mut failures = vec![];
+    for script in &scripts {
+        let expected_path = script.with_extension("out");
+        let actual = run_script(script);
+        match std::fs::read_to_string(&expected_path) {
+            Ok(expected) if expected == actual => {}
+            Ok(expected) => failures.push(format!(
+                "{}:\n--- expected\n{expected}\n--- actual\n{actual}",
+                script.display()
+            )),
+            Err(_) if bless => std::fs::write(&expected_path, &actual).unwrap(),
+            Err(_) => failures.push(format!("{}: missing {}", script.display(), expected_path.display())),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} golden scripts failed:\n\n{}",
+        failures.len(),
+        scripts.len(),
+        failures.join("\n\n")
+    );
+}

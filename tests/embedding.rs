@@ -20,8 +20,10 @@ fn tensors_cross_the_script_boundary() {
 #[test]
 fn own_functions_and_persistent_state() {
     let mut k = Interpreter::new();
-    k.engine_mut().register_fn("double_it", |t: Tensor| t.mul_scalar(2i64).unwrap());
-    k.run("let a = arange(3); fn f(t) { double_it(t) + 1 }", "setup").unwrap();
+    k.engine_mut()
+        .register_fn("double_it", |t: Tensor| t.mul_scalar(2i64).unwrap());
+    k.run("let a = arange(3); fn f(t) { double_it(t) + 1 }", "setup")
+        .unwrap();
     let v: rhai::Array = k.eval("f(a).to_list()").unwrap();
     let v: Vec<i64> = v.into_iter().map(|d| d.as_int().unwrap()).collect();
     assert_eq!(v, vec![1, 3, 5]);
@@ -45,7 +47,9 @@ fn interpreters_run_on_several_threads() {
 #[test]
 fn errors_carry_positions() {
     let mut k = Interpreter::new();
-    let e = k.run("let a = ones([2]);\nlet b = a + ones([3]);", "pos.rhai").unwrap_err();
+    let e = k
+        .run("let a = ones([2]);\nlet b = a + ones([3]);", "pos.rhai")
+        .unwrap_err();
     assert_eq!(e.line, Some(2));
     assert_eq!(e.source.as_deref(), Some("pos.rhai"));
     assert!(e.message.contains("[2] and [3]"), "{}", e.message);

@@ -52,7 +52,11 @@ fn golden_scripts() {
                 script.display()
             )),
             Err(_) if bless => std::fs::write(&expected_path, &actual).unwrap(),
-            Err(_) => failures.push(format!("{}: missing {}", script.display(), expected_path.display())),
+            Err(_) => failures.push(format!(
+                "{}: missing {}",
+                script.display(),
+                expected_path.display()
+            )),
         }
     }
     assert!(

@@ -33,7 +33,12 @@ pub fn philox4x32(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
 #[inline]
 pub fn block(seed: u64, stream: u64, block: u64) -> [u32; 4] {
     philox4x32(
-        [block as u32, (block >> 32) as u32, stream as u32, (stream >> 32) as u32],
+        [
+            block as u32,
+            (block >> 32) as u32,
+            stream as u32,
+            (stream >> 32) as u32,
+        ],
         [seed as u32, (seed >> 32) as u32],
     )
 }

@@ -29,7 +29,9 @@ pub enum Error {
         to: Vec<i64>,
     },
     /// A dimension argument outside `-ndim..ndim`.
-    #[error("{op}: dimension {dim} is out of range for a tensor of shape {shape:?} (expected -{ndim}..{ndim})")]
+    #[error(
+        "{op}: dimension {dim} is out of range for a tensor of shape {shape:?} (expected -{ndim}..{ndim})"
+    )]
     DimOutOfRange {
         op: &'static str,
         dim: i64,
@@ -83,18 +85,12 @@ pub enum Error {
 impl Error {
     /// An [`Error::InvalidArgument`] for `op`.
     pub fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
-        Error::InvalidArgument {
-            op,
-            msg: msg.into(),
-        }
+        Error::InvalidArgument { op, msg: msg.into() }
     }
 
     /// An [`Error::ShapeMismatch`] for `op`.
     pub fn shape(op: &'static str, msg: impl Into<String>) -> Self {
-        Error::ShapeMismatch {
-            op,
-            msg: msg.into(),
-        }
+        Error::ShapeMismatch { op, msg: msg.into() }
     }
 
     /// An [`Error::UnsupportedDType`] for `op`, without a hint.

@@ -73,7 +73,10 @@ fn report(r: std::result::Result<(), kiln::ScriptError>) -> ExitCode {
 fn repl(kiln: &mut Interpreter) -> Result<ExitCode> {
     let interactive = std::io::stdin().is_terminal();
     if interactive {
-        println!("kiln {} — Rhai tensor scripting. Ctrl-D to exit.", env!("CARGO_PKG_VERSION"));
+        println!(
+            "kiln {} — Rhai tensor scripting. Ctrl-D to exit.",
+            env!("CARGO_PKG_VERSION")
+        );
     }
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
@@ -97,5 +100,9 @@ fn repl(kiln: &mut Interpreter) -> Result<ExitCode> {
             }
         }
     }
-    Ok(if failed && !interactive { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed && !interactive {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

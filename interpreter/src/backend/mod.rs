@@ -120,7 +120,14 @@ impl Storage {
     }
 
     /// `self ? a : b` with a bool `self`.
-    pub fn where_cond(&self, l: &Layout, a: &Storage, la: &Layout, b: &Storage, lb: &Layout) -> Result<Storage> {
+    pub fn where_cond(
+        &self,
+        l: &Layout,
+        a: &Storage,
+        la: &Layout,
+        b: &Storage,
+        lb: &Layout,
+    ) -> Result<Storage> {
         match (self, a, b) {
             (Storage::Cpu(c), Storage::Cpu(a), Storage::Cpu(b)) => {
                 Ok(Storage::Cpu(cpu::where_cond(c, l, a, la, b, lb)?))
@@ -157,7 +164,13 @@ impl Storage {
     }
 
     /// Layer norm of contiguous storage over rows of `norm` elements.
-    pub fn layer_norm(&self, norm: usize, w: Option<&Storage>, b: Option<&Storage>, eps: f64) -> Result<Storage> {
+    pub fn layer_norm(
+        &self,
+        norm: usize,
+        w: Option<&Storage>,
+        b: Option<&Storage>,
+        eps: f64,
+    ) -> Result<Storage> {
         fn cpu_of(s: Option<&Storage>) -> Option<&CpuStorage> {
             s.map(|Storage::Cpu(c)| c)
         }

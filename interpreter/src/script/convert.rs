@@ -27,7 +27,10 @@ pub fn scalar(op: &str, d: &Dynamic) -> RhaiResult<Scalar> {
     } else if let Ok(b) = d.as_bool() {
         Ok(Scalar::Bool(b))
     } else {
-        Err(script_error(format!("{op}: expected a number, got {}", d.type_name())))
+        Err(script_error(format!(
+            "{op}: expected a number, got {}",
+            d.type_name()
+        )))
     }
 }
 
@@ -36,10 +39,12 @@ pub fn ints(op: &str, what: &str, d: &Dynamic) -> RhaiResult<Vec<i64>> {
     if let Ok(i) = d.as_int() {
         return Ok(vec![i]);
     }
-    let arr = d
-        .clone()
-        .try_cast::<Array>()
-        .ok_or_else(|| script_error(format!("{op}: expected {what} as an array of ints, got {}", d.type_name())))?;
+    let arr = d.clone().try_cast::<Array>().ok_or_else(|| {
+        script_error(format!(
+            "{op}: expected {what} as an array of ints, got {}",
+            d.type_name()
+        ))
+    })?;
     arr.iter()
         .map(|x| {
             x.as_int()
@@ -53,14 +58,18 @@ pub fn shape(op: &str, d: &Dynamic) -> RhaiResult<Vec<usize>> {
     ints(op, "a shape", d)?
         .into_iter()
         .map(|x| {
-            usize::try_from(x).map_err(|_| script_error(format!("{op}: shape sizes must be non-negative, got {x}")))
+            usize::try_from(x)
+                .map_err(|_| script_error(format!("{op}: shape sizes must be non-negative, got {x}")))
         })
         .collect()
 }
 
 /// A shape from separate int arguments.
 pub fn shape_of(op: &str, dims: &[INT]) -> RhaiResult<Vec<usize>> {
-    shape(op, &Dynamic::from_array(dims.iter().map(|&d| Dynamic::from_int(d)).collect()))
+    shape(
+        op,
+        &Dynamic::from_array(dims.iter().map(|&d| Dynamic::from_int(d)).collect()),
+    )
 }
 
 /// Creation options from a map: `#{dtype: "bf16", device: "cpu"}`.
@@ -200,9 +209,12 @@ pub fn tensor_list(op: &str, a: &Array) -> RhaiResult<Vec<Tensor>> {
     a.iter()
         .enumerate()
         .map(|(i, x)| {
-            x.clone()
-                .try_cast::<Tensor>()
-                .ok_or_else(|| script_error(format!("{op}: item {i} of the list is a {}, not a Tensor", x.type_name())))
+            x.clone().try_cast::<Tensor>().ok_or_else(|| {
+                script_error(format!(
+                    "{op}: item {i} of the list is a {}, not a Tensor",
+                    x.type_name()
+                ))
+            })
         })
         .collect()
 }

@@ -35,28 +35,58 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     });
 
     // zeros / ones / full / empty, with a shape array, separate ints, and options.
-    for (name, value) in [("zeros", Scalar::Int(0)), ("ones", Scalar::Int(1)), ("empty", Scalar::Int(0))] {
+    for (name, value) in [
+        ("zeros", Scalar::Int(0)),
+        ("ones", Scalar::Int(1)),
+        ("empty", Scalar::Int(0)),
+    ] {
         let make = move |rt: &Runtime, shp: Vec<usize>, o: Opts| {
-            ok(Tensor::full(&shp, value, Some(o.dtype.unwrap_or(crate::tensor::DType::F32)), device(rt, &o)))
+            ok(Tensor::full(
+                &shp,
+                value,
+                Some(o.dtype.unwrap_or(crate::tensor::DType::F32)),
+                device(rt, &o),
+            ))
         };
         let r = rt.clone();
-        engine.register_fn(name, move |s: Dynamic| make(&r, shape(name, &s)?, Opts::default()));
+        engine.register_fn(name, move |s: Dynamic| {
+            make(&r, shape(name, &s)?, Opts::default())
+        });
         let r = rt.clone();
-        engine.register_fn(name, move |s: Dynamic, m: Map| make(&r, shape(name, &s)?, opts(name, &m)?));
+        engine.register_fn(name, move |s: Dynamic, m: Map| {
+            make(&r, shape(name, &s)?, opts(name, &m)?)
+        });
         let r = rt.clone();
-        engine.register_fn(name, move |a: INT, b: INT| make(&r, shape_of(name, &[a, b])?, Opts::default()));
+        engine.register_fn(name, move |a: INT, b: INT| {
+            make(&r, shape_of(name, &[a, b])?, Opts::default())
+        });
         let r = rt.clone();
-        engine.register_fn(name, move |a: INT, b: INT, c: INT| make(&r, shape_of(name, &[a, b, c])?, Opts::default()));
+        engine.register_fn(name, move |a: INT, b: INT, c: INT| {
+            make(&r, shape_of(name, &[a, b, c])?, Opts::default())
+        });
     }
     let r = rt.clone();
     engine.register_fn("full", move |s: Dynamic, v: Dynamic| -> RhaiResult<Tensor> {
-        ok(Tensor::full(&shape("full", &s)?, scalar("full", &v)?, None, r.device()))
+        ok(Tensor::full(
+            &shape("full", &s)?,
+            scalar("full", &v)?,
+            None,
+            r.device(),
+        ))
     });
     let r = rt.clone();
-    engine.register_fn("full", move |s: Dynamic, v: Dynamic, m: Map| -> RhaiResult<Tensor> {
-        let o = opts("full", &m)?;
-        ok(Tensor::full(&shape("full", &s)?, scalar("full", &v)?, o.dtype, device(&r, &o)))
-    });
+    engine.register_fn(
+        "full",
+        move |s: Dynamic, v: Dynamic, m: Map| -> RhaiResult<Tensor> {
+            let o = opts("full", &m)?;
+            ok(Tensor::full(
+                &shape("full", &s)?,
+                scalar("full", &v)?,
+                o.dtype,
+                device(&r, &o),
+            ))
+        },
+    );
 
     // arange
     let arange = |rt: &Runtime, a: Scalar, b: Scalar, s: Scalar, o: Opts| {
@@ -64,39 +94,81 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     };
     let r = rt.clone();
     engine.register_fn("arange", move |end: Dynamic| -> RhaiResult<Tensor> {
-        arange(&r, Scalar::Int(0), scalar("arange", &end)?, Scalar::Int(1), Opts::default())
+        arange(
+            &r,
+            Scalar::Int(0),
+            scalar("arange", &end)?,
+            Scalar::Int(1),
+            Opts::default(),
+        )
     });
     let r = rt.clone();
     engine.register_fn("arange", move |end: Dynamic, m: Map| -> RhaiResult<Tensor> {
-        arange(&r, Scalar::Int(0), scalar("arange", &end)?, Scalar::Int(1), opts("arange", &m)?)
+        arange(
+            &r,
+            Scalar::Int(0),
+            scalar("arange", &end)?,
+            Scalar::Int(1),
+            opts("arange", &m)?,
+        )
     });
     let r = rt.clone();
     engine.register_fn("arange", move |a: Dynamic, b: Dynamic| -> RhaiResult<Tensor> {
-        arange(&r, scalar("arange", &a)?, scalar("arange", &b)?, Scalar::Int(1), Opts::default())
+        arange(
+            &r,
+            scalar("arange", &a)?,
+            scalar("arange", &b)?,
+            Scalar::Int(1),
+            Opts::default(),
+        )
     });
     let r = rt.clone();
-    engine.register_fn("arange", move |a: Dynamic, b: Dynamic, s: Dynamic| -> RhaiResult<Tensor> {
-        let step = scalar("arange", &s)?;
-        arange(&r, scalar("arange", &a)?, scalar("arange", &b)?, step, Opts::default())
-    });
+    engine.register_fn(
+        "arange",
+        move |a: Dynamic, b: Dynamic, s: Dynamic| -> RhaiResult<Tensor> {
+            let step = scalar("arange", &s)?;
+            arange(
+                &r,
+                scalar("arange", &a)?,
+                scalar("arange", &b)?,
+                step,
+                Opts::default(),
+            )
+        },
+    );
     let r = rt.clone();
-    engine.register_fn("arange", move |a: Dynamic, b: Dynamic, s: Dynamic, m: Map| -> RhaiResult<Tensor> {
-        let step = scalar("arange", &s)?;
-        arange(&r, scalar("arange", &a)?, scalar("arange", &b)?, step, opts("arange", &m)?)
-    });
+    engine.register_fn(
+        "arange",
+        move |a: Dynamic, b: Dynamic, s: Dynamic, m: Map| -> RhaiResult<Tensor> {
+            let step = scalar("arange", &s)?;
+            arange(
+                &r,
+                scalar("arange", &a)?,
+                scalar("arange", &b)?,
+                step,
+                opts("arange", &m)?,
+            )
+        },
+    );
 
     // linspace / eye
     let r = rt.clone();
-    engine.register_fn("linspace", move |a: Dynamic, b: Dynamic, n: INT| -> RhaiResult<Tensor> {
-        let (a, b) = (scalar("linspace", &a)?.to_f64(), scalar("linspace", &b)?.to_f64());
-        ok(Tensor::linspace(a, b, n, None, r.device()))
-    });
+    engine.register_fn(
+        "linspace",
+        move |a: Dynamic, b: Dynamic, n: INT| -> RhaiResult<Tensor> {
+            let (a, b) = (scalar("linspace", &a)?.to_f64(), scalar("linspace", &b)?.to_f64());
+            ok(Tensor::linspace(a, b, n, None, r.device()))
+        },
+    );
     let r = rt.clone();
-    engine.register_fn("linspace", move |a: Dynamic, b: Dynamic, n: INT, m: Map| -> RhaiResult<Tensor> {
-        let o = opts("linspace", &m)?;
-        let (a, b) = (scalar("linspace", &a)?.to_f64(), scalar("linspace", &b)?.to_f64());
-        ok(Tensor::linspace(a, b, n, o.dtype, device(&r, &o)))
-    });
+    engine.register_fn(
+        "linspace",
+        move |a: Dynamic, b: Dynamic, n: INT, m: Map| -> RhaiResult<Tensor> {
+            let o = opts("linspace", &m)?;
+            let (a, b) = (scalar("linspace", &a)?.to_f64(), scalar("linspace", &b)?.to_f64());
+            ok(Tensor::linspace(a, b, n, o.dtype, device(&r, &o)))
+        },
+    );
     let eye = |rt: &Runtime, n: INT, m: INT, o: Opts| -> RhaiResult<Tensor> {
         let s = shape_of("eye", &[n, m])?;
         ok(Tensor::eye(s[0], s[1], o.dtype, device(rt, &o)))
@@ -108,7 +180,9 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     let r = rt.clone();
     engine.register_fn("eye", move |n: INT, m: Map| eye(&r, n, n, opts("eye", &m)?));
     let r = rt.clone();
-    engine.register_fn("eye", move |n: INT, k: INT, m: Map| eye(&r, n, k, opts("eye", &m)?));
+    engine.register_fn("eye", move |n: INT, k: INT, m: Map| {
+        eye(&r, n, k, opts("eye", &m)?)
+    });
 
     register_random(engine, rt);
     register_like(engine, rt);
@@ -127,16 +201,35 @@ fn register_random(engine: &mut Engine, rt: &Arc<Runtime>) {
             }))
         };
         let r = rt.clone();
-        volatile!(engine, name, move |s: Dynamic| draw(&r, shape(name, &s)?, Opts::default()));
+        volatile!(engine, name, move |s: Dynamic| draw(
+            &r,
+            shape(name, &s)?,
+            Opts::default()
+        ));
         let r = rt.clone();
-        volatile!(engine, name, move |s: Dynamic, m: Map| draw(&r, shape(name, &s)?, opts(name, &m)?));
+        volatile!(engine, name, move |s: Dynamic, m: Map| draw(
+            &r,
+            shape(name, &s)?,
+            opts(name, &m)?
+        ));
         let r = rt.clone();
-        volatile!(engine, name, move |a: INT, b: INT| draw(&r, shape_of(name, &[a, b])?, Opts::default()));
+        volatile!(engine, name, move |a: INT, b: INT| draw(
+            &r,
+            shape_of(name, &[a, b])?,
+            Opts::default()
+        ));
         let r = rt.clone();
-        volatile!(engine, name, move |a: INT, b: INT, c: INT| draw(&r, shape_of(name, &[a, b, c])?, Opts::default()));
+        volatile!(engine, name, move |a: INT, b: INT, c: INT| draw(
+            &r,
+            shape_of(name, &[a, b, c])?,
+            Opts::default()
+        ));
         let r = rt.clone();
         volatile!(engine, &format!("{name}_like"), move |t: Tensor| {
-            let o = Opts { dtype: Some(t.dtype()), device: Some(t.device()) };
+            let o = Opts {
+                dtype: Some(t.dtype()),
+                device: Some(t.device()),
+            };
             draw(&r, t.shape().to_vec(), o)
         });
     }
@@ -161,14 +254,21 @@ fn register_random(engine: &mut Engine, rt: &Arc<Runtime>) {
 fn register_like(engine: &mut Engine, _rt: &Arc<Runtime>) {
     engine.register_fn("zeros_like", |t: Tensor| ok(t.zeros_like()));
     engine.register_fn("ones_like", |t: Tensor| ok(t.ones_like()));
-    engine.register_fn("full_like", |t: Tensor, v: Dynamic| ok(t.full_like(scalar("full_like", &v)?)));
+    engine.register_fn("full_like", |t: Tensor, v: Dynamic| {
+        ok(t.full_like(scalar("full_like", &v)?))
+    });
     engine.register_fn("empty_like", |t: Tensor| ok(t.zeros_like()));
     for name in ["zeros_like", "ones_like"] {
         let one = name == "ones_like";
         engine.register_fn(name, move |t: Tensor, m: Map| -> RhaiResult<Tensor> {
             let o = opts(name, &m)?;
             let v = Scalar::Int(one as i64);
-            ok(Tensor::full(t.shape(), v, Some(o.dtype.unwrap_or(t.dtype())), o.device.unwrap_or(t.device())))
+            ok(Tensor::full(
+                t.shape(),
+                v,
+                Some(o.dtype.unwrap_or(t.dtype())),
+                o.device.unwrap_or(t.device()),
+            ))
         });
     }
 }

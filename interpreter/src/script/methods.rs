@@ -29,7 +29,9 @@ fn register_properties(engine: &mut Engine) {
     engine.register_get("device", |t: &mut Tensor| t.device().to_string());
     engine.register_get("ndim", |t: &mut Tensor| t.ndim() as INT);
     engine.register_get("numel", |t: &mut Tensor| t.numel() as INT);
-    engine.register_get("T", |t: &mut Tensor| ok(t.permute(&(0..t.ndim() as i64).rev().collect::<Vec<_>>())));
+    engine.register_get("T", |t: &mut Tensor| {
+        ok(t.permute(&(0..t.ndim() as i64).rev().collect::<Vec<_>>()))
+    });
     // Autograd arrives with the training issue; until then no tensor records gradients.
     engine.register_get("grad", |_: &mut Tensor| Dynamic::UNIT);
     engine.register_get("requires_grad", |_: &mut Tensor| false);
@@ -52,47 +54,86 @@ fn register_properties(engine: &mut Engine) {
 
 fn register_views(engine: &mut Engine) {
     for name in ["reshape", "view"] {
-        let f = move |t: &Tensor, s: Vec<i64>| if name == "view" { ok(t.view(&s)) } else { ok(t.reshape(&s)) };
-        engine.register_fn(name, move |t: Tensor, s: Dynamic| f(&t, ints(name, "a shape", &s)?));
+        let f = move |t: &Tensor, s: Vec<i64>| {
+            if name == "view" {
+                ok(t.view(&s))
+            } else {
+                ok(t.reshape(&s))
+            }
+        };
+        engine.register_fn(name, move |t: Tensor, s: Dynamic| {
+            f(&t, ints(name, "a shape", &s)?)
+        });
         engine.register_fn(name, move |t: Tensor, a: INT, b: INT| f(&t, vec![a, b]));
-        engine.register_fn(name, move |t: Tensor, a: INT, b: INT, c: INT| f(&t, vec![a, b, c]));
-        engine.register_fn(name, move |t: Tensor, a: INT, b: INT, c: INT, d: INT| f(&t, vec![a, b, c, d]));
+        engine.register_fn(name, move |t: Tensor, a: INT, b: INT, c: INT| {
+            f(&t, vec![a, b, c])
+        });
+        engine.register_fn(name, move |t: Tensor, a: INT, b: INT, c: INT, d: INT| {
+            f(&t, vec![a, b, c, d])
+        });
     }
-    engine.register_fn("permute", |t: Tensor, s: Dynamic| ok(t.permute(&ints("permute", "dims", &s)?)));
+    engine.register_fn("permute", |t: Tensor, s: Dynamic| {
+        ok(t.permute(&ints("permute", "dims", &s)?))
+    });
     engine.register_fn("permute", |t: Tensor, a: INT, b: INT| ok(t.permute(&[a, b])));
-    engine.register_fn("permute", |t: Tensor, a: INT, b: INT, c: INT| ok(t.permute(&[a, b, c])));
-    engine.register_fn("permute", |t: Tensor, a: INT, b: INT, c: INT, d: INT| ok(t.permute(&[a, b, c, d])));
+    engine.register_fn("permute", |t: Tensor, a: INT, b: INT, c: INT| {
+        ok(t.permute(&[a, b, c]))
+    });
+    engine.register_fn("permute", |t: Tensor, a: INT, b: INT, c: INT, d: INT| {
+        ok(t.permute(&[a, b, c, d]))
+    });
     engine.register_fn("flatten", |t: Tensor| ok(t.flatten(0, -1)));
     engine.register_fn("flatten", |t: Tensor, s: INT| ok(t.flatten(s, -1)));
     engine.register_fn("flatten", |t: Tensor, s: INT, e: INT| ok(t.flatten(s, e)));
     engine.register_fn("t", |t: Tensor| ok(t.t()));
     engine.register_fn("transpose", |t: Tensor, a: INT, b: INT| ok(t.transpose(a, b)));
     engine.register_fn("squeeze", |t: Tensor| ok(t.squeeze(None)));
-    engine.register_fn("squeeze", |t: Tensor, d: Dynamic| ok(t.squeeze(Some(&ints("squeeze", "dims", &d)?))));
+    engine.register_fn("squeeze", |t: Tensor, d: Dynamic| {
+        ok(t.squeeze(Some(&ints("squeeze", "dims", &d)?)))
+    });
     engine.register_fn("unsqueeze", |t: Tensor, d: INT| ok(t.unsqueeze(d)));
-    engine.register_fn("expand", |t: Tensor, s: Dynamic| ok(t.expand(&ints("expand", "a shape", &s)?)));
+    engine.register_fn("expand", |t: Tensor, s: Dynamic| {
+        ok(t.expand(&ints("expand", "a shape", &s)?))
+    });
     engine.register_fn("expand", |t: Tensor, a: INT, b: INT| ok(t.expand(&[a, b])));
-    engine.register_fn("expand", |t: Tensor, a: INT, b: INT, c: INT| ok(t.expand(&[a, b, c])));
+    engine.register_fn("expand", |t: Tensor, a: INT, b: INT, c: INT| {
+        ok(t.expand(&[a, b, c]))
+    });
     engine.register_fn("expand_as", |t: Tensor, o: Tensor| ok(t.broadcast_to(o.shape())));
-    engine.register_fn("broadcast_to", |t: Tensor, s: Dynamic| ok(t.broadcast_to(&shape("broadcast_to", &s)?)));
-    engine.register_fn("narrow", |t: Tensor, d: INT, s: INT, l: INT| ok(t.narrow(d, s, l)));
-    engine.register_fn("slice", |t: Tensor, d: INT, s: INT, e: INT| ok(t.slice(d, Some(s), Some(e), 1)));
-    engine.register_fn("slice", |t: Tensor, d: INT, s: INT, e: INT, st: INT| ok(t.slice(d, Some(s), Some(e), st)));
+    engine.register_fn("broadcast_to", |t: Tensor, s: Dynamic| {
+        ok(t.broadcast_to(&shape("broadcast_to", &s)?))
+    });
+    engine.register_fn(
+        "narrow",
+        |t: Tensor, d: INT, s: INT, l: INT| ok(t.narrow(d, s, l)),
+    );
+    engine.register_fn("slice", |t: Tensor, d: INT, s: INT, e: INT| {
+        ok(t.slice(d, Some(s), Some(e), 1))
+    });
+    engine.register_fn("slice", |t: Tensor, d: INT, s: INT, e: INT, st: INT| {
+        ok(t.slice(d, Some(s), Some(e), st))
+    });
     engine.register_fn("select", |t: Tensor, d: INT, i: INT| ok(t.select(d, i)));
     engine.register_fn("contiguous", |t: Tensor| ok(t.contiguous()));
     engine.register_fn("clone", |t: Tensor| ok(t.clone_data()));
     engine.register_fn("detach", |t: Tensor| t);
-    engine.register_fn("cat", |l: Array, d: INT| ok(Tensor::cat(&tensor_list("cat", &l)?, d)));
+    engine.register_fn("cat", |l: Array, d: INT| {
+        ok(Tensor::cat(&tensor_list("cat", &l)?, d))
+    });
     engine.register_fn("cat", |l: Array| ok(Tensor::cat(&tensor_list("cat", &l)?, 0)));
-    engine.register_fn("stack", |l: Array, d: INT| ok(Tensor::stack(&tensor_list("stack", &l)?, d)));
-    engine.register_fn("stack", |l: Array| ok(Tensor::stack(&tensor_list("stack", &l)?, 0)));
+    engine.register_fn("stack", |l: Array, d: INT| {
+        ok(Tensor::stack(&tensor_list("stack", &l)?, d))
+    });
+    engine.register_fn("stack", |l: Array| {
+        ok(Tensor::stack(&tensor_list("stack", &l)?, 0))
+    });
 }
 
 fn register_math(engine: &mut Engine) {
     use UnaryOp::*;
     for op in [
-        Abs, Neg, Exp, Log, Log2, Log1p, Expm1, Sqrt, Rsqrt, Sin, Cos, Tan, Tanh, Sigmoid, Relu, Gelu, Silu, Erf,
-        Floor, Ceil, Round, Sign, Square, Reciprocal, LogicalNot,
+        Abs, Neg, Exp, Log, Log2, Log1p, Expm1, Sqrt, Rsqrt, Sin, Cos, Tan, Tanh, Sigmoid, Relu, Gelu, Silu,
+        Erf, Floor, Ceil, Round, Sign, Square, Reciprocal, LogicalNot,
     ] {
         engine.register_fn(op.name(), move |t: Tensor| ok(t.unary(op)));
     }
@@ -140,16 +181,23 @@ fn register_math(engine: &mut Engine) {
     engine.register_fn("clamp", move |t: Tensor, lo: Dynamic, hi: Dynamic| {
         ok(t.clamp(bound("clamp", &lo)?, bound("clamp", &hi)?))
     });
-    engine.register_fn("clamp_min", |t: Tensor, lo: Dynamic| ok(t.clamp(Some(scalar("clamp_min", &lo)?), None)));
-    engine.register_fn("clamp_max", |t: Tensor, hi: Dynamic| ok(t.clamp(None, Some(scalar("clamp_max", &hi)?))));
-    engine.register_fn("where", move |c: Tensor, a: Dynamic, b: Dynamic| -> RhaiResult<Tensor> {
-        let ta = a.clone().try_cast::<Tensor>();
-        let tb = b.clone().try_cast::<Tensor>();
-        let dev = c.device();
-        let a = operand("where", &a, tb.as_ref(), dev)?;
-        let b = operand("where", &b, ta.as_ref().or(Some(&a)), dev)?;
-        ok(Tensor::where_cond(&c, &a, &b))
+    engine.register_fn("clamp_min", |t: Tensor, lo: Dynamic| {
+        ok(t.clamp(Some(scalar("clamp_min", &lo)?), None))
     });
+    engine.register_fn("clamp_max", |t: Tensor, hi: Dynamic| {
+        ok(t.clamp(None, Some(scalar("clamp_max", &hi)?)))
+    });
+    engine.register_fn(
+        "where",
+        move |c: Tensor, a: Dynamic, b: Dynamic| -> RhaiResult<Tensor> {
+            let ta = a.clone().try_cast::<Tensor>();
+            let tb = b.clone().try_cast::<Tensor>();
+            let dev = c.device();
+            let a = operand("where", &a, tb.as_ref(), dev)?;
+            let b = operand("where", &b, ta.as_ref().or(Some(&a)), dev)?;
+            ok(Tensor::where_cond(&c, &a, &b))
+        },
+    );
     engine.register_fn("matmul", |a: Tensor, b: Tensor| ok(a.matmul(&b)));
     engine.register_fn("mm", |a: Tensor, b: Tensor| ok(a.mm(&b)));
     engine.register_fn("bmm", |a: Tensor, b: Tensor| ok(a.bmm(&b)));
@@ -187,12 +235,19 @@ fn register_reductions(engine: &mut Engine) {
     for op in all {
         let name = op.name();
         engine.register_fn(name, move |t: Tensor| ok(t.reduce(op, None, false)));
-        let single = matches!(op, ReduceOp::Max | ReduceOp::Min | ReduceOp::ArgMax | ReduceOp::ArgMin);
+        let single = matches!(
+            op,
+            ReduceOp::Max | ReduceOp::Min | ReduceOp::ArgMax | ReduceOp::ArgMin
+        );
         if single {
             engine.register_fn(name, move |t: Tensor, d: INT| ok(t.reduce(op, Some(&[d]), false)));
-            engine.register_fn(name, move |t: Tensor, d: INT, k: bool| ok(t.reduce(op, Some(&[d]), k)));
+            engine.register_fn(name, move |t: Tensor, d: INT, k: bool| {
+                ok(t.reduce(op, Some(&[d]), k))
+            });
         } else {
-            engine.register_fn(name, move |t: Tensor, d: Dynamic| ok(t.reduce(op, Some(&dims(name, &d)?), false)));
+            engine.register_fn(name, move |t: Tensor, d: Dynamic| {
+                ok(t.reduce(op, Some(&dims(name, &d)?), false))
+            });
             engine.register_fn(name, move |t: Tensor, d: Dynamic, k: bool| {
                 ok(t.reduce(op, Some(&dims(name, &d)?), k))
             });
@@ -200,12 +255,20 @@ fn register_reductions(engine: &mut Engine) {
     }
     // var/std with an explicit correction (0 = population statistics).
     for name in ["var", "std"] {
-        engine.register_fn(name, move |t: Tensor, d: Dynamic, k: bool, c: INT| -> RhaiResult<Tensor> {
-            let correction = u32::try_from(c).map_err(|_| script_error(format!("{name}: correction must be >= 0")))?;
-            let op = if name == "var" { ReduceOp::Var { correction } } else { ReduceOp::Std { correction } };
-            let ds = if d.is_unit() { None } else { Some(dims(name, &d)?) };
-            ok(t.reduce(op, ds.as_deref(), k))
-        });
+        engine.register_fn(
+            name,
+            move |t: Tensor, d: Dynamic, k: bool, c: INT| -> RhaiResult<Tensor> {
+                let correction =
+                    u32::try_from(c).map_err(|_| script_error(format!("{name}: correction must be >= 0")))?;
+                let op = if name == "var" {
+                    ReduceOp::Var { correction }
+                } else {
+                    ReduceOp::Std { correction }
+                };
+                let ds = if d.is_unit() { None } else { Some(dims(name, &d)?) };
+                ok(t.reduce(op, ds.as_deref(), k))
+            },
+        );
     }
 }
 
@@ -222,15 +285,23 @@ fn register_nn(engine: &mut Engine) {
             .ok_or_else(|| script_error(format!("{name}: weight and bias must be tensors or ()")))
     };
     const EPS: f64 = 1e-5;
-    engine.register_fn("layer_norm", move |t: Tensor, s: Dynamic| ok(t.layer_norm(&shape("layer_norm", &s)?, None, None, EPS)));
-    engine.register_fn("layer_norm", move |t: Tensor, s: Dynamic, w: Dynamic, b: Dynamic| {
-        let (w, b) = (opt("layer_norm", &w)?, opt("layer_norm", &b)?);
-        ok(t.layer_norm(&shape("layer_norm", &s)?, w.as_ref(), b.as_ref(), EPS))
+    engine.register_fn("layer_norm", move |t: Tensor, s: Dynamic| {
+        ok(t.layer_norm(&shape("layer_norm", &s)?, None, None, EPS))
     });
-    engine.register_fn("layer_norm", move |t: Tensor, s: Dynamic, w: Dynamic, b: Dynamic, eps: FLOAT| {
-        let (w, b) = (opt("layer_norm", &w)?, opt("layer_norm", &b)?);
-        ok(t.layer_norm(&shape("layer_norm", &s)?, w.as_ref(), b.as_ref(), eps))
-    });
+    engine.register_fn(
+        "layer_norm",
+        move |t: Tensor, s: Dynamic, w: Dynamic, b: Dynamic| {
+            let (w, b) = (opt("layer_norm", &w)?, opt("layer_norm", &b)?);
+            ok(t.layer_norm(&shape("layer_norm", &s)?, w.as_ref(), b.as_ref(), EPS))
+        },
+    );
+    engine.register_fn(
+        "layer_norm",
+        move |t: Tensor, s: Dynamic, w: Dynamic, b: Dynamic, eps: FLOAT| {
+            let (w, b) = (opt("layer_norm", &w)?, opt("layer_norm", &b)?);
+            ok(t.layer_norm(&shape("layer_norm", &s)?, w.as_ref(), b.as_ref(), eps))
+        },
+    );
 }
 
 fn register_conversions(engine: &mut Engine) {
@@ -239,7 +310,9 @@ fn register_conversions(engine: &mut Engine) {
     engine.register_fn("tolist", |t: &mut Tensor| tensor_to_nested(t));
     engine.register_fn("to_string", |t: &mut Tensor| t.to_string());
     engine.register_fn("to_debug", |t: &mut Tensor| t.to_string());
-    engine.register_fn("to_dtype", |t: Tensor, s: &str| ok(t.to_dtype(ok(DType::parse(s))?)));
+    engine.register_fn("to_dtype", |t: Tensor, s: &str| {
+        ok(t.to_dtype(ok(DType::parse(s))?))
+    });
     engine.register_fn("to", |t: Tensor, s: &str| -> RhaiResult<Tensor> {
         match (DType::parse(s), Device::parse(s)) {
             (Ok(d), _) => ok(t.to_dtype(d)),
@@ -250,7 +323,8 @@ fn register_conversions(engine: &mut Engine) {
         }
     });
     engine.register_fn("to", |t: Tensor, other: Tensor| -> RhaiResult<Tensor> {
-        ok(t.to_device(other.device()).and_then(|x| x.to_dtype(other.dtype())))
+        ok(t.to_device(other.device())
+            .and_then(|x| x.to_dtype(other.dtype())))
     });
     engine.register_fn("cpu", |t: Tensor| ok(t.to_device(Device::Cpu)));
     engine.register_fn("cuda", |t: Tensor| ok(t.to_device(Device::Cuda(0))));

@@ -228,7 +228,10 @@ impl Interpreter {
         let v = self.run(source, "<eval>")?;
         let type_name = v.type_name();
         v.try_cast::<T>().ok_or_else(|| ScriptError {
-            message: format!("expected a {} result, got {type_name}", std::any::type_name::<T>()),
+            message: format!(
+                "expected a {} result, got {type_name}",
+                std::any::type_name::<T>()
+            ),
             source: Some("<eval>".into()),
             line: None,
             column: None,

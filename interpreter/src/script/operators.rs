@@ -26,10 +26,18 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         ("**", BinaryOp::Pow),
     ] {
         engine.register_fn(name, move |a: Tensor, b: Tensor| ok(a.binary(op, &b)));
-        engine.register_fn(name, move |a: Tensor, b: INT| ok(a.binary_scalar(op, Scalar::Int(b), false)));
-        engine.register_fn(name, move |a: Tensor, b: FLOAT| ok(a.binary_scalar(op, Scalar::Float(b), false)));
-        engine.register_fn(name, move |a: INT, b: Tensor| ok(b.binary_scalar(op, Scalar::Int(a), true)));
-        engine.register_fn(name, move |a: FLOAT, b: Tensor| ok(b.binary_scalar(op, Scalar::Float(a), true)));
+        engine.register_fn(name, move |a: Tensor, b: INT| {
+            ok(a.binary_scalar(op, Scalar::Int(b), false))
+        });
+        engine.register_fn(name, move |a: Tensor, b: FLOAT| {
+            ok(a.binary_scalar(op, Scalar::Float(b), false))
+        });
+        engine.register_fn(name, move |a: INT, b: Tensor| {
+            ok(b.binary_scalar(op, Scalar::Int(a), true))
+        });
+        engine.register_fn(name, move |a: FLOAT, b: Tensor| {
+            ok(b.binary_scalar(op, Scalar::Float(a), true))
+        });
     }
     for (name, op) in [
         ("+=", BinaryOp::Add),
@@ -40,8 +48,12 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         ("**=", BinaryOp::Pow),
     ] {
         engine.register_fn(name, move |a: &mut Tensor, b: Tensor| ok(a.binary_(op, &b)));
-        engine.register_fn(name, move |a: &mut Tensor, b: INT| ok(a.binary_scalar_(op, Scalar::Int(b))));
-        engine.register_fn(name, move |a: &mut Tensor, b: FLOAT| ok(a.binary_scalar_(op, Scalar::Float(b))));
+        engine.register_fn(name, move |a: &mut Tensor, b: INT| {
+            ok(a.binary_scalar_(op, Scalar::Int(b)))
+        });
+        engine.register_fn(name, move |a: &mut Tensor, b: FLOAT| {
+            ok(a.binary_scalar_(op, Scalar::Float(b)))
+        });
     }
     engine.register_fn("-", |a: Tensor| ok(a.neg()));
     engine.register_fn("+", |a: Tensor| a);
@@ -55,12 +67,24 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         (">=", CmpOp::Ge),
     ] {
         engine.register_fn(name, move |a: Tensor, b: Tensor| ok(a.compare(op, &b)));
-        engine.register_fn(name, move |a: Tensor, b: INT| ok(a.compare_scalar(op, Scalar::Int(b), false)));
-        engine.register_fn(name, move |a: Tensor, b: FLOAT| ok(a.compare_scalar(op, Scalar::Float(b), false)));
-        engine.register_fn(name, move |a: Tensor, b: bool| ok(a.compare_scalar(op, Scalar::Bool(b), false)));
-        engine.register_fn(name, move |a: INT, b: Tensor| ok(b.compare_scalar(op, Scalar::Int(a), true)));
-        engine.register_fn(name, move |a: FLOAT, b: Tensor| ok(b.compare_scalar(op, Scalar::Float(a), true)));
-        engine.register_fn(name, move |a: bool, b: Tensor| ok(b.compare_scalar(op, Scalar::Bool(a), true)));
+        engine.register_fn(name, move |a: Tensor, b: INT| {
+            ok(a.compare_scalar(op, Scalar::Int(b), false))
+        });
+        engine.register_fn(name, move |a: Tensor, b: FLOAT| {
+            ok(a.compare_scalar(op, Scalar::Float(b), false))
+        });
+        engine.register_fn(name, move |a: Tensor, b: bool| {
+            ok(a.compare_scalar(op, Scalar::Bool(b), false))
+        });
+        engine.register_fn(name, move |a: INT, b: Tensor| {
+            ok(b.compare_scalar(op, Scalar::Int(a), true))
+        });
+        engine.register_fn(name, move |a: FLOAT, b: Tensor| {
+            ok(b.compare_scalar(op, Scalar::Float(a), true))
+        });
+        engine.register_fn(name, move |a: bool, b: Tensor| {
+            ok(b.compare_scalar(op, Scalar::Bool(a), true))
+        });
     }
 
     // Registering `@` only fails if the symbol is taken, which it is not in Rhai 1.27;
@@ -90,7 +114,11 @@ fn register_indexers(engine: &mut Engine, rt: &Arc<Runtime>) {
     });
     engine.register_indexer_get(|t: &mut Tensor, r: RangeInclusive<INT>| {
         first_dim(t, "slice")?;
-        let end = if *r.end() == -1 { t.shape()[0] as INT } else { r.end() + 1 };
+        let end = if *r.end() == -1 {
+            t.shape()[0] as INT
+        } else {
+            r.end() + 1
+        };
         range_slice(t, *r.start(), end)
     });
     let r = rt.clone();
@@ -99,16 +127,24 @@ fn register_indexers(engine: &mut Engine, rt: &Arc<Runtime>) {
         ok(dst.copy_(&operand("index assignment", &v, Some(t), r.device())?))
     });
     let r = rt.clone();
-    engine.register_indexer_set(move |t: &mut Tensor, x: Range<INT>, v: Dynamic| -> RhaiResult<()> {
-        first_dim(t, "slice assignment")?;
-        let dst = range_slice(t, x.start, x.end)?;
-        ok(dst.copy_(&operand("slice assignment", &v, Some(t), r.device())?))
-    });
+    engine.register_indexer_set(
+        move |t: &mut Tensor, x: Range<INT>, v: Dynamic| -> RhaiResult<()> {
+            first_dim(t, "slice assignment")?;
+            let dst = range_slice(t, x.start, x.end)?;
+            ok(dst.copy_(&operand("slice assignment", &v, Some(t), r.device())?))
+        },
+    );
     let r = rt.clone();
-    engine.register_indexer_set(move |t: &mut Tensor, x: RangeInclusive<INT>, v: Dynamic| -> RhaiResult<()> {
-        first_dim(t, "slice assignment")?;
-        let end = if *x.end() == -1 { t.shape()[0] as INT } else { x.end() + 1 };
-        let dst = range_slice(t, *x.start(), end)?;
-        ok(dst.copy_(&operand("slice assignment", &v, Some(t), r.device())?))
-    });
+    engine.register_indexer_set(
+        move |t: &mut Tensor, x: RangeInclusive<INT>, v: Dynamic| -> RhaiResult<()> {
+            first_dim(t, "slice assignment")?;
+            let end = if *x.end() == -1 {
+                t.shape()[0] as INT
+            } else {
+                x.end() + 1
+            };
+            let dst = range_slice(t, *x.start(), end)?;
+            ok(dst.copy_(&operand("slice assignment", &v, Some(t), r.device())?))
+        },
+    );
 }

@@ -24,17 +24,17 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     let r = rt.clone();
     volatile!(engine, "default_device", move || r.device().to_string());
     let r = rt.clone();
-    volatile!(engine, "args", move || -> rhai::Array { r.args().into_iter().map(Dynamic::from).collect() });
-    volatile!(
-        engine,
-        "time",
-        |ctx: NativeCallContext, f: FnPtr| -> RhaiResult<FLOAT> {
-            let start = Instant::now();
-            let _value = f.call_within_context::<Dynamic>(&ctx, ())?;
-            synchronize();
-            Ok(start.elapsed().as_secs_f64())
-        },
-    );
+    volatile!(engine, "args", move || -> rhai::Array {
+        r.args().into_iter().map(Dynamic::from).collect()
+    });
+    volatile!(engine, "time", |ctx: NativeCallContext,
+                               f: FnPtr|
+     -> RhaiResult<FLOAT> {
+        let start = Instant::now();
+        let _value = f.call_within_context::<Dynamic>(&ctx, ())?;
+        synchronize();
+        Ok(start.elapsed().as_secs_f64())
+    },);
     engine.register_static_module("cuda", cuda_module().into());
 }
 
@@ -47,7 +47,9 @@ fn cuda_module() -> Module {
     reg("is_available").set_into_module(&mut m, || false);
     reg("device_count").set_into_module(&mut m, || 0 as INT);
     reg("device_name").set_into_module(&mut m, || -> RhaiResult<String> {
-        Err(script_error("cuda::device_name: CUDA is not available in this build (cuda::is_available() is false)"))
+        Err(script_error(
+            "cuda::device_name: CUDA is not available in this build (cuda::is_available() is false)",
+        ))
     });
     reg("synchronize").set_into_module(&mut m, synchronize);
     reg("memory_allocated").set_into_module(&mut m, || 0 as INT);

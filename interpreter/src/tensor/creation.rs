@@ -1,7 +1,7 @@
 //! Creating tensors: from host values, constant fills, ranges, identity
 //! matrices and random draws, plus the `*_like` forms.
 
-use super::shape::numel;
+use super::shape::{check_alloc, numel};
 use super::{DType, Device, Generator, HostValues, Scalar, Tensor};
 use crate::backend::Storage;
 use crate::error::{Error, Result};
@@ -15,7 +15,10 @@ impl Tensor {
                 format!("{} values cannot fill shape {shape:?}", values.len()),
             ));
         }
-        Ok(Tensor::from_storage(Storage::from_host(device, values, dtype)?, shape))
+        Ok(Tensor::from_storage(
+            Storage::from_host(device, values, dtype)?,
+            shape,
+        ))
     }
 
     /// A 1-D f32 tensor from a slice (a convenience for embedding code).
@@ -27,6 +30,7 @@ impl Tensor {
     /// `shape` filled with `value`; the dtype defaults to the scalar's (f32, i64, bool).
     pub fn full(shape: &[usize], value: Scalar, dtype: Option<DType>, device: Device) -> Result<Tensor> {
         let dtype = dtype.unwrap_or(value.default_dtype());
+        check_alloc("full", shape, dtype)?;
         Ok(Tensor::from_storage(
             Storage::full(device, dtype, numel(shape), value)?,
             shape,
@@ -65,7 +69,13 @@ impl Tensor {
 
     /// `start, start+step, ...` below `end` (above, for a negative step). The dtype
     /// defaults to i64 when all three are integers, else f32.
-    pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>, device: Device) -> Result<Tensor> {
+    pub fn arange(
+        start: Scalar,
+        end: Scalar,
+        step: Scalar,
+        dtype: Option<DType>,
+        device: Device,
+    ) -> Result<Tensor> {
         let all_int = [start, end, step].iter().all(|s| !matches!(s, Scalar::Float(_)));
         let dtype = dtype.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
         let (a, b, s) = (start.to_f64(), end.to_f64(), step.to_f64());
@@ -88,6 +98,7 @@ impl Tensor {
             ((b - a) / s).ceil() as i64
         };
         let n = n.max(0) as usize;
+        check_alloc("arange", &[n], dtype)?;
         Ok(Tensor::from_storage(
             Storage::arange(device, dtype, start, step, n)?,
             &[n],
@@ -97,10 +108,18 @@ impl Tensor {
     /// `n` evenly spaced values from `start` to `end` inclusive (f32 by default).
     pub fn linspace(start: f64, end: f64, n: i64, dtype: Option<DType>, device: Device) -> Result<Tensor> {
         if n < 0 {
-            return Err(Error::invalid("linspace", format!("number of steps must be non-negative, got {n}")));
+            return Err(Error::invalid(
+                "linspace",
+                format!("number of steps must be non-negative, got {n}"),
+            ));
         }
         let n = n as usize;
-        let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
+        check_alloc("linspace", &[n], dtype.unwrap_or(DType::F32))?;
+        let step = if n > 1 {
+            (end - start) / (n - 1) as f64
+        } else {
+            0.0
+        };
         let v: Vec<f64> = (0..n)
             .map(|i| {
                 if i < n / 2 {
@@ -115,21 +134,36 @@ impl Tensor {
 
     /// The `n × m` identity matrix (f32 by default).
     pub fn eye(n: usize, m: usize, dtype: Option<DType>, device: Device) -> Result<Tensor> {
-        let v: Vec<i64> = (0..n * m).map(|i| (i / m.max(1) == i % m.max(1)) as i64).collect();
+        check_alloc("eye", &[n, m], dtype.unwrap_or(DType::F32))?;
+        let v: Vec<i64> = (0..n * m)
+            .map(|i| (i / m.max(1) == i % m.max(1)) as i64)
+            .collect();
         Tensor::from_host(&HostValues::Int(v), &[n, m], dtype.unwrap_or(DType::F32), device)
     }
 
     /// Uniform values in `[0, 1)` (f32 by default).
-    pub fn rand(shape: &[usize], dtype: Option<DType>, device: Device, gen: &mut Generator) -> Result<Tensor> {
+    pub fn rand(
+        shape: &[usize],
+        dtype: Option<DType>,
+        device: Device,
+        gen: &mut Generator,
+    ) -> Result<Tensor> {
         let dtype = float_dtype("rand", dtype)?;
+        check_alloc("rand", shape, dtype)?;
         let (seed, stream) = gen.next_stream();
         let s = Storage::rand_uniform(device, dtype, numel(shape), seed, stream)?;
         Ok(Tensor::from_storage(s, shape))
     }
 
     /// Standard normal values (f32 by default).
-    pub fn randn(shape: &[usize], dtype: Option<DType>, device: Device, gen: &mut Generator) -> Result<Tensor> {
+    pub fn randn(
+        shape: &[usize],
+        dtype: Option<DType>,
+        device: Device,
+        gen: &mut Generator,
+    ) -> Result<Tensor> {
         let dtype = float_dtype("randn", dtype)?;
+        check_alloc("randn", shape, dtype)?;
         let (seed, stream) = gen.next_stream();
         let s = Storage::rand_normal(device, dtype, numel(shape), seed, stream)?;
         Ok(Tensor::from_storage(s, shape))
@@ -152,6 +186,7 @@ impl Tensor {
         }
         let (seed, stream) = gen.next_stream();
         let dtype = dtype.unwrap_or(DType::I64);
+        check_alloc("randint", shape, dtype)?;
         let s = Storage::rand_int(device, dtype, numel(shape), low, high, seed, stream)?;
         Ok(Tensor::from_storage(s, shape))
     }

@@ -104,6 +104,7 @@ impl Tensor {
         self.same_device(op.name(), rhs)?;
         let dtype = op.compute_dtype(result_type(self, rhs));
         let (shape, _, _) = self.broadcast_pair(op.name(), rhs)?;
+        super::shape::check_alloc(op.name(), &shape, dtype)?;
         let (a, b) = (self.to_dtype(dtype)?, rhs.to_dtype(dtype)?);
         check_binary_values(op, dtype, &b)?;
         let (_, la, lb) = a.broadcast_pair(op.name(), &b)?;
@@ -128,6 +129,7 @@ impl Tensor {
         let dtype = result_type(self, rhs);
         let (a, b) = (self.to_dtype(dtype)?, rhs.to_dtype(dtype)?);
         let (shape, la, lb) = a.broadcast_pair(op.name(), &b)?;
+        super::shape::check_alloc(op.name(), &shape, DType::Bool)?;
         let out = with_storages(&a, &b, |sa, sb| sa.compare(op, &la, sb, &lb))?;
         Ok(Tensor::from_storage(out, &shape))
     }
@@ -151,6 +153,7 @@ impl Tensor {
         let c = cond.to_dtype(DType::Bool)?;
         let shape = broadcast_shapes("where", c.shape(), a.shape())?;
         let shape = broadcast_shapes("where", &shape, b.shape())?;
+        super::shape::check_alloc("where", &shape, dtype)?;
         let (lc, la, lb) = (
             c.layout().broadcast_to("where", &shape)?,
             a.layout().broadcast_to("where", &shape)?,
@@ -158,7 +161,11 @@ impl Tensor {
         );
         // Materialise shared storages so that each operand takes its own lock.
         let a = if a.shares_storage(&c) { a.clone_data()? } else { a };
-        let b = if b.shares_storage(&c) || b.shares_storage(&a) { b.clone_data()? } else { b };
+        let b = if b.shares_storage(&c) || b.shares_storage(&a) {
+            b.clone_data()?
+        } else {
+            b
+        };
         let out = {
             let (sc, sa, sb) = (c.storage(), a.storage(), b.storage());
             sc.where_cond(&lc, &sa, &la, &sb, &lb)?
@@ -169,7 +176,10 @@ impl Tensor {
     /// Clamps into `[min, max]` (either bound optional); NaN stays NaN.
     pub fn clamp(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         if min.is_none() && max.is_none() {
-            return Err(Error::invalid("clamp", "at least one of min and max must be given"));
+            return Err(Error::invalid(
+                "clamp",
+                "at least one of min and max must be given",
+            ));
         }
         let mut t = self.clone();
         if let Some(lo) = min {

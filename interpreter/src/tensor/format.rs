@@ -74,7 +74,10 @@ fn format_floats(v: &[f64]) -> Vec<String> {
 
 fn format_values(v: &HostValues) -> Vec<String> {
     match v {
-        HostValues::Bool(b) => b.iter().map(|&x| if x { "True" } else { "False" }.to_string()).collect(),
+        HostValues::Bool(b) => b
+            .iter()
+            .map(|&x| if x { "True" } else { "False" }.to_string())
+            .collect(),
         HostValues::Int(i) => i.iter().map(|x| x.to_string()).collect(),
         HostValues::Float(f) => format_floats(f),
     }
@@ -145,7 +148,15 @@ fn nested(v: &[String], shape: &[usize], cut: &[bool], indent: usize, width: usi
     }
     let inner: usize = shape[1..].iter().product();
     let mut parts: Vec<String> = (0..n)
-        .map(|i| nested(&v[i * inner..(i + 1) * inner], &shape[1..], &cut[1..], indent + 1, width))
+        .map(|i| {
+            nested(
+                &v[i * inner..(i + 1) * inner],
+                &shape[1..],
+                &cut[1..],
+                indent + 1,
+                width,
+            )
+        })
         .collect();
     if cut[0] {
         parts.insert(EDGE, "...".into());

@@ -3,11 +3,10 @@
 //! `+= -= *= /=`. Results are computed first and then written, so a tensor
 //! may read itself (`x += x`, `t[0] = t[1]`).
 
-use super::op::BinaryOp;
 use super::dtype::Category;
+use super::op::BinaryOp;
 use super::{DType, Scalar, Tensor};
 use crate::error::{Error, Result};
-
 
 /// PyTorch's `can_cast` for in-place results: no float into an integer
 /// tensor, no number into a bool tensor.
@@ -29,7 +28,11 @@ impl Tensor {
             ));
         }
         let src = src.to_dtype(self.dtype())?;
-        let src = if src.shares_storage(self) { src.clone_data()? } else { src };
+        let src = if src.shares_storage(self) {
+            src.clone_data()?
+        } else {
+            src
+        };
         let ls = src.layout().broadcast_to("copy_", self.shape())?;
         let data = src.storage();
         self.storage_mut().copy_from(self.layout(), &data, &ls)

@@ -11,15 +11,18 @@ impl Tensor {
             .first()
             .ok_or_else(|| Error::invalid("cat", "expects a non-empty list of tensors"))?;
         if first.ndim() == 0 {
-            return Err(Error::shape("cat", "zero-dimensional tensors cannot be concatenated; use stack"));
+            return Err(Error::shape(
+                "cat",
+                "zero-dimensional tensors cannot be concatenated; use stack",
+            ));
         }
         let d = normalize_dim("cat", dim, first.shape())?;
         let mut dtype = first.dtype();
         let mut total = 0;
         for (i, t) in tensors.iter().enumerate() {
             first.same_device("cat", t)?;
-            let ok = t.ndim() == first.ndim()
-                && (0..t.ndim()).all(|j| j == d || t.shape()[j] == first.shape()[j]);
+            let ok =
+                t.ndim() == first.ndim() && (0..t.ndim()).all(|j| j == d || t.shape()[j] == first.shape()[j]);
             if !ok {
                 return Err(Error::shape(
                     "cat",
@@ -56,7 +59,11 @@ impl Tensor {
             if t.shape() != first.shape() {
                 return Err(Error::shape(
                     "stack",
-                    format!("expects tensors of one shape, but tensor 0 is {:?} and tensor {i} is {:?}", first.shape(), t.shape()),
+                    format!(
+                        "expects tensors of one shape, but tensor 0 is {:?} and tensor {i} is {:?}",
+                        first.shape(),
+                        t.shape()
+                    ),
                 ));
             }
             parts.push(t.unsqueeze(d as i64)?);

@@ -174,6 +174,7 @@ impl Layout {
         if n < self.ndim() {
             return Err(err());
         }
+        shape::checked_numel(op, target)?;
         let lead = n - self.ndim();
         let mut strides = vec![0; n];
         for i in 0..n {

@@ -14,9 +14,16 @@ impl Tensor {
         match (a.ndim(), b.ndim()) {
             (0, _) | (_, 0) => Err(Error::shape(
                 "matmul",
-                format!("both operands need at least 1 dim, got shapes {:?} and {:?}", a.shape(), b.shape()),
+                format!(
+                    "both operands need at least 1 dim, got shapes {:?} and {:?}",
+                    a.shape(),
+                    b.shape()
+                ),
             )),
-            (1, 1) => a.unsqueeze(0)?.matmul_nd(&b.unsqueeze(1)?, "matmul")?.reshape(&[]),
+            (1, 1) => a
+                .unsqueeze(0)?
+                .matmul_nd(&b.unsqueeze(1)?, "matmul")?
+                .reshape(&[]),
             (1, _) => a.unsqueeze(0)?.matmul_nd(b, "matmul")?.squeeze(Some(&[-2])),
             (_, 1) => a.matmul_nd(&b.unsqueeze(1)?, "matmul")?.squeeze(Some(&[-1])),
             _ => a.matmul_nd(b, "matmul"),
@@ -28,7 +35,11 @@ impl Tensor {
         if self.ndim() != 2 || rhs.ndim() != 2 {
             return Err(Error::shape(
                 "mm",
-                format!("expects two 2-D tensors, got shapes {:?} and {:?}", self.shape(), rhs.shape()),
+                format!(
+                    "expects two 2-D tensors, got shapes {:?} and {:?}",
+                    self.shape(),
+                    rhs.shape()
+                ),
             ));
         }
         self.matmul_nd(rhs, "mm")
@@ -71,7 +82,13 @@ impl Tensor {
         };
         let la = a.layout().broadcast_to(op, &full(m, k))?;
         let lb = b.layout().broadcast_to(op, &full(k, n))?;
-        let dims = MatmulDims { batch: batch.clone(), m, k, n };
+        super::shape::check_alloc(op, &full(m, n), dtype)?;
+        let dims = MatmulDims {
+            batch: batch.clone(),
+            m,
+            k,
+            n,
+        };
         let out = with_storages(&a, &b, |x, y| x.matmul(&la, y, &lb, &dims))?;
         Ok(Tensor::from_storage(out, &full(m, n)))
     }

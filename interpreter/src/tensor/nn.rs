@@ -54,7 +54,10 @@ impl Tensor {
                 }
                 Some(t) => Err(Error::shape(
                     "layer_norm",
-                    format!("{what} of shape {:?} does not match normalized_shape {normalized_shape:?}", t.shape()),
+                    format!(
+                        "{what} of shape {:?} does not match normalized_shape {normalized_shape:?}",
+                        t.shape()
+                    ),
                 )),
             }
         };

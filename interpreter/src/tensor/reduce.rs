@@ -24,7 +24,10 @@ impl Tensor {
                 for &d in list {
                     let d = normalize_dim(op.name(), d, self.shape())?;
                     if v.contains(&d) {
-                        return Err(Error::invalid(op.name(), format!("dim {d} appears twice in {list:?}")));
+                        return Err(Error::invalid(
+                            op.name(),
+                            format!("dim {d} appears twice in {list:?}"),
+                        ));
                     }
                     v.push(d);
                 }
@@ -36,10 +39,17 @@ impl Tensor {
         if op.needs_elements() && (lane == 0 || self.numel() == 0) {
             return Err(Error::invalid(
                 op.name(),
-                format!("cannot reduce over an empty dimension (shape {:?}, dims {ds:?})", self.shape()),
+                format!(
+                    "cannot reduce over an empty dimension (shape {:?}, dims {ds:?})",
+                    self.shape()
+                ),
             ));
         }
-        if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) && ds.len() != 1 && dims.is_some() && self.ndim() > 0 {
+        if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin)
+            && ds.len() != 1
+            && dims.is_some()
+            && self.ndim() > 0
+        {
             return Err(Error::invalid(op.name(), "expects a single dim"));
         }
         let out = self.storage().reduce(op, self.layout(), &ds);

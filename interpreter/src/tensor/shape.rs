@@ -8,6 +8,51 @@ pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// Number of elements of a shape, or an error when the product overflows.
+pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            Error::shape(
+                op,
+                format!("shape {shape:?} has more elements than can be addressed"),
+            )
+        })
+}
+
+/// The most bytes one tensor may take: the machine's physical memory where it
+/// can be read, so that an impossible request is an error, not an abort.
+fn memory_limit() -> usize {
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+                let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+                kb.checked_mul(1024)
+            })
+            .unwrap_or(usize::MAX / 2)
+    })
+}
+
+/// Fails when a new tensor of `shape` and `dtype` could not be allocated.
+pub fn check_alloc(op: &'static str, shape: &[usize], dtype: super::DType) -> Result<()> {
+    let n = checked_numel(op, shape)?;
+    let bytes = n.checked_mul(dtype.size_in_bytes()).unwrap_or(usize::MAX);
+    if bytes > memory_limit() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "a {dtype} tensor of shape {shape:?} needs {bytes} bytes, more than this machine's memory ({} bytes)",
+                memory_limit()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Row-major (C-contiguous) strides of a shape, in elements.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
@@ -39,6 +84,7 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
             }
         };
     }
+    checked_numel(op, &out)?;
     Ok(out)
 }
 

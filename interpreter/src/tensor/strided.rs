@@ -86,10 +86,7 @@ impl<const N: usize> Merged<N> {
             rem /= self.shape[d];
         }
         let mut base: [usize; N] = std::array::from_fn(|k| {
-            offsets[k]
-                + (0..outer)
-                    .map(|d| idx[d] * self.strides[k][d])
-                    .sum::<usize>()
+            offsets[k] + (0..outer).map(|d| idx[d] * self.strides[k][d]).sum::<usize>()
         });
         for row in start..end {
             f(row, base);

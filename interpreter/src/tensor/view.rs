@@ -45,7 +45,10 @@ impl Tensor {
         let s = normalize_dim("flatten", start, self.shape())?;
         let e = normalize_dim("flatten", end, self.shape())?;
         if s > e {
-            return Err(Error::invalid("flatten", format!("start dim {start} comes after end dim {end}")));
+            return Err(Error::invalid(
+                "flatten",
+                format!("start dim {start} comes after end dim {end}"),
+            ));
         }
         let mut shape: Vec<i64> = self.shape()[..s].iter().map(|&d| d as i64).collect();
         shape.push(self.shape()[s..=e].iter().product::<usize>() as i64);
@@ -75,7 +78,10 @@ impl Tensor {
             2 => self.transpose(0, 1),
             n => Err(Error::shape(
                 "t",
-                format!("expects a tensor with at most 2 dims, got {n} (shape {:?}); use transpose or permute", self.shape()),
+                format!(
+                    "expects a tensor with at most 2 dims, got {n} (shape {:?}); use transpose or permute",
+                    self.shape()
+                ),
             )),
         }
     }
@@ -124,7 +130,10 @@ impl Tensor {
         if n < self.ndim() {
             return Err(Error::shape(
                 "expand",
-                format!("the target shape {shape:?} has fewer dims than the tensor's shape {:?}", self.shape()),
+                format!(
+                    "the target shape {shape:?} has fewer dims than the tensor's shape {:?}",
+                    self.shape()
+                ),
             ));
         }
         let lead = n - self.ndim();
@@ -136,7 +145,10 @@ impl Tensor {
                 _ => {
                     return Err(Error::shape(
                         "expand",
-                        format!("invalid size {s} at dim {i} of {shape:?} for a tensor of shape {:?}", self.shape()),
+                        format!(
+                            "invalid size {s} at dim {i} of {shape:?} for a tensor of shape {:?}",
+                            self.shape()
+                        ),
                     ))
                 }
             });
@@ -170,7 +182,10 @@ impl Tensor {
     pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
         let d = normalize_dim("slice", dim, self.shape())?;
         if step <= 0 {
-            return Err(Error::invalid("slice", format!("step must be positive, got {step}")));
+            return Err(Error::invalid(
+                "slice",
+                format!("step must be positive, got {step}"),
+            ));
         }
         let size = self.shape()[d] as i64;
         let clamp = |v: i64| if v < 0 { (v + size).max(0) } else { v.min(size) };

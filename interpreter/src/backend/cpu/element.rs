@@ -102,14 +102,50 @@ macro_rules! impl_element {
     };
 }
 
-impl_element!(bool, Bool, |x: bool| x as u8 as f64, |v: f64| v != 0.0, |x: bool| x as i64, |v: i64| v != 0);
-impl_element!(u8, U8, |x: u8| x as f64, |v: f64| v as i64 as u8, |x: u8| x as i64, |v: i64| v as u8);
-impl_element!(i32, I32, |x: i32| x as f64, |v: f64| v as i32, |x: i32| x as i64, |v: i64| v as i32);
-impl_element!(i64, I64, |x: i64| x as f64, |v: f64| v as i64, |x: i64| x, |v: i64| v);
+impl_element!(
+    bool,
+    Bool,
+    |x: bool| x as u8 as f64,
+    |v: f64| v != 0.0,
+    |x: bool| x as i64,
+    |v: i64| v != 0
+);
+impl_element!(
+    u8,
+    U8,
+    |x: u8| x as f64,
+    |v: f64| v as i64 as u8,
+    |x: u8| x as i64,
+    |v: i64| v as u8
+);
+impl_element!(
+    i32,
+    I32,
+    |x: i32| x as f64,
+    |v: f64| v as i32,
+    |x: i32| x as i64,
+    |v: i64| v as i32
+);
+impl_element!(
+    i64,
+    I64,
+    |x: i64| x as f64,
+    |v: f64| v as i64,
+    |x: i64| x,
+    |v: i64| v
+);
 impl_element!(@half f16, F16, |x: f16| x.to_f64(), f16::from_f64, |x: f16| x.to_f64() as i64, |v: i64| f16::from_f64(v as f64));
 impl_element!(@half bf16, BF16, |x: bf16| x.to_f64(), bf16::from_f64, |x: bf16| x.to_f64() as i64, |v: i64| bf16::from_f64(v as f64));
-impl_element!(f32, F32, |x: f32| x as f64, |v: f64| v as f32, |x: f32| x as i64, |v: i64| v as f32);
-impl_element!(f64, F64, |x: f64| x, |v: f64| v, |x: f64| x as i64, |v: i64| v as f64);
+impl_element!(
+    f32,
+    F32,
+    |x: f32| x as f64,
+    |v: f64| v as f32,
+    |x: f32| x as i64,
+    |v: i64| v as f32
+);
+impl_element!(f64, F64, |x: f64| x, |v: f64| v, |x: f64| x as i64, |v: i64| v
+    as f64);
 
 /// Runs `$body` with `$v` bound to the typed vector of a `CpuStorage`
 /// (`$T` names its element type inside the body).

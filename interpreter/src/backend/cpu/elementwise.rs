@@ -74,7 +74,11 @@ pub(crate) fn map2<A: Element, B: Element, D: Element>(
         if a.len() < PAR_THRESHOLD {
             a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
         } else {
-            a.par_iter().zip(b).with_min_len(4096).map(|(&x, &y)| f(x, y)).collect()
+            a.par_iter()
+                .zip(b)
+                .with_min_len(4096)
+                .map(|(&x, &y)| f(x, y))
+                .collect()
         }
     } else {
         map_strided(la.shape(), [la, lb], |[i, j]| f(a[i], b[j]))
@@ -189,7 +193,11 @@ macro_rules! impl_float_math {
             }
             #[inline(always)]
             fn relu(self) -> Self {
-                if self > 0.0 || self.is_nan() { self } else { 0.0 }
+                if self > 0.0 || self.is_nan() {
+                    self
+                } else {
+                    0.0
+                }
             }
             #[inline(always)]
             fn gelu(self) -> Self {
@@ -217,7 +225,13 @@ macro_rules! impl_float_math {
             }
             #[inline(always)]
             fn sign(self) -> Self {
-                if self > 0.0 { 1.0 } else if self < 0.0 { -1.0 } else { self }
+                if self > 0.0 {
+                    1.0
+                } else if self < 0.0 {
+                    -1.0
+                } else {
+                    self
+                }
             }
             #[inline(always)]
             fn square(self) -> Self {
@@ -246,7 +260,11 @@ macro_rules! impl_float_math {
             #[inline(always)]
             fn rem(self, o: Self) -> Self {
                 let r = self % o;
-                if r != 0.0 && ((r < 0.0) != (o < 0.0)) { r + o } else { r }
+                if r != 0.0 && ((r < 0.0) != (o < 0.0)) {
+                    r + o
+                } else {
+                    r
+                }
             }
             #[inline(always)]
             fn pow(self, o: Self) -> Self {
@@ -254,19 +272,43 @@ macro_rules! impl_float_math {
             }
             #[inline(always)]
             fn maximum(self, o: Self) -> Self {
-                if self.is_nan() || o.is_nan() { $t::NAN } else { self.max(o) }
+                if self.is_nan() || o.is_nan() {
+                    $t::NAN
+                } else {
+                    self.max(o)
+                }
             }
             #[inline(always)]
             fn minimum(self, o: Self) -> Self {
-                if self.is_nan() || o.is_nan() { $t::NAN } else { self.min(o) }
+                if self.is_nan() || o.is_nan() {
+                    $t::NAN
+                } else {
+                    self.min(o)
+                }
             }
         }
     };
 }
 
 use kiln_kernels::math as km;
-impl_float_math!(f32, to_f32, from_f32, km::gelu_f32, km::sigmoid_f32, km::silu_f32, km::erf_f32);
-impl_float_math!(f64, to_f64, from_f64, km::gelu_f64, km::sigmoid_f64, km::silu_f64, km::erf_f64);
+impl_float_math!(
+    f32,
+    to_f32,
+    from_f32,
+    km::gelu_f32,
+    km::sigmoid_f32,
+    km::silu_f32,
+    km::erf_f32
+);
+impl_float_math!(
+    f64,
+    to_f64,
+    from_f64,
+    km::gelu_f64,
+    km::sigmoid_f64,
+    km::silu_f64,
+    km::erf_f64
+);
 
 fn unary_float<T: Element, C: FloatMath>(op: UnaryOp, v: &[T], l: &Layout) -> Vec<T> {
     macro_rules! go {
@@ -345,10 +387,18 @@ pub(crate) fn unary(op: UnaryOp, s: &CpuStorage, l: &Layout) -> Result<CpuStorag
     })
 }
 
-fn binary_float<T: Element, C: FloatMath>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Vec<T> {
+fn binary_float<T: Element, C: FloatMath>(
+    op: BinaryOp,
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+) -> Vec<T> {
     macro_rules! go {
         ($f:expr) => {
-            map2(a, la, b, lb, |x: T, y: T| -> T { $f(C::load(x), C::load(y)).store() })
+            map2(a, la, b, lb, |x: T, y: T| -> T {
+                $f(C::load(x), C::load(y)).store()
+            })
         };
     }
     match op {
@@ -387,7 +437,9 @@ fn int_rem(a: i64, b: i64) -> i64 {
 fn binary_int<T: Element>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Vec<T> {
     macro_rules! go {
         ($f:expr) => {
-            map2(a, la, b, lb, |x: T, y: T| -> T { T::from_i64($f(x.to_i64(), y.to_i64())) })
+            map2(a, la, b, lb, |x: T, y: T| -> T {
+                T::from_i64($f(x.to_i64(), y.to_i64()))
+            })
         };
     }
     match op {
@@ -417,7 +469,13 @@ fn binary_bool(op: BinaryOp, a: &[bool], la: &Layout, b: &[bool], lb: &Layout) -
 }
 
 /// A binary op on two storages of one dtype, layouts broadcast to one shape.
-pub(crate) fn binary(op: BinaryOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout) -> Result<CpuStorage> {
+pub(crate) fn binary(
+    op: BinaryOp,
+    a: &CpuStorage,
+    la: &Layout,
+    b: &CpuStorage,
+    lb: &Layout,
+) -> Result<CpuStorage> {
     use CpuStorage as S;
     Ok(match (a, b) {
         (S::F32(x), S::F32(y)) => S::F32(binary_float::<f32, f32>(op, x, la, y, lb)),
@@ -440,7 +498,13 @@ fn dtype_pair(op: &'static str, a: &CpuStorage, b: &CpuStorage) -> Error {
 }
 
 /// A comparison of two storages of one dtype; returns bool.
-pub(crate) fn compare(op: CmpOp, a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout) -> Result<CpuStorage> {
+pub(crate) fn compare(
+    op: CmpOp,
+    a: &CpuStorage,
+    la: &Layout,
+    b: &CpuStorage,
+    lb: &Layout,
+) -> Result<CpuStorage> {
     with_storage!(a, x: T => {
         let y = T::slice(b).ok_or_else(|| dtype_pair(op.name(), a, b))?;
         Ok(CpuStorage::Bool(map2(x, la, y, lb, |p: T, q: T| op.apply(p, q))))

@@ -3,8 +3,8 @@
 //! transposed and sliced operands are read in place); f16/bf16 are widened to
 //! f32 first; integer matmul is a plain i64 loop (no BLAS offers it).
 
-use super::elementwise::cast_to;
 use super::element::{with_storage, Element};
+use super::elementwise::cast_to;
 use super::CpuStorage;
 use crate::error::{Error, Result};
 use crate::tensor::strided::offsets;
@@ -43,7 +43,13 @@ fn operand(l: &Layout) -> Operand<'_> {
 
 /// `lhs @ rhs` where `la` is `batch + [m, k]` and `lb` is `batch + [k, n]`
 /// (batch dims already broadcast); returns a contiguous `batch + [m, n]`.
-pub(crate) fn matmul(a: &CpuStorage, la: &Layout, b: &CpuStorage, lb: &Layout, d: &MatmulDims) -> Result<CpuStorage> {
+pub(crate) fn matmul(
+    a: &CpuStorage,
+    la: &Layout,
+    b: &CpuStorage,
+    lb: &Layout,
+    d: &MatmulDims,
+) -> Result<CpuStorage> {
     let dtype = a.dtype();
     match dtype {
         DType::F16 | DType::BF16 => {
@@ -102,19 +108,44 @@ fn gemm<T: Element>(
     if let (Some(xs), Some(ys), Some(cs)) = (f32_slice(x), f32_slice(y), f32_slice_mut(c)) {
         unsafe {
             matrixmultiply::sgemm(
-                m, k, n, 1.0, xs.as_ptr().add(xo), xr, xc, ys.as_ptr().add(yo), yr, yc, 0.0,
-                cs.as_mut_ptr(), n as isize, 1,
+                m,
+                k,
+                n,
+                1.0,
+                xs.as_ptr().add(xo),
+                xr,
+                xc,
+                ys.as_ptr().add(yo),
+                yr,
+                yc,
+                0.0,
+                cs.as_mut_ptr(),
+                n as isize,
+                1,
             );
         }
     } else if let (Some(xs), Some(ys), Some(cs)) = (f64_slice(x), f64_slice(y), f64_slice_mut(c)) {
         unsafe {
             matrixmultiply::dgemm(
-                m, k, n, 1.0, xs.as_ptr().add(xo), xr, xc, ys.as_ptr().add(yo), yr, yc, 0.0,
-                cs.as_mut_ptr(), n as isize, 1,
+                m,
+                k,
+                n,
+                1.0,
+                xs.as_ptr().add(xo),
+                xr,
+                xc,
+                ys.as_ptr().add(yo),
+                yr,
+                yc,
+                0.0,
+                cs.as_mut_ptr(),
+                n as isize,
+                1,
             );
         }
     } else {
-        let at = |base: usize, i: usize, r: isize, j: usize, cst: isize| base + i * r as usize + j * cst as usize;
+        let at =
+            |base: usize, i: usize, r: isize, j: usize, cst: isize| base + i * r as usize + j * cst as usize;
         for i in 0..m {
             let row = &mut c[i * n..(i + 1) * n];
             let mut acc = vec![0i64; n];

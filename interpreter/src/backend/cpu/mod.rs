@@ -10,8 +10,8 @@ mod nn;
 mod random;
 mod reduce;
 
-pub(crate) use element::{with_dtype, with_storage};
 pub use element::{cast, Element};
+pub(crate) use element::{with_dtype, with_storage};
 pub(crate) use elementwise::{binary, cast_to, compare, copy_into, unary, where_cond};
 pub(crate) use linalg::matmul;
 pub use linalg::MatmulDims;

@@ -22,7 +22,8 @@ fn own_functions_and_persistent_state() {
     let mut k = Interpreter::new();
     k.engine_mut()
         .register_fn("double_it", |t: Tensor| t.mul_scalar(2i64).unwrap());
-    k.run("let a = arange(3); fn f(t) { double_it(t) + 1 }", "setup")
+    let _unit = k
+        .run("let a = arange(3); fn f(t) { double_it(t) + 1 }", "setup")
         .unwrap();
     let v: rhai::Array = k.eval("f(a).to_list()").unwrap();
     let v: Vec<i64> = v.into_iter().map(|d| d.as_int().unwrap()).collect();

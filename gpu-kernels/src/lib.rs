@@ -6,6 +6,18 @@
 //! `nvptx64-nvidia-cuda` by `interpreter/build.rs`) arrive with the CUDA
 //! backend and live behind `cfg(target_arch = "nvptx64")`.
 #![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+)]
 
+pub mod elem;
+pub mod half;
 pub mod math;
+pub mod params;
 pub mod philox;
+
+#[cfg(target_arch = "nvptx64")]
+mod device;
+#[cfg(target_arch = "nvptx64")]
+mod kernels;

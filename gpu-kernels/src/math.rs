@@ -1,6 +1,38 @@
 //! Per-element functions whose exact formula matters (GELU, erf, sigmoid,
 //! SiLU). One definition, used by the CPU backend and the GPU kernels alike.
 
+/// Square root, correctly rounded (`sqrt.rn` on the GPU).
+#[inline(always)]
+pub fn sqrt_f32(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: a pure arithmetic instruction.
+        unsafe { core::arch::asm!("sqrt.rn.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x) };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        libm::sqrtf(x)
+    }
+}
+
+/// Square root in double precision, correctly rounded.
+#[inline(always)]
+pub fn sqrt_f64(x: f64) -> f64 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f64;
+        // SAFETY: a pure arithmetic instruction.
+        unsafe { core::arch::asm!("sqrt.rn.f64 {r}, {x};", r = out(reg64) r, x = in(reg64) x) };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        libm::sqrt(x)
+    }
+}
+
 /// The error function, single precision.
 #[inline]
 pub fn erf_f32(x: f32) -> f32 {
@@ -47,4 +79,36 @@ pub fn silu_f32(x: f32) -> f32 {
 #[inline]
 pub fn silu_f64(x: f64) -> f64 {
     x * sigmoid_f64(x)
+}
+
+/// `x ** y` through `exp(y ln|x|)` in double precision, with IEEE's special
+/// cases (negative bases need integer exponents). Exact enough for f32 and
+/// within ~1e-13 relative for f64.
+#[inline]
+pub fn pow_f64(x: f64, y: f64) -> f64 {
+    if y == 0.0 || x == 1.0 {
+        return 1.0;
+    }
+    if x.is_nan() || y.is_nan() {
+        return f64::NAN;
+    }
+    let y_int = libm::floor(y) == y;
+    if x == 0.0 {
+        return if y > 0.0 { 0.0 } else { f64::INFINITY };
+    }
+    let mag = libm::exp(y * libm::log(libm::fabs(x)));
+    if x < 0.0 {
+        if !y_int {
+            return f64::NAN;
+        }
+        let odd = libm::fmod(libm::fabs(y), 2.0) == 1.0;
+        return if odd { -mag } else { mag };
+    }
+    mag
+}
+
+/// `x ** y` in single precision (computed in double, rounded once).
+#[inline]
+pub fn pow_f32(x: f32, y: f32) -> f32 {
+    pow_f64(x as f64, y as f64) as f32
 }

@@ -79,7 +79,7 @@ pub fn normal_at(seed: u64, stream: u64, i: u64) -> f64 {
     // u1 in (0, 1] so that ln(u1) is finite.
     let u1 = 1.0 - uniform_f32(w[j]) as f64;
     let u2 = uniform_f32(w[j + 1]) as f64;
-    libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(core::f64::consts::TAU * u2)
+    crate::math::sqrt_f64(-2.0 * libm::log(u1)) * libm::cos(core::f64::consts::TAU * u2)
 }
 
 /// Element `i` of an integer draw in `[low, low + range)` (`range > 0`).

@@ -30,7 +30,9 @@ pub enum Error {
     },
     /// A dimension argument outside `-ndim..ndim`.
     #[error(
-        "{op}: dimension {dim} is out of range for a tensor of shape {shape:?} (expected -{ndim}..{ndim})"
+        "{op}: dimension {dim} is out of range for a tensor of shape {shape:?} (expected a dim in [{}, {}])",
+        -(*ndim as i64),
+        *ndim as i64 - 1
     )]
     DimOutOfRange {
         op: &'static str,

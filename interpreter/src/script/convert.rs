@@ -138,9 +138,12 @@ fn collect(d: &Dynamic, shape: &[usize], depth: usize, out: &mut Vec<Scalar>) ->
     match d.clone().try_cast::<Array>() {
         Some(a) => {
             if depth >= shape.len() || a.len() != shape[depth] {
+                let expected = match shape.get(depth) {
+                    Some(n) => format!("an array of {n} items"),
+                    None => "a number".to_string(),
+                };
                 return Err(script_error(format!(
-                    "tensor: nested arrays are ragged (expected {} items at depth {depth}, found {})",
-                    shape.get(depth).map_or("a number".to_string(), |n| n.to_string()),
+                    "tensor: nested arrays are ragged (expected {expected} at depth {depth}, found an array of {})",
                     a.len()
                 )));
             }

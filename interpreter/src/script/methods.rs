@@ -146,12 +146,25 @@ fn register_math(engine: &mut Engine) {
         ("pow", BinaryOp::Pow),
         ("maximum", BinaryOp::Maximum),
         ("minimum", BinaryOp::Minimum),
+        ("bitwise_and", BinaryOp::BitAnd),
+        ("bitwise_or", BinaryOp::BitOr),
+        ("bitwise_xor", BinaryOp::BitXor),
     ] {
         engine.register_fn(name, move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
             match b.clone().try_cast::<Tensor>() {
                 Some(b) => ok(a.binary(op, &b)),
                 None => ok(a.binary_scalar(op, scalar(name, &b)?, false)),
             }
+        });
+    }
+    for (name, op) in [
+        ("logical_and", BinaryOp::BitAnd),
+        ("logical_or", BinaryOp::BitOr),
+        ("logical_xor", BinaryOp::BitXor),
+    ] {
+        engine.register_fn(name, move |a: Tensor, b: Tensor| -> RhaiResult<Tensor> {
+            let (a, b) = (ok(a.to_dtype(DType::Bool))?, ok(b.to_dtype(DType::Bool))?);
+            ok(a.binary(op, &b))
         });
     }
     engine.register_fn("max", |a: Tensor, b: Tensor| ok(a.maximum(&b)));
@@ -201,16 +214,7 @@ fn register_math(engine: &mut Engine) {
     engine.register_fn("matmul", |a: Tensor, b: Tensor| ok(a.matmul(&b)));
     engine.register_fn("mm", |a: Tensor, b: Tensor| ok(a.mm(&b)));
     engine.register_fn("bmm", |a: Tensor, b: Tensor| ok(a.bmm(&b)));
-    engine.register_fn("dot", |a: Tensor, b: Tensor| -> RhaiResult<Tensor> {
-        if a.ndim() != 1 || b.ndim() != 1 {
-            return Err(script_error(format!(
-                "dot: expects two 1-D tensors, got shapes {:?} and {:?}",
-                a.shape(),
-                b.shape()
-            )));
-        }
-        ok(a.matmul(&b))
-    });
+    engine.register_fn("dot", |a: Tensor, b: Tensor| ok(a.dot(&b)));
 }
 
 /// The dims argument of a reduction: an int or an array of ints.
@@ -233,7 +237,16 @@ fn register_reductions(engine: &mut Engine) {
         ReduceOp::ArgMin,
     ];
     for op in all {
-        let name = op.name();
+        register_reduction(engine, op, op.name());
+    }
+    // `var` is a reserved word in Rhai: scripts call `variance` (also as `t.variance()`).
+    register_reduction(engine, ReduceOp::Var { correction: 1 }, "variance");
+    register_corrected(engine);
+}
+
+/// One reduction under `name`: whole tensor, `(dims)` and `(dims, keepdim)`.
+fn register_reduction(engine: &mut Engine, op: ReduceOp, name: &'static str) {
+    {
         engine.register_fn(name, move |t: Tensor| ok(t.reduce(op, None, false)));
         let single = matches!(
             op,
@@ -253,14 +266,17 @@ fn register_reductions(engine: &mut Engine) {
             });
         }
     }
-    // var/std with an explicit correction (0 = population statistics).
-    for name in ["var", "std"] {
+}
+
+/// `var`/`variance`/`std` with an explicit correction (0 = population statistics).
+fn register_corrected(engine: &mut Engine) {
+    for name in ["var", "variance", "std"] {
         engine.register_fn(
             name,
             move |t: Tensor, d: Dynamic, k: bool, c: INT| -> RhaiResult<Tensor> {
                 let correction =
                     u32::try_from(c).map_err(|_| script_error(format!("{name}: correction must be >= 0")))?;
-                let op = if name == "var" {
+                let op = if name != "std" {
                     ReduceOp::Var { correction }
                 } else {
                     ReduceOp::Std { correction }

@@ -24,6 +24,9 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         ("/", BinaryOp::Div),
         ("%", BinaryOp::Rem),
         ("**", BinaryOp::Pow),
+        ("&", BinaryOp::BitAnd),
+        ("|", BinaryOp::BitOr),
+        ("^", BinaryOp::BitXor),
     ] {
         engine.register_fn(name, move |a: Tensor, b: Tensor| ok(a.binary(op, &b)));
         engine.register_fn(name, move |a: Tensor, b: INT| {
@@ -106,6 +109,26 @@ fn first_dim(t: &Tensor, op: &str) -> RhaiResult<()> {
     Ok(())
 }
 
+/// Rhai writes an indexed value back after a method call on it (`x[1].sum()`,
+/// `x[0].shape`): the value is then the same view, or `()` when a by-value
+/// method took it. Neither is a real assignment.
+fn is_write_back(dst: &Tensor, v: &Dynamic) -> bool {
+    if v.is_unit() {
+        return true;
+    }
+    match v.clone().try_cast::<Tensor>() {
+        Some(t) => t.shares_storage(dst) && t.layout() == dst.layout(),
+        None => false,
+    }
+}
+
+fn assign(dst: &Tensor, v: &Dynamic, like: &Tensor, op: &str, rt: &Runtime) -> RhaiResult<()> {
+    if is_write_back(dst, v) {
+        return Ok(());
+    }
+    ok(dst.copy_(&operand(op, v, Some(like), rt.device())?))
+}
+
 fn register_indexers(engine: &mut Engine, rt: &Arc<Runtime>) {
     engine.register_indexer_get(|t: &mut Tensor, i: INT| ok(t.select(0, i)));
     engine.register_indexer_get(|t: &mut Tensor, r: Range<INT>| {
@@ -124,14 +147,14 @@ fn register_indexers(engine: &mut Engine, rt: &Arc<Runtime>) {
     let r = rt.clone();
     engine.register_indexer_set(move |t: &mut Tensor, i: INT, v: Dynamic| -> RhaiResult<()> {
         let dst = ok(t.select(0, i))?;
-        ok(dst.copy_(&operand("index assignment", &v, Some(t), r.device())?))
+        assign(&dst, &v, t, "index assignment", &r)
     });
     let r = rt.clone();
     engine.register_indexer_set(
         move |t: &mut Tensor, x: Range<INT>, v: Dynamic| -> RhaiResult<()> {
             first_dim(t, "slice assignment")?;
             let dst = range_slice(t, x.start, x.end)?;
-            ok(dst.copy_(&operand("slice assignment", &v, Some(t), r.device())?))
+            assign(&dst, &v, t, "slice assignment", &r)
         },
     );
     let r = rt.clone();
@@ -144,7 +167,7 @@ fn register_indexers(engine: &mut Engine, rt: &Arc<Runtime>) {
                 x.end() + 1
             };
             let dst = range_slice(t, *x.start(), end)?;
-            ok(dst.copy_(&operand("slice assignment", &v, Some(t), r.device())?))
+            assign(&dst, &v, t, "slice assignment", &r)
         },
     );
 }

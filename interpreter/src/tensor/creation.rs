@@ -122,7 +122,7 @@ impl Tensor {
         };
         let v: Vec<f64> = (0..n)
             .map(|i| {
-                if i < n / 2 {
+                if i < n / 2 || n == 1 {
                     start + i as f64 * step
                 } else {
                     end - (n - 1 - i) as f64 * step

@@ -227,6 +227,13 @@ impl Tensor {
 
 /// Value checks the CPU makes before integer ops that would be undefined.
 fn check_binary_values(op: BinaryOp, dtype: DType, rhs: &Tensor) -> Result<()> {
+    if op.is_bitwise() && dtype.is_float() {
+        return Err(Error::UnsupportedDType {
+            op: op.name(),
+            dtype,
+            hint: " (bitwise ops take integer or bool tensors)".into(),
+        });
+    }
     if dtype == DType::Bool && matches!(op, BinaryOp::Sub | BinaryOp::Rem | BinaryOp::Pow) {
         return Err(Error::UnsupportedDType {
             op: op.name(),

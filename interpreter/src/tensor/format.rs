@@ -83,6 +83,21 @@ fn format_values(v: &HostValues) -> Vec<String> {
     }
 }
 
+/// The width every element is padded to: PyTorch measures floats over their
+/// non-zero finite values only (so `nan`, `inf`, `-0.` do not widen a column).
+fn column_width(values: &HostValues, strings: &[String]) -> usize {
+    let measured = match values {
+        HostValues::Float(f) => strings
+            .iter()
+            .zip(f)
+            .filter(|(_, x)| x.is_finite() && **x != 0.0)
+            .map(|(s, _)| s.len())
+            .max(),
+        _ => strings.iter().map(|s| s.len()).max(),
+    };
+    measured.unwrap_or(1).max(1)
+}
+
 /// Keeps the first and last `EDGE` items of every dim longer than `2 * EDGE`.
 fn summarize(t: &Tensor) -> crate::error::Result<(Tensor, Vec<bool>)> {
     let mut t = t.clone();
@@ -123,8 +138,9 @@ fn render(t: &Tensor) -> String {
     } else {
         (t.clone(), vec![false; t.ndim()])
     };
-    let strings = format_values(&small.to_host());
-    let width = strings.iter().map(|s| s.len()).max().unwrap_or(1);
+    let host = small.to_host();
+    let strings = format_values(&host);
+    let width = column_width(&host, &strings);
     let padded: Vec<String> = strings.iter().map(|s| format!("{s:>width$}")).collect();
     let body = if t.ndim() == 0 {
         strings[0].clone()

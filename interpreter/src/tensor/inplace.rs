@@ -17,10 +17,15 @@ fn can_cast(from: DType, to: DType) -> bool {
 impl Tensor {
     /// Writes `src` (broadcast to this shape, converted to this dtype) into this tensor.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
-        self.same_device("copy_", src)?;
+        self.write_from("copy_", src)
+    }
+
+    /// `copy_` on behalf of the in-place op `op` (named in errors).
+    fn write_from(&self, op: &'static str, src: &Tensor) -> Result<()> {
+        self.same_device(op, src)?;
         if self.layout().has_internal_overlap() {
             return Err(Error::invalid(
-                "copy_",
+                op,
                 format!(
                     "cannot write into an expanded tensor of shape {:?} (several elements share one memory location); call contiguous() or clone() first",
                     self.shape()
@@ -33,7 +38,7 @@ impl Tensor {
         } else {
             src
         };
-        let ls = src.layout().broadcast_to("copy_", self.shape())?;
+        let ls = src.layout().broadcast_to(op, self.shape())?;
         let data = src.storage();
         self.storage_mut().copy_from(self.layout(), &data, &ls)
     }
@@ -41,19 +46,34 @@ impl Tensor {
     /// Sets every element to `value`.
     pub fn fill_(&self, value: Scalar) -> Result<()> {
         let v = Tensor::scalar(value, self.dtype(), self.device())?;
-        self.copy_(&v)
+        self.write_from("fill_", &v)
     }
 
     /// `self = self op rhs`, written into this tensor's storage.
     pub fn binary_(&self, op: BinaryOp, rhs: &Tensor) -> Result<()> {
+        self.check_writable(op)?;
         let r = self.binary(op, rhs)?;
         self.write_result(op, r)
     }
 
     /// `self = self op s`, written into this tensor's storage.
     pub fn binary_scalar_(&self, op: BinaryOp, s: Scalar) -> Result<()> {
+        self.check_writable(op)?;
         let r = self.binary_scalar(op, s, false)?;
         self.write_result(op, r)
+    }
+
+    fn check_writable(&self, op: BinaryOp) -> Result<()> {
+        if self.layout().has_internal_overlap() {
+            return Err(Error::invalid(
+                op.name(),
+                format!(
+                    "cannot write in place into an expanded tensor of shape {:?} (several elements share one memory location); call contiguous() or clone() first",
+                    self.shape()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn write_result(&self, op: BinaryOp, r: Tensor) -> Result<()> {
@@ -74,6 +94,6 @@ impl Tensor {
                 ),
             ));
         }
-        self.copy_(&r)
+        self.write_from(op.name(), &r)
     }
 }

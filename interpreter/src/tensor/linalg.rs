@@ -10,23 +10,58 @@ use crate::error::{Error, Result};
 impl Tensor {
     /// Matrix product with `torch.matmul`'s rules.
     pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
-        let (a, b) = (self, rhs);
-        match (a.ndim(), b.ndim()) {
-            (0, _) | (_, 0) => Err(Error::shape(
-                "matmul",
+        self.matmul_named(rhs, "matmul")
+    }
+
+    /// Inner product of two 1-D tensors.
+    pub fn dot(&self, rhs: &Tensor) -> Result<Tensor> {
+        if self.ndim() != 1 || rhs.ndim() != 1 {
+            return Err(Error::shape(
+                "dot",
                 format!(
-                    "both operands need at least 1 dim, got shapes {:?} and {:?}",
-                    a.shape(),
-                    b.shape()
+                    "expects two 1-D tensors, got shapes {:?} and {:?}",
+                    self.shape(),
+                    rhs.shape()
                 ),
-            )),
-            (1, 1) => a
-                .unsqueeze(0)?
-                .matmul_nd(&b.unsqueeze(1)?, "matmul")?
-                .reshape(&[]),
-            (1, _) => a.unsqueeze(0)?.matmul_nd(b, "matmul")?.squeeze(Some(&[-2])),
-            (_, 1) => a.matmul_nd(&b.unsqueeze(1)?, "matmul")?.squeeze(Some(&[-1])),
-            _ => a.matmul_nd(b, "matmul"),
+            ));
+        }
+        self.matmul_named(rhs, "dot")
+    }
+
+    fn matmul_named(&self, rhs: &Tensor, op: &'static str) -> Result<Tensor> {
+        let (a, b) = (self, rhs);
+        let (sa, sb) = (a.shape(), b.shape());
+        if a.ndim() == 0 || b.ndim() == 0 {
+            return Err(Error::shape(
+                op,
+                format!("both operands need at least 1 dim, got shapes {sa:?} and {sb:?}"),
+            ));
+        }
+        let k = sa[sa.len() - 1];
+        let k2 = if sb.len() == 1 { sb[0] } else { sb[sb.len() - 2] };
+        if k != k2 {
+            return Err(Error::shape(
+                op,
+                format!("shapes {sa:?} and {sb:?} cannot be multiplied (inner sizes {k} and {k2} differ)"),
+            ));
+        }
+        let (ba, bb) = (
+            &sa[..sa.len().saturating_sub(2)],
+            &sb[..sb.len().saturating_sub(2)],
+        );
+        if broadcast_shapes(op, ba, bb).is_err() {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "shapes {sa:?} and {sb:?}: batch dims {ba:?} and {bb:?} cannot be broadcast together"
+                ),
+            ));
+        }
+        match (a.ndim(), b.ndim()) {
+            (1, 1) => a.unsqueeze(0)?.matmul_nd(&b.unsqueeze(1)?, op)?.reshape(&[]),
+            (1, _) => a.unsqueeze(0)?.matmul_nd(b, op)?.squeeze(Some(&[-2])),
+            (_, 1) => a.matmul_nd(&b.unsqueeze(1)?, op)?.squeeze(Some(&[-1])),
+            _ => a.matmul_nd(b, op),
         }
     }
 

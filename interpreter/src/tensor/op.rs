@@ -124,6 +124,12 @@ pub enum BinaryOp {
     Maximum,
     /// elementwise minimum (NaN propagates)
     Minimum,
+    /// bitwise and (logical for bool); integer and bool dtypes only
+    BitAnd,
+    /// bitwise or (logical for bool)
+    BitOr,
+    /// bitwise xor (logical for bool)
+    BitXor,
 }
 
 impl BinaryOp {
@@ -139,7 +145,15 @@ impl BinaryOp {
             Pow => "pow",
             Maximum => "maximum",
             Minimum => "minimum",
+            BitAnd => "bitwise_and",
+            BitOr => "bitwise_or",
+            BitXor => "bitwise_xor",
         }
+    }
+
+    /// True for the bitwise ops, which reject float operands.
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor)
     }
 
     /// The dtype the op computes in, given the promoted operand dtype.

@@ -40,7 +40,7 @@ fn memory_limit() -> usize {
 /// Fails when a new tensor of `shape` and `dtype` could not be allocated.
 pub fn check_alloc(op: &'static str, shape: &[usize], dtype: super::DType) -> Result<()> {
     let n = checked_numel(op, shape)?;
-    let bytes = n.checked_mul(dtype.size_in_bytes()).unwrap_or(usize::MAX);
+    let bytes = n.saturating_mul(dtype.size_in_bytes());
     if bytes > memory_limit() {
         return Err(Error::invalid(
             op,
@@ -134,6 +134,12 @@ pub fn infer_shape(op: &'static str, from: &[usize], to: &[i64]) -> Result<Vec<u
         numel: n,
         to: to.to_vec(),
     };
+    if to.iter().filter(|&&d| d == -1).count() > 1 {
+        return Err(Error::invalid(
+            op,
+            format!("only one dimension can be -1, got {to:?}"),
+        ));
+    }
     let mut infer = None;
     let mut known = 1usize;
     for (i, &d) in to.iter().enumerate() {

@@ -167,13 +167,13 @@ impl Tensor {
         let size = self.shape()[d] as i64;
         let s = if start < 0 { start + size } else { start };
         if s < 0 || len < 0 || s + len > size {
-            return Err(Error::IndexOutOfRange {
-                op: "narrow",
-                index: start + len.max(0),
-                dim: d,
-                size: size as usize,
-                shape: self.shape().to_vec(),
-            });
+            return Err(Error::invalid(
+                "narrow",
+                format!(
+                    "start {start} with length {len} does not fit dimension {d} of size {size} (shape {:?})",
+                    self.shape()
+                ),
+            ));
         }
         Ok(self.with_layout(self.layout().slice(d, s as usize, len as usize, 1)))
     }

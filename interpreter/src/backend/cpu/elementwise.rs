@@ -410,6 +410,8 @@ fn binary_float<T: Element, C: FloatMath>(
         BinaryOp::Pow => go!(C::pow),
         BinaryOp::Maximum => go!(C::maximum),
         BinaryOp::Minimum => go!(C::minimum),
+        // rejected for floats by the front-end
+        BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => vec![T::default(); la.numel()],
     }
 }
 
@@ -451,13 +453,17 @@ fn binary_int<T: Element>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layo
         BinaryOp::Pow => go!(int_pow),
         BinaryOp::Maximum => go!(i64::max),
         BinaryOp::Minimum => go!(i64::min),
+        BinaryOp::BitAnd => go!(|x: i64, y: i64| x & y),
+        BinaryOp::BitOr => go!(|x: i64, y: i64| x | y),
+        BinaryOp::BitXor => go!(|x: i64, y: i64| x ^ y),
     }
 }
 
 fn binary_bool(op: BinaryOp, a: &[bool], la: &Layout, b: &[bool], lb: &Layout) -> Result<Vec<bool>> {
     Ok(match op {
-        BinaryOp::Add | BinaryOp::Maximum => map2(a, la, b, lb, |x, y| x | y),
-        BinaryOp::Mul | BinaryOp::Minimum => map2(a, la, b, lb, |x, y| x & y),
+        BinaryOp::Add | BinaryOp::Maximum | BinaryOp::BitOr => map2(a, la, b, lb, |x, y| x | y),
+        BinaryOp::Mul | BinaryOp::Minimum | BinaryOp::BitAnd => map2(a, la, b, lb, |x, y| x & y),
+        BinaryOp::BitXor => map2(a, la, b, lb, |x, y| x ^ y),
         _ => {
             return Err(Error::UnsupportedDType {
                 op: op.name(),

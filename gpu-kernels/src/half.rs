@@ -91,7 +91,10 @@ mod tests {
         for h in 0..=u16::MAX {
             let ours = f16_to_f32(h);
             let theirs = ::half::f16::from_bits(h).to_f32();
-            assert!(ours.to_bits() == theirs.to_bits() || (ours.is_nan() && theirs.is_nan()), "{h:#x}");
+            assert!(
+                ours.to_bits() == theirs.to_bits() || (ours.is_nan() && theirs.is_nan()),
+                "{h:#x}"
+            );
         }
         let mut x = 1.0e-9f32;
         while x < 1.0e6 {

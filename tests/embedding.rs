@@ -12,7 +12,7 @@ fn tensors_cross_the_script_boundary() {
     assert_eq!(y.shape(), &[2, 2]);
     assert_eq!(y.dtype(), DType::F32);
     assert_eq!(
-        y.to_host(),
+        y.to_host().unwrap(),
         kiln::tensor::HostValues::Float(vec![10.0, 14.0, 14.0, 20.0])
     );
 }

@@ -496,3 +496,12 @@ macro_rules! random_int {
     };
 }
 for_all_types!(random_int!());
+
+// ---- bitwise (integers and bool) --------------------------------------------------
+
+for_int_types!(binary_int!(bitwise_and, |a: i64, b: i64| a & b,));
+for_int_types!(binary_int!(bitwise_or, |a: i64, b: i64| a | b,));
+for_int_types!(binary_int!(bitwise_xor, |a: i64, b: i64| a ^ b,));
+binary_int!(bitwise_and, |a: i64, b: i64| a & b, bool, bool);
+binary_int!(bitwise_or, |a: i64, b: i64| a | b, bool, bool);
+binary_int!(bitwise_xor, |a: i64, b: i64| a ^ b, bool, bool);

@@ -5,30 +5,47 @@
 //! promoted dtypes before anything reaches this module.
 
 pub mod cpu;
+pub mod cuda;
 
 pub use cpu::CpuStorage;
 pub use cpu::MatmulDims;
+pub use cuda::CudaStorage;
 
 use crate::error::{Error, Result};
 use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::tensor::{DType, Device, HostValues, Layout, Scalar};
 
 /// The elements of a tensor on one device.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum Storage {
     /// Host memory.
     Cpu(CpuStorage),
+    /// GPU memory (device 0).
+    Cuda(CudaStorage),
+}
+
+fn mixed(op: &'static str) -> Error {
+    Error::invalid(op, "internal: operands on different devices reached the backend")
 }
 
 /// Fails with a clear error for devices this build cannot reach.
 pub fn check_device(device: Device) -> Result<()> {
     match device {
         Device::Cpu => Ok(()),
+        Device::Cuda(0) => cuda::CudaRuntime::get().map(|_| ()),
         Device::Cuda(_) => Err(Error::DeviceUnavailable {
             device: device.to_string(),
-            reason: "this build of kiln has no CUDA backend yet (cuda::is_available() is false)".into(),
+            reason: "kiln uses one GPU (cuda:0) per process".into(),
         }),
     }
+}
+
+/// An op the CUDA backend does not have yet: a clear error, never a silent CPU fallback.
+fn not_yet(op: &'static str) -> Error {
+    Error::invalid(
+        op,
+        "not implemented on CUDA yet; move the tensor with .cpu() first",
+    )
 }
 
 impl Storage {
@@ -36,6 +53,7 @@ impl Storage {
     pub fn dtype(&self) -> DType {
         match self {
             Storage::Cpu(s) => s.dtype(),
+            Storage::Cuda(s) => s.dtype(),
         }
     }
 
@@ -43,44 +61,78 @@ impl Storage {
     pub fn device(&self) -> Device {
         match self {
             Storage::Cpu(_) => Device::Cpu,
+            Storage::Cuda(_) => Device::Cuda(0),
         }
     }
 
     /// `n` copies of `value` as `dtype` on `device`.
     pub fn full(device: Device, dtype: DType, n: usize, value: Scalar) -> Result<Storage> {
         check_device(device)?;
-        Ok(Storage::Cpu(CpuStorage::full(dtype, n, value)))
+        Ok(match device {
+            Device::Cpu => Storage::Cpu(CpuStorage::full(dtype, n, value)),
+            Device::Cuda(_) => Storage::Cuda(CudaStorage::full(dtype, n, value)?),
+        })
     }
 
     /// `start + i * step` for `i in 0..n`.
     pub fn arange(device: Device, dtype: DType, start: Scalar, step: Scalar, n: usize) -> Result<Storage> {
         check_device(device)?;
-        Ok(Storage::Cpu(CpuStorage::arange(dtype, start, step, n)))
+        Ok(match device {
+            Device::Cpu => Storage::Cpu(CpuStorage::arange(dtype, start, step, n)),
+            Device::Cuda(_) => Storage::Cuda(CudaStorage::arange(dtype, start, step, n)?),
+        })
     }
 
     /// Host values uploaded as `dtype`.
     pub fn from_host(device: Device, values: &HostValues, dtype: DType) -> Result<Storage> {
         check_device(device)?;
-        Ok(Storage::Cpu(CpuStorage::from_host(values, dtype)))
+        let cpu = CpuStorage::from_host(values, dtype);
+        Ok(match device {
+            Device::Cpu => Storage::Cpu(cpu),
+            Device::Cuda(_) => Storage::Cuda(CudaStorage::from_cpu(&cpu)?),
+        })
     }
 
     /// The elements of `layout` in logical order, on the host (waits for the device).
-    pub fn to_host(&self, layout: &Layout) -> HostValues {
+    pub fn to_host(&self, layout: &Layout) -> Result<HostValues> {
         match self {
-            Storage::Cpu(s) => s.to_host(layout),
+            Storage::Cpu(s) => Ok(s.to_host(layout)),
+            Storage::Cuda(s) => {
+                let cpu = s.to_cpu(layout)?;
+                Ok(cpu.to_host(&Layout::contiguous(layout.shape())))
+            }
         }
+    }
+
+    /// The elements of `layout` as a dense storage on `device`.
+    pub fn to_device(&self, layout: &Layout, device: Device) -> Result<Storage> {
+        check_device(device)?;
+        Ok(match (self, device) {
+            (Storage::Cpu(s), Device::Cpu) => Storage::Cpu(cpu::cast_to(s, layout, s.dtype())),
+            (Storage::Cpu(s), Device::Cuda(_)) => {
+                Storage::Cuda(CudaStorage::from_cpu(&cpu::cast_to(s, layout, s.dtype()))?)
+            }
+            (Storage::Cuda(s), Device::Cpu) => Storage::Cpu(s.to_cpu(layout)?),
+            (Storage::Cuda(s), Device::Cuda(_)) => Storage::Cuda(s.cast(layout, s.dtype())?),
+        })
     }
 
     /// Uniform `[0, 1)` draw `stream` of the Philox generator under `seed`.
     pub fn rand_uniform(device: Device, dtype: DType, n: usize, seed: u64, stream: u64) -> Result<Storage> {
         check_device(device)?;
-        Ok(Storage::Cpu(cpu::rand_uniform(dtype, n, seed, stream)))
+        Ok(match device {
+            Device::Cpu => Storage::Cpu(cpu::rand_uniform(dtype, n, seed, stream)),
+            Device::Cuda(_) => Storage::Cuda(CudaStorage::rand_float(dtype, n, seed, stream, false)?),
+        })
     }
 
     /// Standard normal draw.
     pub fn rand_normal(device: Device, dtype: DType, n: usize, seed: u64, stream: u64) -> Result<Storage> {
         check_device(device)?;
-        Ok(Storage::Cpu(cpu::rand_normal(dtype, n, seed, stream)))
+        Ok(match device {
+            Device::Cpu => Storage::Cpu(cpu::rand_normal(dtype, n, seed, stream)),
+            Device::Cuda(_) => Storage::Cuda(CudaStorage::rand_float(dtype, n, seed, stream, true)?),
+        })
     }
 
     /// Integer draw in `[low, high)`.
@@ -95,13 +147,17 @@ impl Storage {
         stream: u64,
     ) -> Result<Storage> {
         check_device(device)?;
-        Ok(Storage::Cpu(cpu::rand_int(dtype, n, low, high, seed, stream)))
+        Ok(match device {
+            Device::Cpu => Storage::Cpu(cpu::rand_int(dtype, n, low, high, seed, stream)),
+            Device::Cuda(_) => Storage::Cuda(CudaStorage::rand_int(dtype, n, low, high, seed, stream)?),
+        })
     }
 
     /// Unary op (input already in the op's dtype); contiguous output.
     pub fn unary(&self, op: UnaryOp, l: &Layout) -> Result<Storage> {
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::unary(op, s, l)?)),
+            Storage::Cuda(s) => Ok(Storage::Cuda(s.unary(op, l)?)),
         }
     }
 
@@ -109,6 +165,8 @@ impl Storage {
     pub fn binary(&self, op: BinaryOp, l: &Layout, rhs: &Storage, lr: &Layout) -> Result<Storage> {
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(cpu::binary(op, a, l, b, lr)?)),
+            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(a.binary(op, l, b, lr)?)),
+            _ => Err(mixed(op.name())),
         }
     }
 
@@ -116,6 +174,8 @@ impl Storage {
     pub fn compare(&self, op: CmpOp, l: &Layout, rhs: &Storage, lr: &Layout) -> Result<Storage> {
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(cpu::compare(op, a, l, b, lr)?)),
+            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(a.compare(op, l, b, lr)?)),
+            _ => Err(mixed(op.name())),
         }
     }
 
@@ -132,27 +192,35 @@ impl Storage {
             (Storage::Cpu(c), Storage::Cpu(a), Storage::Cpu(b)) => {
                 Ok(Storage::Cpu(cpu::where_cond(c, l, a, la, b, lb)?))
             }
+            (Storage::Cuda(c), Storage::Cuda(a), Storage::Cuda(b)) => {
+                Ok(Storage::Cuda(c.where_cond(l, a, la, b, lb)?))
+            }
+            _ => Err(mixed("where")),
         }
     }
 
     /// Contiguous copy of `l`'s elements as `dtype` (also `contiguous()` when the dtype is unchanged).
-    pub fn cast(&self, l: &Layout, dtype: DType) -> Storage {
-        match self {
+    pub fn cast(&self, l: &Layout, dtype: DType) -> Result<Storage> {
+        Ok(match self {
             Storage::Cpu(s) => Storage::Cpu(cpu::cast_to(s, l, dtype)),
-        }
+            Storage::Cuda(s) => Storage::Cuda(s.cast(l, dtype)?),
+        })
     }
 
     /// Writes `src` (same dtype and shape) into the elements of `self` at `l`.
     pub fn copy_from(&mut self, l: &Layout, src: &Storage, ls: &Layout) -> Result<()> {
         match (self, src) {
             (Storage::Cpu(d), Storage::Cpu(s)) => cpu::copy_into(d, l, s, ls),
+            (Storage::Cuda(d), Storage::Cuda(s)) => d.copy_from(l, s, ls),
+            _ => Err(mixed("copy")),
         }
     }
 
     /// Reduction over sorted, distinct `dims`; contiguous output over the kept dims.
-    pub fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize]) -> Storage {
+    pub fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize]) -> Result<Storage> {
         match self {
-            Storage::Cpu(s) => Storage::Cpu(cpu::reduce(op, s, l, dims)),
+            Storage::Cpu(s) => Ok(Storage::Cpu(cpu::reduce(op, s, l, dims))),
+            Storage::Cuda(_) => Err(not_yet(op.name())),
         }
     }
 
@@ -160,6 +228,7 @@ impl Storage {
     pub fn softmax(&self, l: &Layout, dim: usize, log: bool) -> Result<Storage> {
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::softmax(s, l, dim, log)?)),
+            Storage::Cuda(_) => Err(not_yet(if log { "log_softmax" } else { "softmax" })),
         }
     }
 
@@ -172,10 +241,14 @@ impl Storage {
         eps: f64,
     ) -> Result<Storage> {
         fn cpu_of(s: Option<&Storage>) -> Option<&CpuStorage> {
-            s.map(|Storage::Cpu(c)| c)
+            match s {
+                Some(Storage::Cpu(c)) => Some(c),
+                _ => None,
+            }
         }
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::layer_norm(s, norm, cpu_of(w), cpu_of(b), eps)?)),
+            Storage::Cuda(_) => Err(not_yet("layer_norm")),
         }
     }
 
@@ -183,6 +256,8 @@ impl Storage {
     pub fn matmul(&self, l: &Layout, rhs: &Storage, lr: &Layout, d: &MatmulDims) -> Result<Storage> {
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(cpu::matmul(a, l, b, lr, d)?)),
+            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(cuda::blas::matmul(a, l, b, lr, d)?)),
+            _ => Err(mixed("matmul")),
         }
     }
 }

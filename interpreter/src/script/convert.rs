@@ -174,10 +174,10 @@ pub fn scalar_to_dynamic(s: Scalar) -> Dynamic {
 }
 
 /// A tensor's values as nested Rhai arrays (a 0-dim tensor gives a number).
-pub fn tensor_to_nested(t: &Tensor) -> Dynamic {
-    let host = t.to_host();
+pub fn tensor_to_nested(t: &Tensor) -> RhaiResult<Dynamic> {
+    let host = ok(t.to_host())?;
     let mut i = 0;
-    build(&host, t.shape(), &mut i)
+    Ok(build(&host, t.shape(), &mut i))
 }
 
 fn build(v: &HostValues, shape: &[usize], i: &mut usize) -> Dynamic {

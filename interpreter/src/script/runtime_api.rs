@@ -3,9 +3,10 @@
 //! `synchronize`, memory statistics). This build has no CUDA backend yet, so
 //! `cuda::is_available()` is false and CUDA devices are a clear error.
 
-use super::convert::{ok, script_error, RhaiResult};
+use super::convert::{ok, RhaiResult};
 use super::creation::volatile;
 use super::Runtime;
+use crate::backend::cuda::{blas, CudaRuntime};
 use crate::tensor::Device;
 use rhai::{Dynamic, Engine, FnPtr, FuncRegistration, Module, NativeCallContext, FLOAT, INT};
 use std::sync::Arc;
@@ -39,21 +40,35 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
 }
 
 /// Waits for all queued device work (nothing to wait for without a GPU).
-fn synchronize() {}
+fn synchronize() {
+    if let Ok(rt) = CudaRuntime::get() {
+        let _ = rt.synchronize();
+    }
+}
 
 fn cuda_module() -> Module {
     let mut m = Module::new();
     let reg = |name: &str| FuncRegistration::new(name.to_string()).with_volatility(true);
-    reg("is_available").set_into_module(&mut m, || false);
-    reg("device_count").set_into_module(&mut m, || 0 as INT);
+    reg("is_available").set_into_module(&mut m, CudaRuntime::is_available);
+    reg("device_count").set_into_module(&mut m, || CudaRuntime::is_available() as INT);
     reg("device_name").set_into_module(&mut m, || -> RhaiResult<String> {
-        Err(script_error(
-            "cuda::device_name: CUDA is not available in this build (cuda::is_available() is false)",
-        ))
+        ok(CudaRuntime::get().map(|rt| rt.device_name().to_string()))
     });
     reg("synchronize").set_into_module(&mut m, synchronize);
-    reg("memory_allocated").set_into_module(&mut m, || 0 as INT);
-    reg("memory_reserved").set_into_module(&mut m, || 0 as INT);
-    reg("empty_cache").set_into_module(&mut m, || ());
+    reg("is_idle").set_into_module(&mut m, || -> RhaiResult<bool> {
+        ok(CudaRuntime::get().and_then(|rt| rt.is_idle()))
+    });
+    reg("memory_allocated").set_into_module(&mut m, || {
+        CudaRuntime::get().map_or(0, |rt| rt.memory_stats().allocated as INT)
+    });
+    reg("memory_reserved").set_into_module(&mut m, || {
+        CudaRuntime::get().map_or(0, |rt| rt.memory_stats().reserved as INT)
+    });
+    reg("empty_cache").set_into_module(&mut m, || {
+        if let Ok(rt) = CudaRuntime::get() {
+            rt.empty_cache();
+        }
+    });
+    reg("set_allow_tf32").set_into_module(&mut m, blas::set_allow_tf32);
     m
 }

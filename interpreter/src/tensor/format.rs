@@ -138,7 +138,10 @@ fn render(t: &Tensor) -> String {
     } else {
         (t.clone(), vec![false; t.ndim()])
     };
-    let host = small.to_host();
+    let host = match small.to_host() {
+        Ok(h) => h,
+        Err(e) => return format!("<tensor of shape {:?} on {}: {e}>", t.shape(), t.device()),
+    };
     let strings = format_values(&host);
     let width = column_width(&host, &strings);
     let padded: Vec<String> = strings.iter().map(|s| format!("{s:>width$}")).collect();

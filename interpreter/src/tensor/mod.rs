@@ -160,8 +160,8 @@ impl Tensor {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The elements in logical order, on the host.
-    pub fn to_host(&self) -> HostValues {
+    /// The elements in logical order, on the host (waits for the device).
+    pub fn to_host(&self) -> Result<HostValues> {
         self.storage().to_host(self.layout())
     }
 
@@ -177,7 +177,7 @@ impl Tensor {
                 ),
             ));
         }
-        self.to_host()
+        self.to_host()?
             .get(0)
             .ok_or_else(|| Error::invalid("item", "tensor has no elements"))
     }

@@ -52,7 +52,7 @@ impl Tensor {
         {
             return Err(Error::invalid(op.name(), "expects a single dim"));
         }
-        let out = self.storage().reduce(op, self.layout(), &ds);
+        let out = self.storage().reduce(op, self.layout(), &ds)?;
         let shape: Vec<usize> = (0..self.ndim())
             .filter_map(|d| match (ds.contains(&d), keepdim) {
                 (false, _) => Some(self.shape()[d]),

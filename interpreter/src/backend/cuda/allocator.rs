@@ -1,0 +1,118 @@
+//! A stream-ordered caching allocator, after PyTorch's: freed blocks go to a
+//! free list keyed by size and are reused by later allocations on the same
+//! stream without any synchronisation (the stream orders the reuse after the
+//! last use). Sizes round up to 512 bytes (small) or 2 MiB (large). On
+//! out-of-memory the cache is released and the allocation retried once.
+
+use cudarc::driver::{result, sys};
+use std::collections::BTreeMap;
+
+const SMALL: usize = 1 << 20;
+const SMALL_ROUND: usize = 512;
+const LARGE_ROUND: usize = 2 << 20;
+
+/// Bytes in use and held by the allocator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Bytes in live tensors.
+    pub allocated: usize,
+    /// Bytes obtained from the driver (live plus cached).
+    pub reserved: usize,
+}
+
+/// The caching allocator of one stream.
+pub struct CachingAllocator {
+    stream: sys::CUstream,
+    free: BTreeMap<usize, Vec<sys::CUdeviceptr>>,
+    stats: MemoryStats,
+}
+
+// SAFETY: the stream handle is only used under the runtime's mutex.
+unsafe impl Send for CachingAllocator {}
+
+/// The block size a request of `bytes` is served from.
+pub fn round_size(bytes: usize) -> usize {
+    let b = bytes.max(1);
+    if b < SMALL {
+        b.div_ceil(SMALL_ROUND) * SMALL_ROUND
+    } else {
+        b.div_ceil(LARGE_ROUND) * LARGE_ROUND
+    }
+}
+
+impl CachingAllocator {
+    /// An empty allocator for `stream`.
+    pub fn new(stream: sys::CUstream) -> Self {
+        CachingAllocator {
+            stream,
+            free: BTreeMap::new(),
+            stats: MemoryStats::default(),
+        }
+    }
+
+    /// A block of at least `bytes`: a cached one of that size class, else a new one.
+    pub fn alloc(&mut self, bytes: usize) -> Result<(sys::CUdeviceptr, usize), String> {
+        let size = round_size(bytes);
+        if let Some(list) = self.free.get_mut(&size) {
+            if let Some(ptr) = list.pop() {
+                self.stats.allocated += size;
+                return Ok((ptr, size));
+            }
+        }
+        // SAFETY: a plain stream-ordered allocation on our stream.
+        let ptr = match unsafe { result::malloc_async(self.stream, size) } {
+            Ok(p) => p,
+            Err(_) => {
+                self.empty_cache();
+                // SAFETY: as above.
+                unsafe { result::malloc_async(self.stream, size) }.map_err(|e| {
+                    format!(
+                        "out of GPU memory allocating {size} bytes ({} in use, {} reserved): {e:?}",
+                        self.stats.allocated, self.stats.reserved
+                    )
+                })?
+            }
+        };
+        self.stats.allocated += size;
+        self.stats.reserved += size;
+        Ok((ptr, size))
+    }
+
+    /// Returns a block to the cache; later work on the stream may reuse it at once.
+    pub fn release(&mut self, ptr: sys::CUdeviceptr, size: usize) {
+        self.stats.allocated = self.stats.allocated.saturating_sub(size);
+        self.free.entry(size).or_default().push(ptr);
+    }
+
+    /// Gives every cached block back to the driver.
+    pub fn empty_cache(&mut self) {
+        for (size, list) in std::mem::take(&mut self.free) {
+            for ptr in list {
+                // SAFETY: the block is cached, so no live tensor refers to it, and the
+                // free is ordered on the stream after its last use.
+                unsafe {
+                    let _ = result::free_async(ptr, self.stream);
+                }
+                self.stats.reserved = self.stats.reserved.saturating_sub(size);
+            }
+        }
+    }
+
+    /// Current statistics.
+    pub fn stats(&self) -> MemoryStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes() {
+        assert_eq!(round_size(0), 512);
+        assert_eq!(round_size(513), 1024);
+        assert_eq!(round_size(SMALL), LARGE_ROUND);
+        assert_eq!(round_size(3 << 20), 4 << 20);
+    }
+}

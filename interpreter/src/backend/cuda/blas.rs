@@ -1,0 +1,203 @@
+//! Matrix products through cuBLAS (`cublasGemmStridedBatchedEx`). Row-major
+//! `C = A·B` is computed as column-major `Cᵀ = Bᵀ·Aᵀ`; transposed or
+//! column-major operands are passed with cuBLAS's transpose flags, not copied.
+//! f32 uses full FP32 unless TF32 is allowed ([`set_allow_tf32`], as
+//! PyTorch's `allow_tf32`); f16 and bf16 accumulate in f32.
+
+use super::runtime::{cuda_error, CudaRuntime};
+use super::CudaStorage;
+use crate::backend::MatmulDims;
+use crate::error::{Error, Result};
+use crate::tensor::strided::offsets;
+use crate::tensor::{DType, Layout};
+use cudarc::cublas::{result as blas, sys};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static ALLOW_TF32: AtomicBool = AtomicBool::new(false);
+
+/// Lets f32 matmuls use TF32 tensor cores (off by default).
+pub fn set_allow_tf32(allow: bool) {
+    ALLOW_TF32.store(allow, Ordering::Relaxed);
+}
+
+/// Whether f32 matmuls may use TF32.
+pub fn allow_tf32() -> bool {
+    ALLOW_TF32.load(Ordering::Relaxed)
+}
+
+/// One operand as cuBLAS sees it: per-batch element offsets, transpose flag, leading dim.
+struct Gemm {
+    bases: Vec<usize>,
+    trans: sys::cublasOperation_t,
+    ld: usize,
+}
+
+/// Describes a `rows × cols` row-major matrix operand, if cuBLAS can read it in place.
+fn describe(l: &Layout, rows: usize, cols: usize) -> Option<Gemm> {
+    let nd = l.ndim();
+    let (rs, cs) = (l.strides()[nd - 2], l.strides()[nd - 1]);
+    let bases = offsets(&l.shape()[..nd - 2], &l.strides()[..nd - 2], l.offset());
+    if cs == 1 && rs >= cols.max(1) {
+        Some(Gemm {
+            bases,
+            trans: sys::cublasOperation_t::CUBLAS_OP_N,
+            ld: rs,
+        })
+    } else if rs == 1 && cs >= rows.max(1) {
+        Some(Gemm {
+            bases,
+            trans: sys::cublasOperation_t::CUBLAS_OP_T,
+            ld: cs,
+        })
+    } else if rows <= 1 && cs == 1 {
+        Some(Gemm {
+            bases,
+            trans: sys::cublasOperation_t::CUBLAS_OP_N,
+            ld: cols.max(1),
+        })
+    } else if cols <= 1 && rs == 1 {
+        Some(Gemm {
+            bases,
+            trans: sys::cublasOperation_t::CUBLAS_OP_T,
+            ld: rows.max(1),
+        })
+    } else {
+        None
+    }
+}
+
+/// The common stride of evenly spaced batch offsets (0 for one batch).
+fn batch_stride(bases: &[usize]) -> Option<i64> {
+    match bases {
+        [] | [_] => Some(0),
+        [a, b, rest @ ..] => {
+            let s = *b as i64 - *a as i64;
+            let mut prev = *b as i64;
+            for &x in rest {
+                if x as i64 - prev != s {
+                    return None;
+                }
+                prev = x as i64;
+            }
+            Some(s)
+        }
+    }
+}
+
+fn types(dtype: DType) -> Result<(sys::cudaDataType, sys::cublasComputeType_t)> {
+    use sys::cublasComputeType_t as C;
+    use sys::cudaDataType as D;
+    Ok(match dtype {
+        DType::F32 if allow_tf32() => (D::CUDA_R_32F, C::CUBLAS_COMPUTE_32F_FAST_TF32),
+        DType::F32 => (D::CUDA_R_32F, C::CUBLAS_COMPUTE_32F),
+        DType::F64 => (D::CUDA_R_64F, C::CUBLAS_COMPUTE_64F),
+        DType::F16 => (D::CUDA_R_16F, C::CUBLAS_COMPUTE_32F),
+        DType::BF16 => (D::CUDA_R_16BF, C::CUBLAS_COMPUTE_32F),
+        d => {
+            return Err(Error::UnsupportedDType {
+                op: "matmul",
+                dtype: d,
+                hint: " on CUDA (cuBLAS multiplies float dtypes; convert with to_dtype(\"f32\"))".into(),
+            })
+        }
+    })
+}
+
+/// `a @ b` for `la = batch + [m, k]`, `lb = batch + [k, n]`; dense `batch + [m, n]` result.
+pub fn matmul(
+    a: &CudaStorage,
+    la: &Layout,
+    b: &CudaStorage,
+    lb: &Layout,
+    d: &MatmulDims,
+) -> Result<CudaStorage> {
+    let rt = CudaRuntime::get()?;
+    let dtype = a.dtype;
+    let (dt, compute) = types(dtype)?;
+    let (m, k, n) = (d.m, d.k, d.n);
+    let batches: usize = d.batch.iter().product();
+    let out = CudaStorage::alloc(dtype, batches * m * n)?;
+    if out.len == 0 {
+        return Ok(out);
+    }
+    if k == 0 {
+        return CudaStorage::full(dtype, out.len, crate::tensor::Scalar::Int(0));
+    }
+    // Operands cuBLAS cannot read in place are made dense first.
+    let dense_a;
+    let (a, ga) = match describe(la, m, k) {
+        Some(g) => (a, g),
+        None => {
+            dense_a = a.cast(la, dtype)?;
+            (
+                &dense_a,
+                describe(&Layout::contiguous(la.shape()), m, k).ok_or_else(internal)?,
+            )
+        }
+    };
+    let dense_b;
+    let (b, gb) = match describe(lb, k, n) {
+        Some(g) => (b, g),
+        None => {
+            dense_b = b.cast(lb, dtype)?;
+            (
+                &dense_b,
+                describe(&Layout::contiguous(lb.shape()), k, n).ok_or_else(internal)?,
+            )
+        }
+    };
+    let esz = dtype.size_in_bytes();
+    let (one32, zero32, one64, zero64) = (1f32, 0f32, 1f64, 0f64);
+    let (alpha, beta): (*const c_void, *const c_void) = if dtype == DType::F64 {
+        (&one64 as *const f64 as _, &zero64 as *const f64 as _)
+    } else {
+        (&one32 as *const f32 as _, &zero32 as *const f32 as _)
+    };
+    let call = |a_off: usize, b_off: usize, c_off: usize, sa: i64, sb: i64, count: usize| -> Result<()> {
+        // SAFETY: the pointers are live device allocations covering every element the
+        // layouts address; `alpha`/`beta` match the compute type; the handle is bound to
+        // the runtime's stream.
+        unsafe {
+            blas::gemm_strided_batched_ex(
+                rt.blas.0,
+                gb.trans,
+                ga.trans,
+                n as i32,
+                m as i32,
+                k as i32,
+                alpha,
+                (b.ptr() as usize + b_off * esz) as *const c_void,
+                dt,
+                gb.ld as i32,
+                sb,
+                (a.ptr() as usize + a_off * esz) as *const c_void,
+                dt,
+                ga.ld as i32,
+                sa,
+                beta,
+                (out.ptr() as usize + c_off * esz) as *mut c_void,
+                dt,
+                n as i32,
+                (m * n) as i64,
+                count as i32,
+                compute,
+                sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| cuda_error("cuBLAS gemm", e))
+    };
+    match (batch_stride(&ga.bases), batch_stride(&gb.bases)) {
+        (Some(sa), Some(sb)) => call(ga.bases[0], gb.bases[0], 0, sa, sb, batches)?,
+        _ => {
+            for i in 0..batches {
+                call(ga.bases[i], gb.bases[i], i * m * n, 0, 0, 1)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn internal() -> Error {
+    Error::invalid("matmul", "internal: a dense operand has no cuBLAS description")
+}

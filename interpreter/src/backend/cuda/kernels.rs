@@ -1,0 +1,440 @@
+//! The kernel table and the typed launches. Every kernel of the PTX module is
+//! resolved once, at start-up, into a table keyed by [`Kernel`] (no string
+//! work per launch), and each kernel family has exactly one launch function
+//! here whose Rust signature mirrors the kernel's (the parameter structs come
+//! from `kiln_kernels::params`, compiled into both sides).
+
+use super::runtime::{cuda_error, CudaRuntime};
+use crate::error::{Error, Result};
+use crate::tensor::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::tensor::strided::Merged;
+use crate::tensor::{DType, Layout};
+use cudarc::driver::{result, sys, CudaFunction, CudaModule};
+use kiln_kernels::params::{Geometry, Operand, MAX_DIMS};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// One kernel of the module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// `unary_<op>_<dtype>`
+    Unary(UnaryOp, DType),
+    /// `binary_<op>_<dtype>`
+    Binary(BinaryOp, DType),
+    /// `cmp_<op>_<dtype>`
+    Cmp(CmpOp, DType),
+    /// `where_<dtype>`
+    Where(DType),
+    /// `cast_<src>_<dst>`
+    Cast(DType, DType),
+    /// `fill_<dtype>`
+    Fill(DType),
+    /// `arange_<dtype>`
+    Arange(DType),
+    /// `rand_uniform_<dtype>`
+    RandUniform(DType),
+    /// `rand_normal_<dtype>`
+    RandNormal(DType),
+    /// `rand_int_<dtype>`
+    RandInt(DType),
+}
+
+const UNARY: [UnaryOp; 25] = {
+    use UnaryOp::*;
+    [
+        Abs, Neg, Exp, Log, Log2, Log1p, Expm1, Sqrt, Rsqrt, Sin, Cos, Tan, Tanh, Sigmoid, Relu, Gelu, Silu,
+        Erf, Floor, Ceil, Round, Sign, Square, Reciprocal, LogicalNot,
+    ]
+};
+const BINARY: [BinaryOp; 11] = {
+    use BinaryOp::*;
+    [
+        Add, Sub, Mul, Div, Rem, Pow, Maximum, Minimum, BitAnd, BitOr, BitXor,
+    ]
+};
+const CMP: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
+
+impl Kernel {
+    /// The exported PTX name.
+    pub fn name(self) -> String {
+        match self {
+            Kernel::Unary(op, d) => format!("unary_{}_{d}", op.name()),
+            Kernel::Binary(op, d) => format!("binary_{}_{d}", op.name()),
+            Kernel::Cmp(op, d) => format!("cmp_{}_{d}", op.name()),
+            Kernel::Where(d) => format!("where_{d}"),
+            Kernel::Cast(s, d) => format!("cast_{s}_{d}"),
+            Kernel::Fill(d) => format!("fill_{d}"),
+            Kernel::Arange(d) => format!("arange_{d}"),
+            Kernel::RandUniform(d) => format!("rand_uniform_{d}"),
+            Kernel::RandNormal(d) => format!("rand_normal_{d}"),
+            Kernel::RandInt(d) => format!("rand_int_{d}"),
+        }
+    }
+
+    fn all() -> Vec<Kernel> {
+        let mut v = vec![];
+        for d in DType::ALL {
+            v.extend(UNARY.iter().map(|&op| Kernel::Unary(op, d)));
+            v.extend(BINARY.iter().map(|&op| Kernel::Binary(op, d)));
+            v.extend(CMP.iter().map(|&op| Kernel::Cmp(op, d)));
+            v.extend(DType::ALL.iter().map(|&s| Kernel::Cast(s, d)));
+            v.extend([
+                Kernel::Where(d),
+                Kernel::Fill(d),
+                Kernel::Arange(d),
+                Kernel::RandUniform(d),
+                Kernel::RandNormal(d),
+                Kernel::RandInt(d),
+            ]);
+        }
+        v
+    }
+}
+
+/// Every kernel of the module, resolved once.
+pub struct KernelTable {
+    functions: HashMap<Kernel, CudaFunction>,
+}
+
+impl KernelTable {
+    /// Resolves every kernel the module exports.
+    pub fn load(module: &Arc<CudaModule>) -> std::result::Result<Self, String> {
+        let ptx_names: std::collections::HashSet<&str> = ptx_entries(super::runtime::ptx());
+        let mut functions = HashMap::new();
+        for k in Kernel::all() {
+            let name = k.name();
+            if ptx_names.contains(name.as_str()) {
+                let f = module
+                    .load_function(&name)
+                    .map_err(|e| format!("cannot load kernel {name}: {e:?}"))?;
+                functions.insert(k, f);
+            }
+        }
+        Ok(KernelTable { functions })
+    }
+
+    /// The kernel, or a clear error when the module has none for these dtypes.
+    pub fn get(&self, k: Kernel) -> Result<&CudaFunction> {
+        self.functions.get(&k).ok_or_else(|| {
+            Error::invalid(
+                "cuda",
+                format!(
+                    "no CUDA kernel {} (this op/dtype is not supported on CUDA)",
+                    k.name()
+                ),
+            )
+        })
+    }
+
+    /// Number of kernels resolved.
+    pub fn len(&self) -> usize {
+        self.functions.len()
+    }
+
+    /// True when no kernel was resolved.
+    pub fn is_empty(&self) -> bool {
+        self.functions.is_empty()
+    }
+}
+
+fn ptx_entries(ptx: &str) -> std::collections::HashSet<&str> {
+    ptx.lines()
+        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+        .filter_map(|l| l.split('(').next())
+        .map(str::trim)
+        .collect()
+}
+
+/// The kernel geometry of `N` operands sharing `shape` (merged dims, u32 indices).
+pub fn geometry<const N: usize>(
+    op: &'static str,
+    shape: &[usize],
+    layouts: [&Layout; N],
+) -> Result<(Geometry, [Operand; N])> {
+    let n: usize = shape.iter().product();
+    let too_big = || {
+        Error::invalid(
+            op,
+            format!("shape {shape:?} is too large for the CUDA kernels (32-bit indexing)"),
+        )
+    };
+    if n > u32::MAX as usize || layouts.iter().any(|l| l.storage_extent() > u32::MAX as usize) {
+        return Err(too_big());
+    }
+    let m = Merged::<N>::new(shape, std::array::from_fn(|k| layouts[k].strides()));
+    if m.shape.len() > MAX_DIMS {
+        return Err(Error::invalid(
+            op,
+            format!("shape {shape:?} has too many non-mergeable dims for CUDA (max {MAX_DIMS})"),
+        ));
+    }
+    let mut g = Geometry {
+        n: n as u32,
+        ndim: m.shape.len() as u32,
+        ..Default::default()
+    };
+    for (d, &s) in m.shape.iter().enumerate() {
+        g.sizes[d] = s as u32;
+    }
+    let dense = crate::tensor::shape::contiguous_strides(&m.shape);
+    let ops = std::array::from_fn(|k| {
+        let mut o = Operand {
+            offset: layouts[k].offset() as u32,
+            ..Default::default()
+        };
+        for (d, &s) in m.strides[k].iter().enumerate() {
+            o.strides[d] = s as u32;
+        }
+        o.contiguous = (m.strides[k] == dense || n <= 1) as u32;
+        o
+    });
+    Ok((g, ops))
+}
+
+/// The operand of a dense output.
+pub fn dense(g: &Geometry) -> Operand {
+    let mut o = Operand {
+        contiguous: 1,
+        ..Default::default()
+    };
+    let mut acc = 1u32;
+    for d in (0..g.ndim as usize).rev() {
+        o.strides[d] = acc;
+        acc = acc.wrapping_mul(g.sizes[d].max(1));
+    }
+    o
+}
+
+fn arg<T>(v: &mut T) -> *mut c_void {
+    v as *mut T as *mut c_void
+}
+
+/// Launches `f` over `n` elements (grid-stride; 256 threads a block).
+///
+/// # Safety
+/// `params` must match the kernel's parameters in number, order and type, and
+/// every pointer in them must be a live device allocation large enough for
+/// the accesses the geometry implies.
+unsafe fn launch(rt: &CudaRuntime, f: &CudaFunction, n: u32, params: &mut [*mut c_void]) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let block = 256u32;
+    let grid = n.div_ceil(block).min(rt.sm_count.max(1) * 16);
+    result::launch_kernel(
+        f.cu_function(),
+        (grid, 1, 1),
+        (block, 1, 1),
+        0,
+        rt.stream.cu_stream(),
+        params,
+    )
+    .map_err(|e| cuda_error("kernel launch", e))
+}
+
+/// `y = op(x)` (y dense).
+pub fn unary(
+    rt: &CudaRuntime,
+    op: UnaryOp,
+    dtype: DType,
+    g: Geometry,
+    x: sys::CUdeviceptr,
+    xo: Operand,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::Unary(op, dtype))?;
+    let (mut g, mut x, mut xo, mut y) = (g, x, xo, y);
+    // SAFETY: matches `unary_*(g: Geometry, x: *const T, xo: Operand, y: *mut T)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            g.n,
+            &mut [arg(&mut g), arg(&mut x), arg(&mut xo), arg(&mut y)],
+        )
+    }
+}
+
+/// `y = a op b` (y dense); `kernel` is a `Binary` or `Cmp` kernel.
+#[allow(clippy::too_many_arguments)]
+pub fn binary(
+    rt: &CudaRuntime,
+    kernel: Kernel,
+    g: Geometry,
+    a: sys::CUdeviceptr,
+    ao: Operand,
+    b: sys::CUdeviceptr,
+    bo: Operand,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(kernel)?;
+    let (mut g, mut a, mut ao, mut b, mut bo, mut y) = (g, a, ao, b, bo, y);
+    // SAFETY: matches `binary_*`/`cmp_*(g, a: *const T, ao, b: *const T, bo, y: *mut _)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            g.n,
+            &mut [
+                arg(&mut g),
+                arg(&mut a),
+                arg(&mut ao),
+                arg(&mut b),
+                arg(&mut bo),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// `y = c ? a : b` (y dense).
+#[allow(clippy::too_many_arguments)]
+pub fn where_cond(
+    rt: &CudaRuntime,
+    dtype: DType,
+    g: Geometry,
+    c: (sys::CUdeviceptr, Operand),
+    a: (sys::CUdeviceptr, Operand),
+    b: (sys::CUdeviceptr, Operand),
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::Where(dtype))?;
+    let (mut g, mut y) = (g, y);
+    let ((mut c, mut co), (mut a, mut ao), (mut b, mut bo)) = (c, a, b);
+    // SAFETY: matches `where_*(g, c: *const bool, co, a: *const T, ao, b: *const T, bo, y: *mut T)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            g.n,
+            &mut [
+                arg(&mut g),
+                arg(&mut c),
+                arg(&mut co),
+                arg(&mut a),
+                arg(&mut ao),
+                arg(&mut b),
+                arg(&mut bo),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// `y[yo] = cast(x[xo])`, both strided.
+pub fn cast(
+    rt: &CudaRuntime,
+    src: DType,
+    dst: DType,
+    g: Geometry,
+    x: (sys::CUdeviceptr, Operand),
+    y: (sys::CUdeviceptr, Operand),
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::Cast(src, dst))?;
+    let mut g = g;
+    let ((mut x, mut xo), (mut y, mut yo)) = (x, y);
+    // SAFETY: matches `cast_*(g, x: *const S, xo, y: *mut D, yo)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            g.n,
+            &mut [arg(&mut g), arg(&mut x), arg(&mut xo), arg(&mut y), arg(&mut yo)],
+        )
+    }
+}
+
+/// `y[i] = value` for `i < n`; `bits` holds the value's bytes (little-endian, low bytes).
+pub fn fill(rt: &CudaRuntime, dtype: DType, n: u32, y: sys::CUdeviceptr, bits: u64) -> Result<()> {
+    let f = rt.kernels.get(Kernel::Fill(dtype))?;
+    let (mut n, mut y, mut bits) = (n, y, bits);
+    // SAFETY: matches `fill_*(n: u32, y: *mut T, value: T)`: T's bytes are the low bytes of `bits`.
+    unsafe { launch(rt, f, n, &mut [arg(&mut n), arg(&mut y), arg(&mut bits)]) }
+}
+
+/// `y[i] = start + i * step` (floats) or `istart + i * istep` (integers).
+#[allow(clippy::too_many_arguments)]
+pub fn arange(
+    rt: &CudaRuntime,
+    dtype: DType,
+    n: u32,
+    y: sys::CUdeviceptr,
+    start: f64,
+    step: f64,
+    istart: i64,
+    istep: i64,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::Arange(dtype))?;
+    let (mut n, mut y, mut a, mut s, mut ia, mut is) = (n, y, start, step, istart, istep);
+    // SAFETY: matches `arange_*(n: u32, y: *mut T, start: f64, step: f64, istart: i64, istep: i64)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            n,
+            &mut [
+                arg(&mut n),
+                arg(&mut y),
+                arg(&mut a),
+                arg(&mut s),
+                arg(&mut ia),
+                arg(&mut is),
+            ],
+        )
+    }
+}
+
+/// A Philox draw: `kernel` is `RandUniform` or `RandNormal`.
+pub fn rand_float(
+    rt: &CudaRuntime,
+    kernel: Kernel,
+    n: u32,
+    y: sys::CUdeviceptr,
+    seed: u64,
+    stream: u64,
+) -> Result<()> {
+    let f = rt.kernels.get(kernel)?;
+    let (mut n, mut y, mut seed, mut stream) = (n, y, seed, stream);
+    // SAFETY: matches `rand_{uniform,normal}_*(n: u32, y: *mut T, seed: u64, stream: u64)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            n,
+            &mut [arg(&mut n), arg(&mut y), arg(&mut seed), arg(&mut stream)],
+        )
+    }
+}
+
+/// An integer Philox draw in `[low, low + range)`.
+#[allow(clippy::too_many_arguments)]
+pub fn rand_int(
+    rt: &CudaRuntime,
+    dtype: DType,
+    n: u32,
+    y: sys::CUdeviceptr,
+    seed: u64,
+    stream: u64,
+    low: i64,
+    range: u64,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::RandInt(dtype))?;
+    let (mut n, mut y, mut seed, mut stream, mut low, mut range) = (n, y, seed, stream, low, range);
+    // SAFETY: matches `rand_int_*(n: u32, y: *mut T, seed: u64, stream: u64, low: i64, range: u64)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            n,
+            &mut [
+                arg(&mut n),
+                arg(&mut y),
+                arg(&mut seed),
+                arg(&mut stream),
+                arg(&mut low),
+                arg(&mut range),
+            ],
+        )
+    }
+}

@@ -1,0 +1,286 @@
+//! The CUDA backend: device storage ([`CudaStorage`]) and its ops, queued
+//! asynchronously on the runtime's stream. The host waits only in
+//! [`CudaStorage::to_cpu`] (values crossing back) and in explicit syncs.
+//!
+//! Modules: [`runtime`] (context, stream, module, cuBLAS handle), [`allocator`]
+//! (the caching allocator), [`kernels`] (kernel table and typed launches),
+//! [`blas`] (matmul through cuBLAS).
+
+pub mod allocator;
+pub mod blas;
+pub mod kernels;
+pub mod runtime;
+
+pub use allocator::MemoryStats;
+pub use runtime::CudaRuntime;
+
+use super::cpu::{with_dtype, with_storage, CpuStorage, Element};
+use crate::error::{Error, Result};
+use crate::tensor::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::tensor::{DType, Layout, Scalar};
+use cudarc::driver::{result, sys};
+use kernels::{dense, geometry, Kernel};
+use runtime::cuda_error;
+use std::sync::Arc;
+
+/// A block of device memory, returned to the caching allocator on drop.
+#[derive(Debug)]
+struct DeviceBuffer {
+    ptr: sys::CUdeviceptr,
+    size: usize,
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        if let Ok(rt) = CudaRuntime::get() {
+            if let Ok(mut a) = rt.allocator.lock() {
+                a.release(self.ptr, self.size);
+            }
+        }
+    }
+}
+
+/// Elements of one dtype on the GPU.
+#[derive(Clone, Debug)]
+pub struct CudaStorage {
+    buf: Arc<DeviceBuffer>,
+    dtype: DType,
+    len: usize,
+}
+
+impl CudaStorage {
+    /// Uninitialised storage for `len` elements of `dtype`.
+    pub fn alloc(dtype: DType, len: usize) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let bytes = len * dtype.size_in_bytes();
+        let (ptr, size) = rt
+            .allocator
+            .lock()
+            .map_err(|_| Error::invalid("cuda", "allocator lock poisoned"))?
+            .alloc(bytes)
+            .map_err(|e| Error::invalid("cuda", e))?;
+        Ok(CudaStorage {
+            buf: Arc::new(DeviceBuffer { ptr, size }),
+            dtype,
+            len,
+        })
+    }
+
+    /// The dtype of the elements.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn ptr(&self) -> sys::CUdeviceptr {
+        self.buf.ptr
+    }
+
+    /// Uploads a CPU storage.
+    pub fn from_cpu(cpu: &CpuStorage) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let out = CudaStorage::alloc(cpu.dtype(), cpu.len())?;
+        if cpu.is_empty() {
+            return Ok(out);
+        }
+        with_storage!(cpu, v: T => {
+            // SAFETY: `out` holds `len` elements of T's size; a pageable source is
+            // staged by the driver before this call returns.
+            unsafe { result::memcpy_htod_async(out.ptr(), v.as_slice(), rt.stream.cu_stream()) }
+                .map_err(|e| cuda_error("host-to-device copy", e))?;
+        });
+        Ok(out)
+    }
+
+    /// The elements of `l` in logical order, copied to the host (waits for the GPU).
+    pub fn to_cpu(&self, l: &Layout) -> Result<CpuStorage> {
+        let rt = CudaRuntime::get()?;
+        let dense_src;
+        let src = if l.is_contiguous() && l.offset() == 0 && l.numel() == self.len {
+            self
+        } else {
+            dense_src = self.cast(l, self.dtype)?;
+            &dense_src
+        };
+        let n = l.numel();
+        let out = with_dtype!(self.dtype, T => {
+            let mut v: Vec<T> = vec![T::default(); n];
+            if n > 0 {
+                // SAFETY: `src` holds at least `n` elements of T.
+                unsafe { result::memcpy_dtoh_async(v.as_mut_slice(), src.ptr(), rt.stream.cu_stream()) }
+                    .map_err(|e| cuda_error("device-to-host copy", e))?;
+            }
+            rt.synchronize()?;
+            T::into_storage(v)
+        });
+        Ok(out)
+    }
+
+    /// `n` copies of `value`.
+    pub fn full(dtype: DType, n: usize, value: Scalar) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let out = CudaStorage::alloc(dtype, n)?;
+        let bits = scalar_bits(dtype, value);
+        kernels::fill(rt, dtype, n as u32, out.ptr(), bits)?;
+        Ok(out)
+    }
+
+    /// `start + i * step`.
+    pub fn arange(dtype: DType, start: Scalar, step: Scalar, n: usize) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let out = CudaStorage::alloc(dtype, n)?;
+        kernels::arange(
+            rt,
+            dtype,
+            n as u32,
+            out.ptr(),
+            start.to_f64(),
+            step.to_f64(),
+            start.to_i64(),
+            step.to_i64(),
+        )?;
+        Ok(out)
+    }
+
+    /// A Philox draw (`normal` or uniform) of a float dtype.
+    pub fn rand_float(dtype: DType, n: usize, seed: u64, stream: u64, normal: bool) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let out = CudaStorage::alloc(dtype, n)?;
+        let k = if normal {
+            Kernel::RandNormal(dtype)
+        } else {
+            Kernel::RandUniform(dtype)
+        };
+        kernels::rand_float(rt, k, n as u32, out.ptr(), seed, stream)?;
+        Ok(out)
+    }
+
+    /// An integer Philox draw in `[low, high)`.
+    pub fn rand_int(
+        dtype: DType,
+        n: usize,
+        low: i64,
+        high: i64,
+        seed: u64,
+        stream: u64,
+    ) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let out = CudaStorage::alloc(dtype, n)?;
+        kernels::rand_int(
+            rt,
+            dtype,
+            n as u32,
+            out.ptr(),
+            seed,
+            stream,
+            low,
+            high.wrapping_sub(low) as u64,
+        )?;
+        Ok(out)
+    }
+
+    /// `op(self)` as a dense result.
+    pub fn unary(&self, op: UnaryOp, l: &Layout) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let out_dtype = if op == UnaryOp::LogicalNot {
+            DType::Bool
+        } else {
+            self.dtype
+        };
+        let (g, [xo]) = geometry(op.name(), l.shape(), [l])?;
+        let out = CudaStorage::alloc(out_dtype, l.numel())?;
+        kernels::unary(rt, op, self.dtype, g, self.ptr(), xo, out.ptr())?;
+        Ok(out)
+    }
+
+    fn pairwise(
+        &self,
+        kernel: Kernel,
+        name: &'static str,
+        l: &Layout,
+        rhs: &CudaStorage,
+        lr: &Layout,
+        out: DType,
+    ) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let (g, [ao, bo]) = geometry(name, l.shape(), [l, lr])?;
+        let y = CudaStorage::alloc(out, l.numel())?;
+        kernels::binary(rt, kernel, g, self.ptr(), ao, rhs.ptr(), bo, y.ptr())?;
+        Ok(y)
+    }
+
+    /// `self op rhs` (same dtype, layouts of one shape).
+    pub fn binary(&self, op: BinaryOp, l: &Layout, rhs: &CudaStorage, lr: &Layout) -> Result<CudaStorage> {
+        self.pairwise(Kernel::Binary(op, self.dtype), op.name(), l, rhs, lr, self.dtype)
+    }
+
+    /// A comparison; bool result.
+    pub fn compare(&self, op: CmpOp, l: &Layout, rhs: &CudaStorage, lr: &Layout) -> Result<CudaStorage> {
+        self.pairwise(Kernel::Cmp(op, self.dtype), op.name(), l, rhs, lr, DType::Bool)
+    }
+
+    /// `self ? a : b` with a bool `self`.
+    pub fn where_cond(
+        &self,
+        l: &Layout,
+        a: &CudaStorage,
+        la: &Layout,
+        b: &CudaStorage,
+        lb: &Layout,
+    ) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let (g, [co, ao, bo]) = geometry("where", l.shape(), [l, la, lb])?;
+        let y = CudaStorage::alloc(a.dtype, l.numel())?;
+        kernels::where_cond(
+            rt,
+            a.dtype,
+            g,
+            (self.ptr(), co),
+            (a.ptr(), ao),
+            (b.ptr(), bo),
+            y.ptr(),
+        )?;
+        Ok(y)
+    }
+
+    /// A dense copy of `l`'s elements as `dtype`.
+    pub fn cast(&self, l: &Layout, dtype: DType) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let (g, [xo]) = geometry("cast", l.shape(), [l])?;
+        let y = CudaStorage::alloc(dtype, l.numel())?;
+        kernels::cast(rt, self.dtype, dtype, g, (self.ptr(), xo), (y.ptr(), dense(&g)))?;
+        Ok(y)
+    }
+
+    /// Writes `src` (same dtype and shape) into `self` at `l`.
+    pub fn copy_from(&mut self, l: &Layout, src: &CudaStorage, ls: &Layout) -> Result<()> {
+        let rt = CudaRuntime::get()?;
+        let (g, [yo, xo]) = geometry("copy", l.shape(), [l, ls])?;
+        kernels::cast(rt, src.dtype, self.dtype, g, (src.ptr(), xo), (self.ptr(), yo))
+    }
+}
+
+/// The bytes of `value` as one element of `dtype`, in the low bytes of a u64.
+fn scalar_bits(dtype: DType, value: Scalar) -> u64 {
+    with_dtype!(dtype, T => {
+        let v: T = match value {
+            Scalar::Float(f) => T::from_f64(f),
+            other => T::from_i64(other.to_i64()),
+        };
+        let mut bits = 0u64;
+        // SAFETY: T is a plain number of at most 8 bytes; its bytes are copied into `bits`.
+        unsafe {
+            std::ptr::copy_nonoverlapping((&v as *const T).cast::<u8>(), (&mut bits as *mut u64).cast::<u8>(), std::mem::size_of::<T>());
+        }
+        bits
+    })
+}

@@ -114,7 +114,7 @@ fn sign64(x: f64) -> f64 {
 float_unary_ops! {
     abs => libm::fabsf, libm::fabs;
     neg => |x: f32| -x, |x: f64| -x;
-    exp => libm::expf, libm::exp;
+    exp => math::exp_f32, libm::exp;
     log => libm::logf, libm::log;
     log2 => libm::log2f, libm::log2;
     log1p => libm::log1pf, libm::log1p;
@@ -505,3 +505,130 @@ for_int_types!(binary_int!(bitwise_xor, |a: i64, b: i64| a ^ b,));
 binary_int!(bitwise_and, |a: i64, b: i64| a & b, bool, bool);
 binary_int!(bitwise_or, |a: i64, b: i64| a | b, bool, bool);
 binary_int!(bitwise_xor, |a: i64, b: i64| a ^ b, bool, bool);
+
+// ---- ops with a host scalar (passed by value; `rev` puts the scalar first) --------
+
+macro_rules! binary_scalar_float {
+    ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("binary_scalar_", stringify!($op), "_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                a: *const $t,
+                ao: Operand,
+                s: $t,
+                rev: u32,
+                y: *mut $t,
+            ) {
+                for_each_index(g.n, |i| {
+                    let x = *a.add(g.offset(&ao, i) as usize);
+                    let (p, q) = if rev != 0 { (s, x) } else { (x, s) };
+                    let r: $t = if core::mem::size_of::<$t>() == 8 {
+                        <$t>::from_f64(($f64)(p.to_f64(), q.to_f64()))
+                    } else {
+                        <$t>::from_f32(($f32)(p.to_f32(), q.to_f32()))
+                    };
+                    *y.add(i as usize) = r;
+                });
+            }
+        };
+    };
+}
+
+macro_rules! binary_scalar_int {
+    ($op:ident, $f:expr, $tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("binary_scalar_", stringify!($op), "_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                a: *const $t,
+                ao: Operand,
+                s: $t,
+                rev: u32,
+                y: *mut $t,
+            ) {
+                for_each_index(g.n, |i| {
+                    let x = (*a.add(g.offset(&ao, i) as usize)).to_i64();
+                    let s = s.to_i64();
+                    let (p, q) = if rev != 0 { (s, x) } else { (x, s) };
+                    *y.add(i as usize) = <$t>::from_i64(($f)(p, q));
+                });
+            }
+        };
+    };
+}
+
+for_float_types!(binary_scalar_float!(
+    add,
+    |a: f32, b: f32| a + b,
+    |a: f64, b: f64| a + b,
+));
+for_float_types!(binary_scalar_float!(
+    sub,
+    |a: f32, b: f32| a - b,
+    |a: f64, b: f64| a - b,
+));
+for_float_types!(binary_scalar_float!(
+    mul,
+    |a: f32, b: f32| a * b,
+    |a: f64, b: f64| a * b,
+));
+for_float_types!(binary_scalar_float!(
+    div,
+    |a: f32, b: f32| a / b,
+    |a: f64, b: f64| a / b,
+));
+for_float_types!(binary_scalar_float!(remainder, rem32, rem64,));
+for_float_types!(binary_scalar_float!(pow, math::pow_f32, math::pow_f64,));
+for_float_types!(binary_scalar_float!(maximum, max32, max64,));
+for_float_types!(binary_scalar_float!(minimum, min32, min64,));
+for_int_types!(binary_scalar_int!(add, |a: i64, b: i64| a.wrapping_add(b),));
+for_int_types!(binary_scalar_int!(sub, |a: i64, b: i64| a.wrapping_sub(b),));
+for_int_types!(binary_scalar_int!(mul, |a: i64, b: i64| a.wrapping_mul(b),));
+for_int_types!(binary_scalar_int!(remainder, irem,));
+for_int_types!(binary_scalar_int!(pow, ipow,));
+for_int_types!(binary_scalar_int!(maximum, |a: i64, b: i64| if a > b {
+    a
+} else {
+    b
+},));
+for_int_types!(binary_scalar_int!(minimum, |a: i64, b: i64| if a < b {
+    a
+} else {
+    b
+},));
+for_int_types!(binary_scalar_int!(bitwise_and, |a: i64, b: i64| a & b,));
+for_int_types!(binary_scalar_int!(bitwise_or, |a: i64, b: i64| a | b,));
+for_int_types!(binary_scalar_int!(bitwise_xor, |a: i64, b: i64| a ^ b,));
+binary_scalar_int!(add, |a: i64, b: i64| ((a | b) != 0) as i64, bool, bool);
+binary_scalar_int!(maximum, |a: i64, b: i64| ((a | b) != 0) as i64, bool, bool);
+binary_scalar_int!(mul, |a: i64, b: i64| ((a & b) != 0) as i64, bool, bool);
+binary_scalar_int!(minimum, |a: i64, b: i64| ((a & b) != 0) as i64, bool, bool);
+binary_scalar_int!(bitwise_and, |a: i64, b: i64| a & b, bool, bool);
+binary_scalar_int!(bitwise_or, |a: i64, b: i64| a | b, bool, bool);
+binary_scalar_int!(bitwise_xor, |a: i64, b: i64| a ^ b, bool, bool);
+
+macro_rules! compare_scalar {
+    ($op:ident, $cmp:tt, $tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("cmp_scalar_", stringify!($op), "_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(g: Geometry, a: *const $t, ao: Operand, s: $t, rev: u32, y: *mut bool) {
+                for_each_index(g.n, |i| {
+                    let x = *a.add(g.offset(&ao, i) as usize);
+                    let (p, q) = if rev != 0 { (s, x) } else { (x, s) };
+                    *y.add(i as usize) = if <$t>::FLOAT {
+                        p.to_f64() $cmp q.to_f64()
+                    } else {
+                        p.to_i64() $cmp q.to_i64()
+                    };
+                });
+            }
+        };
+    };
+}
+for_all_types!(compare_scalar!(eq, ==,));
+for_all_types!(compare_scalar!(ne, !=,));
+for_all_types!(compare_scalar!(lt, <,));
+for_all_types!(compare_scalar!(le, <=,));
+for_all_types!(compare_scalar!(gt, >,));
+for_all_types!(compare_scalar!(ge, >=,));

@@ -37,6 +37,9 @@ impl Geometry {
         if op.contiguous != 0 {
             return op.offset + i;
         }
+        if self.ndim <= 1 {
+            return op.offset + i * op.strides[0];
+        }
         let mut rem = i;
         let mut off = op.offset;
         let mut d = self.ndim as usize;

@@ -17,6 +17,7 @@
 //! ```
 
 pub mod backend;
+pub mod check;
 pub mod error;
 pub mod script;
 pub mod tensor;

@@ -40,6 +40,14 @@ pub fn check_device(device: Device) -> Result<()> {
     }
 }
 
+/// A one-element CPU storage of `s` broadcast to `l`'s shape.
+fn cpu_scalar(dtype: DType, s: Scalar, l: &Layout) -> Result<(CpuStorage, Layout)> {
+    Ok((
+        CpuStorage::full(dtype, 1, s),
+        Layout::contiguous(&[]).broadcast_to("scalar", l.shape())?,
+    ))
+}
+
 /// An op the CUDA backend does not have yet: a clear error, never a silent CPU fallback.
 fn not_yet(op: &'static str) -> Error {
     Error::invalid(
@@ -71,6 +79,15 @@ impl Storage {
         Ok(match device {
             Device::Cpu => Storage::Cpu(CpuStorage::full(dtype, n, value)),
             Device::Cuda(_) => Storage::Cuda(CudaStorage::full(dtype, n, value)?),
+        })
+    }
+
+    /// Storage for `n` elements whose values are unspecified (`empty`).
+    pub fn uninit(device: Device, dtype: DType, n: usize) -> Result<Storage> {
+        check_device(device)?;
+        Ok(match device {
+            Device::Cpu => Storage::Cpu(CpuStorage::full(dtype, n, Scalar::Int(0))),
+            Device::Cuda(_) => Storage::Cuda(CudaStorage::alloc(dtype, n)?),
         })
     }
 
@@ -167,6 +184,50 @@ impl Storage {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(cpu::binary(op, a, l, b, lr)?)),
             (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(a.binary(op, l, b, lr)?)),
             _ => Err(mixed(op.name())),
+        }
+    }
+
+    /// `self op s` (`s op self` when `rev`) with a host scalar taken as this storage's dtype.
+    pub fn binary_scalar(&self, op: BinaryOp, l: &Layout, s: Scalar, rev: bool) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => {
+                let (b, lb) = cpu_scalar(a.dtype(), s, l)?;
+                let r = if rev {
+                    cpu::binary(op, &b, &lb, a, l)?
+                } else {
+                    cpu::binary(op, a, l, &b, &lb)?
+                };
+                Ok(Storage::Cpu(r))
+            }
+            Storage::Cuda(a) => Ok(Storage::Cuda(a.with_scalar(
+                cuda::Kernel::BinaryScalar(op, a.dtype()),
+                op.name(),
+                l,
+                s,
+                rev,
+            )?)),
+        }
+    }
+
+    /// A comparison with a host scalar; bool output.
+    pub fn compare_scalar(&self, op: CmpOp, l: &Layout, s: Scalar, rev: bool) -> Result<Storage> {
+        match self {
+            Storage::Cpu(a) => {
+                let (b, lb) = cpu_scalar(a.dtype(), s, l)?;
+                let r = if rev {
+                    cpu::compare(op, &b, &lb, a, l)?
+                } else {
+                    cpu::compare(op, a, l, &b, &lb)?
+                };
+                Ok(Storage::Cpu(r))
+            }
+            Storage::Cuda(a) => Ok(Storage::Cuda(a.with_scalar(
+                cuda::Kernel::CmpScalar(op, a.dtype()),
+                op.name(),
+                l,
+                s,
+                rev,
+            )?)),
         }
     }
 

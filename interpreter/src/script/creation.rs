@@ -36,17 +36,16 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
 
     // zeros / ones / full / empty, with a shape array, separate ints, and options.
     for (name, value) in [
-        ("zeros", Scalar::Int(0)),
-        ("ones", Scalar::Int(1)),
-        ("empty", Scalar::Int(0)),
+        ("zeros", Some(Scalar::Int(0))),
+        ("ones", Some(Scalar::Int(1))),
+        ("empty", None),
     ] {
         let make = move |rt: &Runtime, shp: Vec<usize>, o: Opts| {
-            ok(Tensor::full(
-                &shp,
-                value,
-                Some(o.dtype.unwrap_or(crate::tensor::DType::F32)),
-                device(rt, &o),
-            ))
+            let dtype = Some(o.dtype.unwrap_or(crate::tensor::DType::F32));
+            match value {
+                Some(v) => ok(Tensor::full(&shp, v, dtype, device(rt, &o))),
+                None => ok(Tensor::empty(&shp, dtype, device(rt, &o))),
+            }
         };
         let r = rt.clone();
         engine.register_fn(name, move |s: Dynamic| {

@@ -52,6 +52,16 @@ impl Tensor {
         Tensor::full(shape, Scalar::Int(1), Some(dtype.unwrap_or(DType::F32)), device)
     }
 
+    /// A tensor whose values are unspecified (zeros on the CPU, uninitialised GPU memory).
+    pub fn empty(shape: &[usize], dtype: Option<DType>, device: Device) -> Result<Tensor> {
+        let dtype = dtype.unwrap_or(DType::F32);
+        check_alloc("empty", shape, dtype)?;
+        Ok(Tensor::from_storage(
+            Storage::uninit(device, dtype, numel(shape))?,
+            shape,
+        ))
+    }
+
     /// Zeros with this tensor's shape, dtype and device.
     pub fn zeros_like(&self) -> Result<Tensor> {
         Tensor::zeros(self.shape(), Some(self.dtype()), self.device())

@@ -114,13 +114,17 @@ impl Tensor {
 
     /// `self op s` (or `s op self` when `reversed`) with a host scalar.
     pub fn binary_scalar(&self, op: BinaryOp, s: Scalar, reversed: bool) -> Result<Tensor> {
-        let dtype = s.promote_with(self.dtype());
-        let st = Tensor::scalar(s, dtype, self.device())?;
-        if reversed {
-            st.binary(op, self)
-        } else {
-            self.binary(op, &st)
+        let dtype = op.compute_dtype(s.promote_with(self.dtype()));
+        if dtype.is_int() && reversed && matches!(op, BinaryOp::Rem | BinaryOp::Pow) {
+            // the tensor is the divisor / exponent: checked through the tensor path
+            let st = Tensor::scalar(s, dtype, self.device())?;
+            return st.binary(op, self);
         }
+        let st = Tensor::scalar(s, dtype, Device::Cpu)?;
+        check_binary_values(op, dtype, &st)?;
+        let a = self.to_dtype(dtype)?;
+        let out = a.storage().binary_scalar(op, a.layout(), s, reversed)?;
+        Ok(Tensor::from_storage(out, self.shape()))
     }
 
     /// A comparison with broadcasting; returns a bool tensor.
@@ -136,12 +140,9 @@ impl Tensor {
 
     /// A comparison with a host scalar (`reversed`: `s op self`).
     pub fn compare_scalar(&self, op: CmpOp, s: Scalar, reversed: bool) -> Result<Tensor> {
-        let st = Tensor::scalar(s, s.promote_with(self.dtype()), self.device())?;
-        if reversed {
-            st.compare(op, self)
-        } else {
-            self.compare(op, &st)
-        }
+        let a = self.to_dtype(s.promote_with(self.dtype()))?;
+        let out = a.storage().compare_scalar(op, a.layout(), s, reversed)?;
+        Ok(Tensor::from_storage(out, self.shape()))
     }
 
     /// `cond ? a : b` elementwise, broadcasting all three (`cond` is read as bool).

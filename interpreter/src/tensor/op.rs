@@ -98,7 +98,7 @@ impl UnaryOp {
         use UnaryOp::*;
         match self {
             LogicalNot => Some(DType::Bool),
-            Abs | Neg | Relu | Sign | Square if dtype == DType::Bool => None,
+            Abs | Neg | Relu | Sign | Square | Floor | Ceil | Round if dtype == DType::Bool => None,
             Abs | Neg | Relu | Sign | Square | Floor | Ceil | Round => Some(dtype),
             _ => Some(dtype.to_float()),
         }

@@ -24,6 +24,10 @@ pub enum Kernel {
     Binary(BinaryOp, DType),
     /// `cmp_<op>_<dtype>`
     Cmp(CmpOp, DType),
+    /// `binary_scalar_<op>_<dtype>` (the scalar passed by value)
+    BinaryScalar(BinaryOp, DType),
+    /// `cmp_scalar_<op>_<dtype>`
+    CmpScalar(CmpOp, DType),
     /// `where_<dtype>`
     Where(DType),
     /// `cast_<src>_<dst>`
@@ -62,6 +66,8 @@ impl Kernel {
             Kernel::Unary(op, d) => format!("unary_{}_{d}", op.name()),
             Kernel::Binary(op, d) => format!("binary_{}_{d}", op.name()),
             Kernel::Cmp(op, d) => format!("cmp_{}_{d}", op.name()),
+            Kernel::BinaryScalar(op, d) => format!("binary_scalar_{}_{d}", op.name()),
+            Kernel::CmpScalar(op, d) => format!("cmp_scalar_{}_{d}", op.name()),
             Kernel::Where(d) => format!("where_{d}"),
             Kernel::Cast(s, d) => format!("cast_{s}_{d}"),
             Kernel::Fill(d) => format!("fill_{d}"),
@@ -78,6 +84,8 @@ impl Kernel {
             v.extend(UNARY.iter().map(|&op| Kernel::Unary(op, d)));
             v.extend(BINARY.iter().map(|&op| Kernel::Binary(op, d)));
             v.extend(CMP.iter().map(|&op| Kernel::Cmp(op, d)));
+            v.extend(BINARY.iter().map(|&op| Kernel::BinaryScalar(op, d)));
+            v.extend(CMP.iter().map(|&op| Kernel::CmpScalar(op, d)));
             v.extend(DType::ALL.iter().map(|&s| Kernel::Cast(s, d)));
             v.extend([
                 Kernel::Where(d),
@@ -282,6 +290,40 @@ pub fn binary(
                 arg(&mut ao),
                 arg(&mut b),
                 arg(&mut bo),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// `y = a op s` (or `s op a` when `rev`), the scalar's bytes in the low bytes of `bits`;
+/// `kernel` is a `BinaryScalar` or `CmpScalar` kernel.
+#[allow(clippy::too_many_arguments)]
+pub fn binary_scalar(
+    rt: &CudaRuntime,
+    kernel: Kernel,
+    g: Geometry,
+    a: sys::CUdeviceptr,
+    ao: Operand,
+    bits: u64,
+    rev: bool,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(kernel)?;
+    let (mut g, mut a, mut ao, mut bits, mut rev, mut y) = (g, a, ao, bits, rev as u32, y);
+    // SAFETY: matches `*_scalar_*(g, a: *const T, ao, s: T, rev: u32, y: *mut _)`; T's bytes
+    // are the low bytes of `bits`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            g.n,
+            &mut [
+                arg(&mut g),
+                arg(&mut a),
+                arg(&mut ao),
+                arg(&mut bits),
+                arg(&mut rev),
                 arg(&mut y),
             ],
         )

@@ -19,7 +19,8 @@ use crate::error::{Error, Result};
 use crate::tensor::op::{BinaryOp, CmpOp, UnaryOp};
 use crate::tensor::{DType, Layout, Scalar};
 use cudarc::driver::{result, sys};
-use kernels::{dense, geometry, Kernel};
+pub use kernels::Kernel;
+use kernels::{dense, geometry};
 use runtime::cuda_error;
 use std::sync::Arc;
 
@@ -226,6 +227,37 @@ impl CudaStorage {
     /// A comparison; bool result.
     pub fn compare(&self, op: CmpOp, l: &Layout, rhs: &CudaStorage, lr: &Layout) -> Result<CudaStorage> {
         self.pairwise(Kernel::Cmp(op, self.dtype), op.name(), l, rhs, lr, DType::Bool)
+    }
+
+    /// `self op s` (or `s op self`), the scalar as this storage's dtype; `cmp` selects
+    /// a comparison (bool result).
+    pub fn with_scalar(
+        &self,
+        kernel: Kernel,
+        name: &'static str,
+        l: &Layout,
+        s: Scalar,
+        rev: bool,
+    ) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let (g, [ao]) = geometry(name, l.shape(), [l])?;
+        let out = if matches!(kernel, Kernel::CmpScalar(..)) {
+            DType::Bool
+        } else {
+            self.dtype
+        };
+        let y = CudaStorage::alloc(out, l.numel())?;
+        kernels::binary_scalar(
+            rt,
+            kernel,
+            g,
+            self.ptr(),
+            ao,
+            scalar_bits(self.dtype, s),
+            rev,
+            y.ptr(),
+        )?;
+        Ok(y)
     }
 
     /// `self ? a : b` with a bool `self`.

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, with the release binaries
+# built by bench/build-for-device.sh in .device/bin: the CPU-vs-CUDA
+# differential check, then kiln's and PyTorch's benchmarks side by side.
+# Results go to $OUT (or ./bench-out): check.txt, check.csv, bench.md, bench.csv.
+set -u
+OUT=${OUT:-bench-out}
+mkdir -p "$OUT"
+BIN=.device/bin
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+echo "== differential check"
+"$BIN/kiln-check" --csv "$OUT/check.csv" > "$OUT/check.txt" 2>&1
+echo "kiln-check exit code $?"
+grep -E "FAIL|asynchrony|passed," "$OUT/check.txt" | tail -40
+if [ "${1:-}" != "--check-only" ]; then
+  echo "== benchmarks"
+  "$BIN/kiln" bench/kiln_bench.rhai > "$OUT/kiln.txt" 2>&1 || tail -3 "$OUT/kiln.txt"
+  PYTHONUNBUFFERED=1 python3 bench/torch_bench.py > "$OUT/torch.txt" 2>&1 || tail -3 "$OUT/torch.txt"
+  python3 bench/compare.py "$OUT/kiln.txt" "$OUT/torch.txt" "$OUT/bench.csv" | tee "$OUT/bench.md"
+fi

@@ -1,0 +1,87 @@
+"""PyTorch side of the side-by-side benchmark: the same cases as kiln_bench.rhai.
+
+Prints `RESULT,<case>,<value>,<unit>` lines.
+"""
+import time
+
+import torch
+
+dev = "cuda"
+torch.manual_seed(0)
+
+
+def report(case, value, unit):
+    print(f"RESULT,{case},{value},{unit}", flush=True)
+
+
+def host_cost(f, n=20000):
+    for _ in range(200):
+        f()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n):
+        f()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / n * 1e6
+
+
+def gpu_time(f, reps):
+    f()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(reps):
+        f()
+    e.record()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e) / 1e3
+
+
+x, y = torch.rand(1024, device=dev), torch.rand(1024, device=dev)
+m = torch.rand(64, 64, device=dev)
+report("host x + y", host_cost(lambda: x + y), "us/op")
+report("host x * 2.0", host_cost(lambda: x * 2.0), "us/op")
+report("host relu(x)", host_cost(lambda: torch.relu(x)), "us/op")
+report("host m @ m (64x64)", host_cost(lambda: m @ m), "us/op")
+report("host empty(4 MB)", host_cost(lambda: torch.empty(1048576, device=dev)), "us/op")
+
+N = 1 << 26
+a, b = torch.randn(N, device=dev), torch.randn(N, device=dev)
+reps = 50
+gbs = lambda nbytes, secs: nbytes / secs / 1e9
+report("clone", gbs(8 * N * reps, gpu_time(lambda: a.clone(), reps)), "GB/s")
+report("a + b", gbs(12 * N * reps, gpu_time(lambda: a + b, reps)), "GB/s")
+report("a * 3.0", gbs(8 * N * reps, gpu_time(lambda: a * 3.0, reps)), "GB/s")
+report("exp(a)", gbs(8 * N * reps, gpu_time(lambda: torch.exp(a), reps)), "GB/s")
+report("gelu(a)", gbs(8 * N * reps, gpu_time(lambda: torch.nn.functional.gelu(a), reps)), "GB/s")
+report("a.to(bf16)", gbs(6 * N * reps, gpu_time(lambda: a.to(torch.bfloat16), reps)), "GB/s")
+M = torch.randn(8192, 8192, device=dev)
+report("M + M[0] (8192^2)", gbs(8 * N * reps, gpu_time(lambda: M + M[0], reps)), "GB/s")
+report("M.t().contiguous() (8192^2)", gbs(8 * N * reps, gpu_time(lambda: M.t().contiguous(), reps)), "GB/s")
+
+for size in (1024, 4096, 8192):
+    reps = 10 if size == 8192 else 30
+    p, q = torch.randn(size, size, device=dev), torch.randn(size, size, device=dev)
+    pb, qb = p.bfloat16(), q.bfloat16()
+    fl = lambda secs: 2 * size**3 * reps / secs / 1e12
+    report(f"matmul {size}^3 bf16", fl(gpu_time(lambda: pb @ qb, reps)), "TFLOP/s")
+    torch.backends.cuda.matmul.allow_tf32 = True
+    report(f"matmul {size}^3 tf32", fl(gpu_time(lambda: p @ q, reps)), "TFLOP/s")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    report(f"matmul {size}^3 f32", fl(gpu_time(lambda: p @ q, reps)), "TFLOP/s")
+bb1 = torch.randn(64, 512, 512, device=dev).bfloat16()
+bb2 = torch.randn(64, 512, 512, device=dev).bfloat16()
+report("bmm 64x512^3 bf16", 2 * 64 * 512**3 * 20 / gpu_time(lambda: bb1 @ bb2, 20) / 1e12, "TFLOP/s")
+
+h = torch.randn(N)
+def wall(f, reps):
+    f()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(reps):
+        f()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t
+report("host->device (pageable)", gbs(4 * N * 5, wall(lambda: h.cuda(), 5)), "GB/s")
+d = h.cuda()
+report("device->host", gbs(4 * N * 5, wall(lambda: d.cpu(), 5)), "GB/s")

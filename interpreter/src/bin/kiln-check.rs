@@ -1,0 +1,77 @@
+//! `kiln-check`: runs the CPU-vs-CUDA differential check on a GPU machine and
+//! prints a table and `N passed, N failed` (exit code 1 on any failure).
+//! `--csv FILE` also writes the table as CSV; `--failures` prints only failures.
+
+use std::io::Write;
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let csv = args
+        .iter()
+        .position(|a| a == "--csv")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let only_failures = args.iter().any(|a| a == "--failures");
+    if let Err(e) = kiln::backend::cuda::CudaRuntime::get() {
+        eprintln!("kiln-check: {e}");
+        return std::process::ExitCode::FAILURE;
+    }
+    let cases = kiln::check::run();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{:<16} {:<6} {:<22} {:>10}  result",
+        "op", "dtype", "layout", "err/tol"
+    );
+    for c in &cases {
+        if only_failures && c.passed() {
+            continue;
+        }
+        let status = match (&c.error, c.passed()) {
+            (Some(e), _) => format!("FAIL: {e}"),
+            (None, true) => "ok".to_string(),
+            (None, false) => "FAIL".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<16} {:<6} {:<22} {:>10.3e}  {status}",
+            c.op, c.dtype, c.layout, c.worst
+        );
+    }
+    let passed = cases.iter().filter(|c| c.passed()).count();
+    let failed = cases.len() - passed;
+    let asynchrony = kiln::check::asynchrony();
+    match &asynchrony {
+        Ok(m) => {
+            let _ = writeln!(out, "asynchrony: ok: {m}");
+        }
+        Err(m) => {
+            let _ = writeln!(out, "asynchrony: FAIL: {m}");
+        }
+    }
+    let failed = failed + asynchrony.is_err() as usize;
+    let _ = writeln!(
+        out,
+        "{} passed, {failed} failed",
+        passed + asynchrony.is_ok() as usize
+    );
+    if let Some(path) = csv {
+        let mut s = String::from("op,dtype,layout,err_over_tol,passed\n");
+        for c in &cases {
+            s.push_str(&format!(
+                "{},{},{},{:e},{}\n",
+                c.op,
+                c.dtype,
+                c.layout,
+                c.worst,
+                c.passed()
+            ));
+        }
+        let _ = std::fs::write(path, s);
+    }
+    if failed == 0 {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    }
+}

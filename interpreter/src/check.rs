@@ -1,0 +1,448 @@
+//! The CPU-vs-CUDA differential check: every op the CUDA backend runs, for
+//! every dtype it supports, through contiguous, transposed, broadcast, sliced
+//! and expanded inputs, computed on both backends from the same random inputs
+//! and compared within per-dtype tolerances. Also checks that op chains are
+//! queued asynchronously. Run by the `kiln-check` binary on a GPU machine.
+
+use crate::tensor::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::tensor::{DType, Device, Generator, HostValues, Scalar, Tensor};
+use crate::Result;
+
+/// One compared case.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// The op.
+    pub op: String,
+    /// The dtype computed in.
+    pub dtype: String,
+    /// The input layout.
+    pub layout: String,
+    /// Largest difference relative to the tolerance (pass when <= 1).
+    pub worst: f64,
+    /// Failure message, if any.
+    pub error: Option<String>,
+}
+
+impl Case {
+    /// True when within tolerance.
+    pub fn passed(&self) -> bool {
+        self.error.is_none() && self.worst <= 1.0
+    }
+}
+
+/// Absolute and relative tolerance for comparing results of `dtype`.
+pub fn tolerance(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F64 => (1e-10, 1e-10),
+        DType::F32 => (1e-5, 2e-5),
+        DType::F16 => (2e-3, 2e-3),
+        DType::BF16 => (2e-2, 1.6e-2),
+        _ => (0.0, 0.0),
+    }
+}
+
+fn values(v: &HostValues) -> Vec<f64> {
+    match v {
+        HostValues::Bool(b) => b.iter().map(|&x| x as u8 as f64).collect(),
+        HostValues::Int(i) => i.iter().map(|&x| x as f64).collect(),
+        HostValues::Float(f) => f.clone(),
+    }
+}
+
+/// Worst |a-b| / (scale·atol + rtol |a|) over all elements (NaN = NaN, inf = inf).
+fn worst(cpu: &Tensor, gpu: &Tensor, dtype: DType, scale: f64) -> Result<f64> {
+    if cpu.shape() != gpu.shape() || cpu.dtype() != gpu.dtype() {
+        return Ok(f64::INFINITY);
+    }
+    let (a, b) = (values(&cpu.to_host()?), values(&gpu.to_host()?));
+    let (atol, rtol) = tolerance(dtype);
+    let mut w: f64 = 0.0;
+    for (x, y) in a.iter().zip(&b) {
+        let same = (x.is_nan() && y.is_nan()) || x == y;
+        if same {
+            continue;
+        }
+        let d = (x - y).abs() / (scale * atol + rtol * x.abs());
+        w = w.max(if d.is_nan() { f64::INFINITY } else { d });
+    }
+    Ok(w)
+}
+
+struct Checker {
+    cases: Vec<Case>,
+    gen: Generator,
+}
+
+/// An input of `shape` for `dtype`: normal floats, small ints, random bools.
+fn input(gen: &mut Generator, shape: &[usize], dtype: DType, positive: bool) -> Result<Tensor> {
+    let t = match dtype {
+        d if d.is_float() => {
+            let t = Tensor::randn(shape, Some(DType::F64), Device::Cpu, gen)?;
+            if positive {
+                t.abs()?.add_scalar(0.25)?.to_dtype(d)?
+            } else {
+                t.mul_scalar(2.0)?.to_dtype(d)?
+            }
+        }
+        DType::Bool => Tensor::randint(0, 2, shape, Some(DType::Bool), Device::Cpu, gen)?,
+        DType::U8 => Tensor::randint(positive as i64, 16, shape, Some(DType::U8), Device::Cpu, gen)?,
+        d => Tensor::randint(
+            if positive { 1 } else { -20 },
+            20,
+            shape,
+            Some(d),
+            Device::Cpu,
+            gen,
+        )?,
+    };
+    Ok(t)
+}
+
+/// The layouts each input is checked through: (name, base shape, view).
+fn layouts() -> Vec<(&'static str, Vec<usize>, fn(&Tensor) -> Result<Tensor>)> {
+    vec![
+        ("contiguous", vec![37, 65], |t| Ok(t.clone())),
+        ("transposed", vec![65, 37], |t| t.t()),
+        ("sliced", vec![37, 130], |t| t.slice(1, Some(1), None, 2)),
+        ("expanded", vec![1, 65], |t| t.expand(&[37, 65])),
+        ("permuted3d", vec![5, 65, 37], |t| {
+            t.permute(&[2, 1, 0])?.select(2, 3)
+        }),
+    ]
+}
+
+impl Checker {
+    fn record(&mut self, op: &str, dtype: DType, layout: &str, r: Result<(Tensor, Tensor)>) {
+        self.record_scaled(op, dtype, layout, r, 1.0)
+    }
+
+    /// `scale` widens the absolute tolerance (sums of many terms round more).
+    fn record_scaled(
+        &mut self,
+        op: &str,
+        dtype: DType,
+        layout: &str,
+        r: Result<(Tensor, Tensor)>,
+        scale: f64,
+    ) {
+        let (w, error) = match r.and_then(|(c, g)| worst(&c, &g, dtype, scale)) {
+            Ok(w) => (w, None),
+            Err(e) => (f64::INFINITY, Some(e.to_string())),
+        };
+        self.cases.push(Case {
+            op: op.to_string(),
+            dtype: dtype.name().to_string(),
+            layout: layout.to_string(),
+            worst: w,
+            error,
+        });
+    }
+
+    fn both(&mut self, x: &Tensor, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<(Tensor, Tensor)> {
+        let c = f(x)?;
+        let g = f(&x.to_device(Device::Cuda(0))?)?;
+        Ok((c, g))
+    }
+
+    fn unary(&mut self) {
+        use UnaryOp::*;
+        let ops = [
+            Abs, Neg, Exp, Log, Log2, Log1p, Expm1, Sqrt, Rsqrt, Sin, Cos, Tan, Tanh, Sigmoid, Relu, Gelu,
+            Silu, Erf, Floor, Ceil, Round, Sign, Square, Reciprocal, LogicalNot,
+        ];
+        for dtype in DType::ALL {
+            for op in ops {
+                if op.result_dtype(dtype) != Some(dtype) && op != LogicalNot {
+                    continue;
+                }
+                let positive = matches!(op, Log | Log2 | Log1p | Sqrt | Rsqrt | Reciprocal);
+                for (name, shape, view) in layouts() {
+                    let r = input(&mut self.gen, &shape, dtype, positive).and_then(|x| {
+                        let v = view(&x)?;
+                        let c = v.unary(op)?;
+                        let g = view(&x.to_device(Device::Cuda(0))?)?.unary(op)?;
+                        Ok((c, g))
+                    });
+                    self.record(op.name(), dtype, name, r);
+                }
+            }
+        }
+    }
+
+    fn binary(&mut self) {
+        use BinaryOp::*;
+        for dtype in DType::ALL {
+            for op in [
+                Add, Sub, Mul, Div, Rem, Pow, Maximum, Minimum, BitAnd, BitOr, BitXor,
+            ] {
+                let skip = (dtype == DType::Bool && matches!(op, Sub | Rem | Pow | Div))
+                    || (dtype.is_float() && op.is_bitwise())
+                    || (!dtype.is_float() && op == Div);
+                if skip {
+                    continue;
+                }
+                let positive = matches!(op, Rem | Pow) || (dtype == DType::U8 && op == Sub);
+                for (name, shape, view) in layouts() {
+                    let r = (|| {
+                        let a = input(
+                            &mut self.gen,
+                            &shape,
+                            dtype,
+                            positive || (op == Pow && !dtype.is_float()),
+                        )?;
+                        let b = if op == Pow && !dtype.is_float() {
+                            Tensor::randint(0, 4, &shape, Some(dtype), Device::Cpu, &mut self.gen)?
+                        } else {
+                            input(&mut self.gen, &shape, dtype, positive)?
+                        };
+                        let (va, vb) = (view(&a)?, view(&b)?);
+                        let c = va.binary(op, &vb)?;
+                        let (ga, gb) = (a.to_device(Device::Cuda(0))?, b.to_device(Device::Cuda(0))?);
+                        let g = view(&ga)?.binary(op, &view(&gb)?)?;
+                        Ok((c, g))
+                    })();
+                    self.record(op.name(), dtype, name, r);
+                }
+                // broadcasting a column against a row
+                let r = (|| {
+                    let a = input(&mut self.gen, &[37, 1], dtype, positive)?;
+                    let b = input(&mut self.gen, &[65], dtype, positive)?;
+                    let c = a.binary(op, &b)?;
+                    let g = a
+                        .to_device(Device::Cuda(0))?
+                        .binary(op, &b.to_device(Device::Cuda(0))?)?;
+                    Ok((c, g))
+                })();
+                self.record(op.name(), dtype, "broadcast", r);
+                // with a host scalar on either side
+                let scalar = match dtype {
+                    d if d.is_float() => Scalar::Float(1.75),
+                    DType::Bool => Scalar::Bool(true),
+                    _ => Scalar::Int(3),
+                };
+                for rev in [false, true] {
+                    let r = (|| {
+                        let a = input(&mut self.gen, &[65, 37], dtype, positive || op == Pow)?.t()?;
+                        let c = a.binary_scalar(op, scalar, rev)?;
+                        let g = a.to_device(Device::Cuda(0))?.binary_scalar(op, scalar, rev)?;
+                        Ok((c, g))
+                    })();
+                    self.record(op.name(), dtype, if rev { "scalar-first" } else { "scalar" }, r);
+                }
+            }
+            for op in [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge] {
+                let r = (|| {
+                    let a = input(&mut self.gen, &[37, 1], dtype, false)?;
+                    let b = input(&mut self.gen, &[65], dtype, false)?;
+                    let c = a.compare(op, &b)?;
+                    let g = a
+                        .to_device(Device::Cuda(0))?
+                        .compare(op, &b.to_device(Device::Cuda(0))?)?;
+                    Ok((c, g))
+                })();
+                self.record(op.name(), dtype, "broadcast", r);
+                let r = (|| {
+                    let a = input(&mut self.gen, &[37, 65], dtype, false)?;
+                    let s = if dtype.is_float() {
+                        Scalar::Float(0.5)
+                    } else {
+                        Scalar::Int(1)
+                    };
+                    let c = a.compare_scalar(op, s, true)?;
+                    let g = a.to_device(Device::Cuda(0))?.compare_scalar(op, s, true)?;
+                    Ok((c, g))
+                })();
+                self.record(op.name(), dtype, "scalar-first", r);
+            }
+            let r = (|| {
+                let c0 = input(&mut self.gen, &[37, 65], DType::Bool, false)?;
+                let a = input(&mut self.gen, &[65, 37], dtype, false)?.t()?;
+                let b = input(&mut self.gen, &[65], dtype, false)?;
+                let c = Tensor::where_cond(&c0, &a, &b)?;
+                let d = Device::Cuda(0);
+                let g = Tensor::where_cond(&c0.to_device(d)?, &a.to_device(d)?, &b.to_device(d)?)?;
+                Ok((c, g))
+            })();
+            self.record("where", dtype, "transposed+broadcast", r);
+        }
+    }
+
+    fn casts_and_copies(&mut self) {
+        for src in DType::ALL {
+            for dst in DType::ALL {
+                for (name, shape, view) in layouts() {
+                    let r = input(&mut self.gen, &shape, src, false).and_then(|x| {
+                        let x = x
+                            .mul_scalar(if src.is_float() { 8.0 } else { 1.0 })?
+                            .to_dtype(src)?;
+                        self.both(&x, |t| view(t)?.to_dtype(dst))
+                    });
+                    self.record(&format!("cast->{dst}"), src, name, r);
+                }
+            }
+            // in-place write through a strided view, and cat/stack on top of it
+            let r = (|| {
+                let base = input(&mut self.gen, &[37, 65], src, false)?;
+                let patch = input(&mut self.gen, &[19, 37], src, false)?;
+                self.both(&base, |b| {
+                    let b = b.clone_data()?;
+                    let p = patch.to_device(b.device())?;
+                    b.slice(1, Some(3), Some(60), 3)?.copy_(&p.t()?)?;
+                    Tensor::cat(&[b.clone(), b.t()?.contiguous()?.t()?], 0)
+                })
+            })();
+            self.record("copy_/cat", src, "sliced", r);
+            let make = |d: Device| -> Result<Tensor> {
+                let (a, b, s) = (Scalar::Int(0), Scalar::Int(7), Scalar::Int(1));
+                let row = Tensor::arange(a, b, s, Some(src), d)?;
+                Tensor::full(&[45, 7], Scalar::Int(1), Some(src), d)?.maximum(&row)
+            };
+            let r = make(Device::Cpu).and_then(|c| Ok((c, make(Device::Cuda(0))?)));
+            self.record("full+arange", src, "broadcast", r);
+        }
+    }
+
+    fn random(&mut self) {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            for normal in [false, true] {
+                let r = (|| {
+                    let mut g1 = Generator::new(1234);
+                    let mut g2 = Generator::new(1234);
+                    let shape = [1000, 37];
+                    let (c, g) = if normal {
+                        (
+                            Tensor::randn(&shape, Some(dtype), Device::Cpu, &mut g1)?,
+                            Tensor::randn(&shape, Some(dtype), Device::Cuda(0), &mut g2)?,
+                        )
+                    } else {
+                        (
+                            Tensor::rand(&shape, Some(dtype), Device::Cpu, &mut g1)?,
+                            Tensor::rand(&shape, Some(dtype), Device::Cuda(0), &mut g2)?,
+                        )
+                    };
+                    Ok((c, g))
+                })();
+                self.record(if normal { "randn" } else { "rand" }, dtype, "seeded", r);
+            }
+        }
+        for dtype in [DType::I64, DType::I32, DType::U8] {
+            let r = (|| {
+                let (mut g1, mut g2) = (Generator::new(99), Generator::new(99));
+                Ok((
+                    Tensor::randint(-3, 100, &[999], Some(dtype), Device::Cpu, &mut g1)?,
+                    Tensor::randint(-3, 100, &[999], Some(dtype), Device::Cuda(0), &mut g2)?,
+                ))
+            })();
+            self.record("randint", dtype, "seeded", r);
+        }
+    }
+
+    fn matmul(&mut self) {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let cases: Vec<(
+                &str,
+                Vec<usize>,
+                Vec<usize>,
+                fn(&Tensor) -> Result<Tensor>,
+                fn(&Tensor) -> Result<Tensor>,
+            )> = vec![
+                (
+                    "contiguous",
+                    vec![67, 45],
+                    vec![45, 33],
+                    |t| Ok(t.clone()),
+                    |t| Ok(t.clone()),
+                ),
+                ("a.t()", vec![45, 67], vec![45, 33], |t| t.t(), |t| Ok(t.clone())),
+                ("b.t()", vec![67, 45], vec![33, 45], |t| Ok(t.clone()), |t| t.t()),
+                ("both.t()", vec![45, 67], vec![33, 45], |t| t.t(), |t| t.t()),
+                (
+                    "batched",
+                    vec![3, 67, 45],
+                    vec![45, 33],
+                    |t| Ok(t.clone()),
+                    |t| Ok(t.clone()),
+                ),
+                (
+                    "broadcast batch",
+                    vec![2, 1, 17, 45],
+                    vec![3, 45, 9],
+                    |t| Ok(t.clone()),
+                    |t| Ok(t.clone()),
+                ),
+                (
+                    "sliced",
+                    vec![67, 90],
+                    vec![45, 33],
+                    |t| t.slice(1, Some(0), None, 2),
+                    |t| Ok(t.clone()),
+                ),
+                (
+                    "vector",
+                    vec![67, 45],
+                    vec![45],
+                    |t| Ok(t.clone()),
+                    |t| Ok(t.clone()),
+                ),
+            ];
+            for (name, sa, sb, va, vb) in cases {
+                let r = (|| {
+                    let a = input(&mut self.gen, &sa, dtype, false)?;
+                    let b = input(&mut self.gen, &sb, dtype, false)?;
+                    let c = va(&a)?.matmul(&vb(&b)?)?;
+                    let d = Device::Cuda(0);
+                    let g = va(&a.to_device(d)?)?.matmul(&vb(&b.to_device(d)?)?)?;
+                    Ok((c, g))
+                })();
+                // a 45-term dot product of N(0, 4) values rounds more than one op
+                self.record_scaled("matmul", dtype, name, r, 30.0);
+            }
+        }
+    }
+}
+
+/// Checks that queued ops return before the GPU finishes them, and that
+/// reading a value waits for them.
+pub fn asynchrony() -> std::result::Result<String, String> {
+    use crate::backend::cuda::CudaRuntime;
+    let rt = CudaRuntime::get().map_err(|e| e.to_string())?;
+    let mut x = Tensor::ones(&[1 << 24], None, Device::Cuda(0)).map_err(|e| e.to_string())?;
+    rt.synchronize().map_err(|e| e.to_string())?;
+    let start = std::time::Instant::now();
+    for _ in 0..200 {
+        x = x
+            .mul_scalar(1.0001)
+            .and_then(|y| y.exp())
+            .and_then(|y| y.log())
+            .map_err(|e| e.to_string())?;
+    }
+    let enqueue = start.elapsed();
+    let idle_after_chain = rt.is_idle().map_err(|e| e.to_string())?;
+    let v = x.select(0, 0).and_then(|t| t.item()).map_err(|e| e.to_string())?;
+    let total = start.elapsed();
+    let idle_after_item = rt.is_idle().map_err(|e| e.to_string())?;
+    let msg = format!(
+        "600 ops on 2^24 elements: queued in {:.2} ms, finished after {:.2} ms; idle right after queueing: {idle_after_chain}; idle after item(): {idle_after_item}; value {v:?}",
+        enqueue.as_secs_f64() * 1e3,
+        total.as_secs_f64() * 1e3
+    );
+    if !idle_after_chain && idle_after_item {
+        Ok(msg)
+    } else {
+        Err(msg)
+    }
+}
+
+/// Runs every case; returns them in order.
+pub fn run() -> Vec<Case> {
+    let mut c = Checker {
+        cases: vec![],
+        gen: Generator::new(2024),
+    };
+    c.unary();
+    c.binary();
+    c.casts_and_copies();
+    c.random();
+    c.matmul();
+    c.cases
+}

@@ -18,3 +18,16 @@ if [ "${1:-}" != "--check-only" ]; then
   PYTHONUNBUFFERED=1 python3 bench/torch_bench.py > "$OUT/torch.txt" 2>&1 || tail -3 "$OUT/torch.txt"
   python3 bench/compare.py "$OUT/kiln.txt" "$OUT/torch.txt" "$OUT/bench.csv" | tee "$OUT/bench.md"
 fi
+if [ "${1:-}" = "--golden" ] || [ "${2:-}" = "--golden" ]; then
+  # The golden scripts again, on the GPU: output must match the CPU's golden files
+  # once the device suffix is taken out.
+  echo "== golden scripts on cuda"
+  pass=0; fail=0
+  for f in tests/scripts/*.rhai; do
+    b=${f%.rhai}
+    "$BIN/kiln" --device cuda "$f" first second 2>&1 | sed -e "s/, device='cuda:0'//" -e "s|^error: tests/scripts/|error: |" \
+      -e 's/ is not available: .*/ is not available: <reason>/' > "$OUT/golden.tmp"
+    if diff -q "$b.out" "$OUT/golden.tmp" > /dev/null; then pass=$((pass+1)); else fail=$((fail+1)); echo "differs: $f"; diff "$b.out" "$OUT/golden.tmp" | head -6; fi
+  done
+  echo "golden on cuda: $pass same, $fail differ"
+fi

@@ -15,7 +15,7 @@ fn scripts_dir() -> PathBuf {
 /// Runs one script and returns everything it printed.
 fn run_script(path: &Path) -> String {
     let out = Arc::new(Mutex::new(String::new()));
-    let mut kiln = kiln::Interpreter::new();
+    let mut kiln = kiln::Interpreter::with_device(kiln::Device::Cpu).unwrap();
     let sink = out.clone();
     kiln.on_print(move |s| {
         let mut o = sink.lock().unwrap();

@@ -30,3 +30,40 @@ pub fn for_each_index(n: u32, mut f: impl FnMut(u32)) {
         };
     }
 }
+
+/// This thread's index within its warp.
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { _thread_idx_x() as u32 & 31 }
+}
+
+/// The value of `v` held by lane `lane ^ mask` of this warp (all 32 lanes take part).
+#[inline(always)]
+pub fn shfl_xor(v: u32, mask: u32) -> u32 {
+    let r: u32;
+    // SAFETY: every lane of the warp executes this together (callers keep warps uniform).
+    unsafe {
+        core::arch::asm!(
+            "shfl.sync.bfly.b32 {r}, {v}, {m}, 31, -1;",
+            r = out(reg32) r,
+            v = in(reg32) v,
+            m = in(reg32) mask,
+        )
+    };
+    r
+}
+
+/// [`shfl_xor`] of a 64-bit value.
+#[inline(always)]
+pub fn shfl_xor_u64(v: u64, mask: u32) -> u64 {
+    let lo = shfl_xor(v as u32, mask) as u64;
+    let hi = shfl_xor((v >> 32) as u32, mask) as u64;
+    (hi << 32) | lo
+}
+
+/// [`shfl_xor`] of an f64.
+#[inline(always)]
+pub fn shfl_xor_f64(v: f64, mask: u32) -> f64 {
+    f64::from_bits(shfl_xor_u64(v.to_bits(), mask))
+}

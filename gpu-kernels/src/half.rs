@@ -123,3 +123,29 @@ mod tests {
         assert!(bf16_to_f32(f32_to_bf16(f32::NAN)).is_nan());
     }
 }
+
+#[cfg(test)]
+mod tie_tests {
+    use super::*;
+
+    #[test]
+    fn bf16_ties_and_f64_path() {
+        let mut state = 0x1234_5678_9abc_def0u64;
+        for _ in 0..2_000_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let bits = (state as u32 & 0xffff_0000) | 0x8000; // exact ties
+            let x = f32::from_bits(bits);
+            if x.is_nan() {
+                continue;
+            }
+            assert_eq!(f32_to_bf16(x), ::half::bf16::from_f32(x).to_bits(), "{x:e}");
+            assert_eq!(
+                f32_to_bf16(x),
+                ::half::bf16::from_f64(x as f64).to_bits(),
+                "f64 path {x:e}"
+            );
+        }
+    }
+}

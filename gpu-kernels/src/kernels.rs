@@ -632,3 +632,276 @@ for_all_types!(compare_scalar!(lt, <,));
 for_all_types!(compare_scalar!(le, <=,));
 for_all_types!(compare_scalar!(gt, >,));
 for_all_types!(compare_scalar!(ge, >=,));
+
+// ---- reductions: one warp per (output, chunk of its lane), then one warp per output ----
+
+use crate::device::{global_index, lane_id, shfl_xor_f64, shfl_xor_u64};
+use crate::reduce::{RState, ReduceCode};
+
+#[inline(always)]
+fn shfl_state(s: RState, m: u32) -> RState {
+    RState {
+        a: shfl_xor_f64(s.a, m),
+        b: shfl_xor_f64(s.b, m),
+        c: shfl_xor_f64(s.c, m),
+        i: shfl_xor_u64(s.i as u64, m) as i64,
+        idx: shfl_xor_u64(s.idx as u64, m) as i64,
+    }
+}
+
+#[inline(always)]
+fn warp_merge(mut s: RState, op: ReduceCode, float: bool) -> RState {
+    let mut m = 16;
+    while m > 0 {
+        let t = shfl_state(s, m);
+        s = s.merge(op, float, t);
+        m >>= 1;
+    }
+    s
+}
+
+macro_rules! reduce_partial {
+    ($tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("reduce_partial_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(
+                outer: Geometry,
+                xo: Operand,
+                inner: Geometry,
+                io: Operand,
+                x: *const $t,
+                chunks: u32,
+                chunk_len: u32,
+                op: u32,
+                partial: *mut RState,
+            ) {
+                let warp = global_index() / 32;
+                if warp >= outer.n * chunks {
+                    return;
+                }
+                let code = ReduceCode::from_u32(op);
+                let (o, c) = (warp / chunks, warp % chunks);
+                let base = outer.offset(&xo, o);
+                let start = c * chunk_len;
+                let end = if inner.n - start < chunk_len {
+                    inner.n
+                } else {
+                    start + chunk_len
+                };
+                let mut s = RState::init(code);
+                let mut j = start + lane_id();
+                while j < end {
+                    let v = *x.add((base + inner.offset(&io, j)) as usize);
+                    s.push(code, <$t>::FLOAT, v.to_f64(), v.to_i64(), j as i64);
+                    j += 32;
+                }
+                let s = warp_merge(s, code, <$t>::FLOAT);
+                if lane_id() == 0 {
+                    *partial.add(warp as usize) = s;
+                }
+            }
+        };
+    };
+}
+for_all_types!(reduce_partial!());
+
+macro_rules! reduce_finish {
+    ($tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("reduce_finish_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(
+                outputs: u32,
+                chunks: u32,
+                op: u32,
+                float: u32,
+                correction: u32,
+                partial: *const RState,
+                y: *mut $t,
+            ) {
+                let o = global_index() / 32;
+                if o >= outputs {
+                    return;
+                }
+                let code = ReduceCode::from_u32(op);
+                let float = float != 0;
+                let mut s = RState::init(code);
+                let mut c = lane_id();
+                while c < chunks {
+                    s = s.merge(code, float, *partial.add((o * chunks + c) as usize));
+                    c += 32;
+                }
+                let s = warp_merge(s, code, float);
+                if lane_id() == 0 {
+                    let (f, i) = s.finish(code, float, correction);
+                    *y.add(o as usize) = if <$t>::FLOAT {
+                        <$t>::from_f64(f)
+                    } else {
+                        <$t>::from_i64(i)
+                    };
+                }
+            }
+        };
+    };
+}
+for_all_types!(reduce_finish!());
+
+// ---- softmax and layer norm: one warp per row ----------------------------------------------
+
+macro_rules! row_kernels {
+    ($tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("softmax_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(
+                rows: Geometry,
+                ro: Operand,
+                x: *const $t,
+                len: u32,
+                step: u32,
+                log: u32,
+                y: *mut $t,
+            ) {
+                let r = global_index() / 32;
+                if r >= rows.n {
+                    return;
+                }
+                let base = rows.offset(&ro, r) as usize;
+                let at = |j: u32| (*x.add(base + (j * step) as usize)).to_f64();
+                let mut m = f64::NEG_INFINITY;
+                let mut nan = false;
+                let mut j = lane_id();
+                while j < len {
+                    let v = at(j);
+                    nan |= v != v;
+                    m = if v > m { v } else { m };
+                    j += 32;
+                }
+                let mut k = 16;
+                while k > 0 {
+                    let o = shfl_xor_f64(m, k);
+                    m = if o > m { o } else { m };
+                    nan |= crate::device::shfl_xor(nan as u32, k) != 0;
+                    k >>= 1;
+                }
+                if nan {
+                    m = f64::NAN;
+                }
+                let mut sum = 0.0f64;
+                j = lane_id();
+                while j < len {
+                    sum += libm::exp(at(j) - m);
+                    j += 32;
+                }
+                k = 16;
+                while k > 0 {
+                    sum += shfl_xor_f64(sum, k);
+                    k >>= 1;
+                }
+                let ls = libm::log(sum);
+                j = lane_id();
+                let out = y.add(r as usize * len as usize);
+                while j < len {
+                    let v = at(j) - m;
+                    *out.add(j as usize) = <$t>::from_f64(if log != 0 { v - ls } else { libm::exp(v) / sum });
+                    j += 32;
+                }
+            }
+        };
+        const _: () = {
+            #[export_name = concat!("layer_norm_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(
+                rows: u32,
+                norm: u32,
+                x: *const $t,
+                w: *const $t,
+                b: *const $t,
+                flags: u32,
+                eps: f64,
+                y: *mut $t,
+            ) {
+                let r = global_index() / 32;
+                if r >= rows {
+                    return;
+                }
+                let row = x.add(r as usize * norm as usize);
+                let out = y.add(r as usize * norm as usize);
+                let mut sum = 0.0f64;
+                let mut j = lane_id();
+                while j < norm {
+                    sum += (*row.add(j as usize)).to_f64();
+                    j += 32;
+                }
+                let mut k = 16;
+                while k > 0 {
+                    sum += shfl_xor_f64(sum, k);
+                    k >>= 1;
+                }
+                let mean = sum / norm as f64;
+                let mut sq = 0.0f64;
+                j = lane_id();
+                while j < norm {
+                    let d = (*row.add(j as usize)).to_f64() - mean;
+                    sq += d * d;
+                    j += 32;
+                }
+                k = 16;
+                while k > 0 {
+                    sq += shfl_xor_f64(sq, k);
+                    k >>= 1;
+                }
+                let inv = 1.0 / math::sqrt_f64(sq / norm as f64 + eps);
+                j = lane_id();
+                while j < norm {
+                    let mut v = ((*row.add(j as usize)).to_f64() - mean) * inv;
+                    if flags & 1 != 0 {
+                        v *= (*w.add(j as usize)).to_f64();
+                    }
+                    if flags & 2 != 0 {
+                        v += (*b.add(j as usize)).to_f64();
+                    }
+                    *out.add(j as usize) = <$t>::from_f64(v);
+                    j += 32;
+                }
+            }
+        };
+    };
+}
+for_float_types!(row_kernels!());
+
+// ---- integer matmul (cuBLAS has none): one thread per output element ----------------------
+
+macro_rules! matmul_int {
+    ($tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("matmul_int_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                ao: Operand,
+                bo: Operand,
+                dims: [u32; 3],
+                strides: [u32; 4],
+                a: *const $t,
+                b: *const $t,
+                y: *mut $t,
+            ) {
+                let [m, n, k] = dims;
+                let [ars, acs, brs, bcs] = strides;
+                let mn = m * n;
+                for_each_index(g.n * mn, |idx| {
+                    let (bi, r) = (idx / mn, idx % mn);
+                    let (i, j) = (r / n, r % n);
+                    let (pa, pb) = (g.offset(&ao, bi), g.offset(&bo, bi));
+                    let mut acc = 0i64;
+                    let mut p = 0;
+                    while p < k {
+                        let x = (*a.add((pa + i * ars + p * acs) as usize)).to_i64();
+                        let w = (*b.add((pb + p * brs + j * bcs) as usize)).to_i64();
+                        acc = acc.wrapping_add(x.wrapping_mul(w));
+                        p += 1;
+                    }
+                    *y.add(idx as usize) = <$t>::from_i64(acc);
+                });
+            }
+        };
+    };
+}
+for_int_types!(matmul_int!());

@@ -16,6 +16,7 @@ pub mod half;
 pub mod math;
 pub mod params;
 pub mod philox;
+pub mod reduce;
 
 #[cfg(target_arch = "nvptx64")]
 mod device;

@@ -58,6 +58,15 @@ pub fn erf_f32(x: f32) -> f32 {
     #[cfg(target_arch = "nvptx64")]
     {
         let a = if x < 0.0 { -x } else { x };
+        if a < 0.5 {
+            // Maclaurin series: exact at 0 and odd, as erf is
+            let x2 = x * x;
+            let p = 1.128_379_2
+                + x2 * (-0.376_126_4
+                    + x2 * (0.112_837_92
+                        + x2 * (-0.026_866_17 + x2 * (0.005_223_977 - x2 * 0.000_854_830_4))));
+            return x * p;
+        }
         let t = 1.0 / (1.0 + 0.327_591_1 * a);
         let poly =
             ((((1.061_405_4 * t - 1.453_152_1) * t + 1.421_413_8) * t - 0.284_496_74) * t + 0.254_829_6) * t;

@@ -4,7 +4,7 @@
 //! and compared within per-dtype tolerances. Also checks that op chains are
 //! queued asynchronously. Run by the `kiln-check` binary on a GPU machine.
 
-use crate::tensor::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::tensor::{DType, Device, Generator, HostValues, Scalar, Tensor};
 use crate::Result;
 
@@ -55,7 +55,12 @@ fn worst(cpu: &Tensor, gpu: &Tensor, dtype: DType, scale: f64) -> Result<f64> {
         return Ok(f64::INFINITY);
     }
     let (a, b) = (values(&cpu.to_host()?), values(&gpu.to_host()?));
-    let (atol, rtol) = tolerance(dtype);
+    // results are compared at the precision of the result's dtype
+    let (atol, rtol) = tolerance(if cpu.dtype().is_float() {
+        cpu.dtype()
+    } else {
+        dtype
+    });
     let mut w: f64 = 0.0;
     for (x, y) in a.iter().zip(&b) {
         let same = (x.is_nan() && y.is_nan()) || x == y;
@@ -99,7 +104,13 @@ fn input(gen: &mut Generator, shape: &[usize], dtype: DType, positive: bool) -> 
 }
 
 /// The layouts each input is checked through: (name, base shape, view).
-fn layouts() -> Vec<(&'static str, Vec<usize>, fn(&Tensor) -> Result<Tensor>)> {
+/// A view applied to a checked input.
+type View = fn(&Tensor) -> Result<Tensor>;
+
+/// A matmul case: name, shapes of A and B, and the views applied to them.
+type MatmulCase = (&'static str, Vec<usize>, Vec<usize>, View, View);
+
+fn layouts() -> Vec<(&'static str, Vec<usize>, View)> {
     vec![
         ("contiguous", vec![37, 65], |t| Ok(t.clone())),
         ("transposed", vec![65, 37], |t| t.t()),
@@ -280,6 +291,43 @@ impl Checker {
                     self.record(&format!("cast->{dst}"), src, name, r);
                 }
             }
+            // casts must agree bit for bit: report the first element that does not
+            for dst in [DType::BF16, DType::F16] {
+                if !src.is_float() || src == dst {
+                    continue;
+                }
+                for (name, shape, view) in layouts() {
+                    let r = (|| {
+                        let x = input(&mut self.gen, &shape, src, false)?
+                            .mul_scalar(8.0)?
+                            .to_dtype(src)?;
+                        let v = view(&x)?;
+                        let c = v.to_dtype(dst)?;
+                        let g = view(&x.to_device(Device::Cuda(0))?)?.to_dtype(dst)?;
+                        let (hx, hc, hg) = (
+                            values(&v.to_host()?),
+                            values(&c.to_host()?),
+                            values(&g.to_host()?),
+                        );
+                        if let Some(i) =
+                            (0..hc.len()).find(|&i| hc[i] != hg[i] && !(hc[i].is_nan() && hg[i].is_nan()))
+                        {
+                            return Err(crate::Error::invalid(
+                                "cast",
+                                format!(
+                                    "element {i}: input {:e} ({:#x}) -> cpu {:e}, gpu {:e}",
+                                    hx[i],
+                                    (hx[i] as f32).to_bits(),
+                                    hc[i],
+                                    hg[i]
+                                ),
+                            ));
+                        }
+                        Ok((c.clone(), c))
+                    })();
+                    self.record(&format!("exact cast->{dst}"), src, name, r);
+                }
+            }
             // in-place write through a strided view, and cat/stack on top of it
             let r = (|| {
                 let base = input(&mut self.gen, &[37, 65], src, false)?;
@@ -299,6 +347,108 @@ impl Checker {
             };
             let r = make(Device::Cpu).and_then(|c| Ok((c, make(Device::Cuda(0))?)));
             self.record("full+arange", src, "broadcast", r);
+        }
+    }
+
+    fn reductions(&mut self) {
+        let ops = [
+            ReduceOp::Sum,
+            ReduceOp::Prod,
+            ReduceOp::Mean,
+            ReduceOp::Var { correction: 1 },
+            ReduceOp::Std { correction: 0 },
+            ReduceOp::Max,
+            ReduceOp::Min,
+            ReduceOp::ArgMax,
+            ReduceOp::ArgMin,
+            ReduceOp::All,
+            ReduceOp::Any,
+        ];
+        let dims: [(&str, Option<&[i64]>, bool); 5] = [
+            ("all", None, false),
+            ("dim0", Some(&[0]), false),
+            ("dim1 keepdim", Some(&[1]), true),
+            ("dim-1", Some(&[-1]), false),
+            ("dims[0,1]", Some(&[0, 1]), false),
+        ];
+        for dtype in DType::ALL {
+            for op in ops {
+                let single = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
+                for (lname, shape, view) in layouts() {
+                    for (dname, ds, keep) in dims {
+                        if single && ds.is_some_and(|d| d.len() > 1) {
+                            continue;
+                        }
+                        let r = input(&mut self.gen, &shape, dtype, op == ReduceOp::Prod).and_then(|x| {
+                            let x = if op == ReduceOp::Prod && dtype.is_float() {
+                                x.sqrt()?.sqrt()?
+                            } else {
+                                x
+                            };
+                            self.both(&x, |t| view(t)?.reduce(op, ds, keep))
+                        });
+                        self.record_scaled(op.name(), dtype, &format!("{lname} {dname}"), r, 10.0);
+                    }
+                }
+            }
+            // a long lane split across many warps
+            for op in [
+                ReduceOp::Sum,
+                ReduceOp::Max,
+                ReduceOp::ArgMin,
+                ReduceOp::Var { correction: 1 },
+            ] {
+                let r = input(&mut self.gen, &[1 << 20], dtype, false)
+                    .and_then(|x| self.both(&x, |t| t.reduce(op, None, false)));
+                self.record_scaled(op.name(), dtype, "2^20 elements", r, 100.0);
+            }
+        }
+    }
+
+    fn nn(&mut self) {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            for log in [false, true] {
+                let name = if log { "log_softmax" } else { "softmax" };
+                for (lname, shape, view) in layouts() {
+                    for dim in [-1i64, 0] {
+                        let r = input(&mut self.gen, &shape, dtype, false).and_then(|x| {
+                            self.both(&x, |t| {
+                                if log {
+                                    view(t)?.log_softmax(dim)
+                                } else {
+                                    view(t)?.softmax(dim)
+                                }
+                            })
+                        });
+                        self.record(name, dtype, &format!("{lname} dim{dim}"), r);
+                    }
+                }
+                let r = input(&mut self.gen, &[64, 3000], dtype, false)
+                    .and_then(|x| self.both(&x, |t| t.mul_scalar(4.0)?.softmax(-1)));
+                self.record(name, dtype, "rows of 3000", r);
+            }
+            for affine in [false, true] {
+                let r = (|| {
+                    let x = input(&mut self.gen, &[9, 37, 65], dtype, false)?.permute(&[1, 0, 2])?;
+                    let w = input(&mut self.gen, &[65], dtype, false)?;
+                    let b = input(&mut self.gen, &[65], dtype, false)?;
+                    self.both(&x, |t| {
+                        let d = t.device();
+                        let (w, b) = (w.to_device(d)?, b.to_device(d)?);
+                        if affine {
+                            t.layer_norm(&[65], Some(&w), Some(&b), 1e-5)
+                        } else {
+                            t.layer_norm(&[9, 65], None, None, 1e-5)
+                        }
+                    })
+                })();
+                let what = if affine {
+                    "permuted, affine"
+                } else {
+                    "permuted, 2 dims"
+                };
+                self.record_scaled("layer_norm", dtype, what, r, 10.0);
+            }
         }
     }
 
@@ -338,14 +488,16 @@ impl Checker {
     }
 
     fn matmul(&mut self) {
-        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
-            let cases: Vec<(
-                &str,
-                Vec<usize>,
-                Vec<usize>,
-                fn(&Tensor) -> Result<Tensor>,
-                fn(&Tensor) -> Result<Tensor>,
-            )> = vec![
+        for dtype in [
+            DType::F32,
+            DType::F64,
+            DType::F16,
+            DType::BF16,
+            DType::I64,
+            DType::I32,
+            DType::U8,
+        ] {
+            let cases: Vec<MatmulCase> = vec![
                 (
                     "contiguous",
                     vec![67, 45],
@@ -442,6 +594,8 @@ pub fn run() -> Vec<Case> {
     c.unary();
     c.binary();
     c.casts_and_copies();
+    c.reductions();
+    c.nn();
     c.random();
     c.matmul();
     c.cases

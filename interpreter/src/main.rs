@@ -37,11 +37,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
-    let device = match cli.device.or_else(|| std::env::var("KILN_DEVICE").ok()) {
-        Some(s) => Device::parse(&s)?,
-        None => Device::Cpu,
+    let mut kiln = match cli.device.or_else(|| std::env::var("KILN_DEVICE").ok()) {
+        Some(s) => Interpreter::with_device(Device::parse(&s)?)?,
+        None => Interpreter::new(),
     };
-    let mut kiln = Interpreter::with_device(device)?;
     let mut args = cli.args;
     if let Some(code) = cli.eval {
         // With -e, a FILE position is just the first script argument.

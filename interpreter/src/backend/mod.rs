@@ -48,14 +48,6 @@ fn cpu_scalar(dtype: DType, s: Scalar, l: &Layout) -> Result<(CpuStorage, Layout
     ))
 }
 
-/// An op the CUDA backend does not have yet: a clear error, never a silent CPU fallback.
-fn not_yet(op: &'static str) -> Error {
-    Error::invalid(
-        op,
-        "not implemented on CUDA yet; move the tensor with .cpu() first",
-    )
-}
-
 impl Storage {
     /// The dtype of the elements.
     pub fn dtype(&self) -> DType {
@@ -281,7 +273,7 @@ impl Storage {
     pub fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize]) -> Result<Storage> {
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::reduce(op, s, l, dims))),
-            Storage::Cuda(_) => Err(not_yet(op.name())),
+            Storage::Cuda(s) => Ok(Storage::Cuda(s.reduce(op, l, dims)?)),
         }
     }
 
@@ -289,7 +281,7 @@ impl Storage {
     pub fn softmax(&self, l: &Layout, dim: usize, log: bool) -> Result<Storage> {
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::softmax(s, l, dim, log)?)),
-            Storage::Cuda(_) => Err(not_yet(if log { "log_softmax" } else { "softmax" })),
+            Storage::Cuda(s) => Ok(Storage::Cuda(s.softmax(l, dim, log)?)),
         }
     }
 
@@ -309,7 +301,14 @@ impl Storage {
         }
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::layer_norm(s, norm, cpu_of(w), cpu_of(b), eps)?)),
-            Storage::Cuda(_) => Err(not_yet("layer_norm")),
+            Storage::Cuda(s) => {
+                let cuda_of = |t: Option<&Storage>| match t {
+                    Some(Storage::Cuda(c)) => Some(c.clone()),
+                    _ => None,
+                };
+                let (w, b) = (cuda_of(w), cuda_of(b));
+                Ok(Storage::Cuda(s.layer_norm(norm, w.as_ref(), b.as_ref(), eps)?))
+            }
         }
     }
 

@@ -37,12 +37,17 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// The device new tensors are created on.
+    /// The device new tensors are created on: the one set, else `cuda` when a
+    /// GPU is usable, else `cpu`.
     pub fn device(&self) -> Device {
-        self.device
-            .read()
-            .map(|d| d.unwrap_or(Device::Cpu))
-            .unwrap_or(Device::Cpu)
+        let set = self.device.read().map(|d| *d).unwrap_or(None);
+        set.unwrap_or_else(|| {
+            if crate::backend::cuda::CudaRuntime::is_available() {
+                Device::Cuda(0)
+            } else {
+                Device::Cpu
+            }
+        })
     }
 
     /// Sets the default device after checking that it is usable.
@@ -133,7 +138,7 @@ impl Default for Interpreter {
 }
 
 impl Interpreter {
-    /// An interpreter whose default device is the CPU.
+    /// An interpreter whose default device is `cuda` when a GPU is usable, else `cpu`.
     pub fn new() -> Self {
         let runtime = Arc::new(Runtime::default());
         let mut engine = Engine::new();

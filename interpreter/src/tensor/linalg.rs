@@ -109,6 +109,9 @@ impl Tensor {
         }
         let batch = broadcast_shapes(op, &sa[..na - 2], &sb[..nb - 2])?;
         let dtype = result_type(self, rhs);
+        if dtype == crate::tensor::DType::Bool {
+            return Err(Error::dtype(op, dtype));
+        }
         let (a, b) = (self.to_dtype(dtype)?, rhs.to_dtype(dtype)?);
         let full = |x: usize, y: usize| {
             let mut s = batch.clone();

@@ -114,6 +114,9 @@ pub fn matmul(
 ) -> Result<CudaStorage> {
     let rt = CudaRuntime::get()?;
     let dtype = a.dtype;
+    if dtype.is_int() {
+        return matmul_int(rt, a, la, b, lb, d);
+    }
     let (dt, compute) = types(dtype)?;
     let (m, k, n) = (d.m, d.k, d.n);
     let batches: usize = d.batch.iter().product();
@@ -195,6 +198,44 @@ pub fn matmul(
             }
         }
     }
+    Ok(out)
+}
+
+/// Integer products (no cuBLAS routine exists): a plain kernel, one thread per output.
+fn matmul_int(
+    rt: &CudaRuntime,
+    a: &CudaStorage,
+    la: &Layout,
+    b: &CudaStorage,
+    lb: &Layout,
+    d: &MatmulDims,
+) -> Result<CudaStorage> {
+    let batches: usize = d.batch.iter().product();
+    let out = CudaStorage::alloc(a.dtype, batches * d.m * d.n)?;
+    if out.len == 0 {
+        return Ok(out);
+    }
+    let nd = la.ndim();
+    let ba = Layout::from_parts(d.batch.clone(), la.strides()[..nd - 2].to_vec(), la.offset());
+    let bb = Layout::from_parts(d.batch.clone(), lb.strides()[..nd - 2].to_vec(), lb.offset());
+    let (g, [ao, bo]) = super::kernels::geometry("matmul", &d.batch, [&ba, &bb])?;
+    if out.len > u32::MAX as usize {
+        return Err(Error::invalid(
+            "matmul",
+            "output too large for the CUDA integer matmul",
+        ));
+    }
+    let s = |l: &Layout, i: usize| l.strides()[nd - 2 + i] as u32;
+    super::kernels::matmul_int(
+        rt,
+        a.dtype,
+        (g, ao, bo),
+        [d.m as u32, d.n as u32, d.k as u32],
+        [s(la, 0), s(la, 1), s(lb, 0), s(lb, 1)],
+        a.ptr(),
+        b.ptr(),
+        out.ptr(),
+    )?;
     Ok(out)
 }
 

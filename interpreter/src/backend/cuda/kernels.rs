@@ -42,6 +42,16 @@ pub enum Kernel {
     RandNormal(DType),
     /// `rand_int_<dtype>`
     RandInt(DType),
+    /// `reduce_partial_<input dtype>`
+    ReducePartial(DType),
+    /// `reduce_finish_<output dtype>`
+    ReduceFinish(DType),
+    /// `softmax_<dtype>`
+    Softmax(DType),
+    /// `layer_norm_<dtype>`
+    LayerNorm(DType),
+    /// `matmul_int_<dtype>`
+    MatmulInt(DType),
 }
 
 const UNARY: [UnaryOp; 25] = {
@@ -75,6 +85,11 @@ impl Kernel {
             Kernel::RandUniform(d) => format!("rand_uniform_{d}"),
             Kernel::RandNormal(d) => format!("rand_normal_{d}"),
             Kernel::RandInt(d) => format!("rand_int_{d}"),
+            Kernel::ReducePartial(d) => format!("reduce_partial_{d}"),
+            Kernel::ReduceFinish(d) => format!("reduce_finish_{d}"),
+            Kernel::Softmax(d) => format!("softmax_{d}"),
+            Kernel::LayerNorm(d) => format!("layer_norm_{d}"),
+            Kernel::MatmulInt(d) => format!("matmul_int_{d}"),
         }
     }
 
@@ -94,6 +109,11 @@ impl Kernel {
                 Kernel::RandUniform(d),
                 Kernel::RandNormal(d),
                 Kernel::RandInt(d),
+                Kernel::ReducePartial(d),
+                Kernel::ReduceFinish(d),
+                Kernel::Softmax(d),
+                Kernel::LayerNorm(d),
+                Kernel::MatmulInt(d),
             ]);
         }
         v
@@ -239,6 +259,217 @@ unsafe fn launch(rt: &CudaRuntime, f: &CudaFunction, n: u32, params: &mut [*mut 
         params,
     )
     .map_err(|e| cuda_error("kernel launch", e))
+}
+
+/// Launches `f` with one warp (32 threads) per item.
+///
+/// # Safety
+/// As for [`launch`].
+unsafe fn launch_warps(
+    rt: &CudaRuntime,
+    f: &CudaFunction,
+    items: u32,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    if items == 0 {
+        return Ok(());
+    }
+    let threads = items as u64 * 32;
+    let block = 256u64;
+    let grid = threads.div_ceil(block);
+    if grid > i32::MAX as u64 {
+        return Err(Error::invalid("cuda", "too many rows for one launch"));
+    }
+    result::launch_kernel(
+        f.cu_function(),
+        (grid as u32, 1, 1),
+        (block as u32, 1, 1),
+        0,
+        rt.stream.cu_stream(),
+        params,
+    )
+    .map_err(|e| cuda_error("kernel launch", e))
+}
+
+/// Pass 1 of a reduction: one warp per (output, chunk) writes a partial state.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_partial(
+    rt: &CudaRuntime,
+    dtype: DType,
+    outer: (Geometry, Operand),
+    inner: (Geometry, Operand),
+    x: sys::CUdeviceptr,
+    chunks: u32,
+    chunk_len: u32,
+    op: u32,
+    partial: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::ReducePartial(dtype))?;
+    let ((mut og, mut oo), (mut ig, mut io)) = (outer, inner);
+    let (mut x, mut chunks, mut chunk_len, mut op, mut partial) = (x, chunks, chunk_len, op, partial);
+    let warps = og.n * chunks;
+    // SAFETY: matches `reduce_partial_*(outer, xo, inner, io, x, chunks, chunk_len, op, partial: *mut RState)`.
+    unsafe {
+        launch_warps(
+            rt,
+            f,
+            warps,
+            &mut [
+                arg(&mut og),
+                arg(&mut oo),
+                arg(&mut ig),
+                arg(&mut io),
+                arg(&mut x),
+                arg(&mut chunks),
+                arg(&mut chunk_len),
+                arg(&mut op),
+                arg(&mut partial),
+            ],
+        )
+    }
+}
+
+/// Pass 2 of a reduction: one warp per output merges its chunks and stores the result.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_finish(
+    rt: &CudaRuntime,
+    out_dtype: DType,
+    outputs: u32,
+    chunks: u32,
+    op: u32,
+    float: bool,
+    correction: u32,
+    partial: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::ReduceFinish(out_dtype))?;
+    let (mut n, mut chunks, mut op, mut float, mut corr, mut partial, mut y) =
+        (outputs, chunks, op, float as u32, correction, partial, y);
+    // SAFETY: matches `reduce_finish_*(outputs, chunks, op, float, correction, partial, y)`.
+    unsafe {
+        launch_warps(
+            rt,
+            f,
+            outputs,
+            &mut [
+                arg(&mut n),
+                arg(&mut chunks),
+                arg(&mut op),
+                arg(&mut float),
+                arg(&mut corr),
+                arg(&mut partial),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// Softmax (or log-softmax) of `len` elements `step` apart in each row; y dense.
+#[allow(clippy::too_many_arguments)]
+pub fn softmax(
+    rt: &CudaRuntime,
+    dtype: DType,
+    rows: (Geometry, Operand),
+    x: sys::CUdeviceptr,
+    len: u32,
+    step: u32,
+    log: bool,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::Softmax(dtype))?;
+    let (mut g, mut ro) = rows;
+    let (mut x, mut len, mut step, mut log, mut y) = (x, len, step, log as u32, y);
+    let n = g.n;
+    // SAFETY: matches `softmax_*(rows, ro, x, len: u32, step: u32, log: u32, y)`.
+    unsafe {
+        launch_warps(
+            rt,
+            f,
+            n,
+            &mut [
+                arg(&mut g),
+                arg(&mut ro),
+                arg(&mut x),
+                arg(&mut len),
+                arg(&mut step),
+                arg(&mut log),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// Layer norm of dense rows of `norm` elements (weight/bias optional: null pointers).
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm(
+    rt: &CudaRuntime,
+    dtype: DType,
+    rows: u32,
+    norm: u32,
+    x: sys::CUdeviceptr,
+    w: Option<sys::CUdeviceptr>,
+    b: Option<sys::CUdeviceptr>,
+    eps: f64,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::LayerNorm(dtype))?;
+    let mut flags = w.is_some() as u32 | (b.is_some() as u32) << 1;
+    let (mut rows_, mut norm, mut x, mut w, mut b, mut eps, mut y) =
+        (rows, norm, x, w.unwrap_or(0), b.unwrap_or(0), eps, y);
+    // SAFETY: matches `layer_norm_*(rows, norm, x, w, b, flags, eps, y)`; w/b are only read when flagged.
+    unsafe {
+        launch_warps(
+            rt,
+            f,
+            rows,
+            &mut [
+                arg(&mut rows_),
+                arg(&mut norm),
+                arg(&mut x),
+                arg(&mut w),
+                arg(&mut b),
+                arg(&mut flags),
+                arg(&mut eps),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// Integer batched matmul: `dims` = [m, n, k], `strides` = A's (row, col) then B's.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_int(
+    rt: &CudaRuntime,
+    dtype: DType,
+    batch: (Geometry, Operand, Operand),
+    dims: [u32; 3],
+    strides: [u32; 4],
+    a: sys::CUdeviceptr,
+    b: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::MatmulInt(dtype))?;
+    let (mut g, mut ao, mut bo) = batch;
+    let (mut dims, mut strides, mut a, mut b, mut y) = (dims, strides, a, b, y);
+    let n = g.n * dims[0] * dims[1];
+    // SAFETY: matches `matmul_int_*(g, ao, bo, dims: [u32; 3], strides: [u32; 4], a, b, y)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            n,
+            &mut [
+                arg(&mut g),
+                arg(&mut ao),
+                arg(&mut bo),
+                arg(&mut dims),
+                arg(&mut strides),
+                arg(&mut a),
+                arg(&mut b),
+                arg(&mut y),
+            ],
+        )
+    }
 }
 
 /// `y = op(x)` (y dense).

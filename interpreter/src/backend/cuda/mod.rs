@@ -16,7 +16,7 @@ pub use runtime::CudaRuntime;
 
 use super::cpu::{with_dtype, with_storage, CpuStorage, Element};
 use crate::error::{Error, Result};
-use crate::tensor::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::tensor::{DType, Layout, Scalar};
 use cudarc::driver::{result, sys};
 pub use kernels::Kernel;
@@ -299,6 +299,155 @@ impl CudaStorage {
         let (g, [yo, xo]) = geometry("copy", l.shape(), [l, ls])?;
         kernels::cast(rt, src.dtype, self.dtype, g, (src.ptr(), xo), (self.ptr(), yo))
     }
+}
+
+impl CudaStorage {
+    /// Reduces `dims` (sorted) of `l`; dense output over the kept dims.
+    pub fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize]) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let (mut os, mut ost, mut is, mut ist) = (vec![], vec![], vec![], vec![]);
+        for d in 0..l.ndim() {
+            let (v, s) = (l.shape()[d], l.strides()[d]);
+            if dims.contains(&d) {
+                is.push(v);
+                ist.push(s);
+            } else {
+                os.push(v);
+                ost.push(s);
+            }
+        }
+        let outer = Layout::from_parts(os, ost, l.offset());
+        let inner = Layout::from_parts(is, ist, 0);
+        let out_dtype = op.result_dtype(self.dtype);
+        let outputs = outer.numel();
+        let y = CudaStorage::alloc(out_dtype, outputs)?;
+        if outputs == 0 {
+            return Ok(y);
+        }
+        let (og, [oo]) = geometry(op.name(), outer.shape(), [&outer])?;
+        let (ig, [io]) = geometry(op.name(), inner.shape(), [&inner])?;
+        let lane = inner.numel() as u32;
+        // Enough warps to fill the GPU: split long lanes when outputs are few.
+        let target = rt.sm_count.max(1) * 64;
+        let mut chunks = if (outputs as u32) >= target {
+            1
+        } else {
+            target.div_ceil(outputs as u32)
+        };
+        chunks = chunks.min(lane.div_ceil(256)).max(1);
+        let chunk_len = lane.div_ceil(chunks).max(1);
+        chunks = lane.div_ceil(chunk_len).max(1);
+        let state = std::mem::size_of::<kiln_kernels::reduce::RState>();
+        let partial = CudaStorage::alloc(DType::U8, outputs * chunks as usize * state)?;
+        let (code, correction) = reduce_code(op);
+        kernels::reduce_partial(
+            rt,
+            self.dtype,
+            (og, oo),
+            (ig, io),
+            self.ptr(),
+            chunks,
+            chunk_len,
+            code,
+            partial.ptr(),
+        )?;
+        kernels::reduce_finish(
+            rt,
+            out_dtype,
+            outputs as u32,
+            chunks,
+            code,
+            self.dtype.is_float(),
+            correction,
+            partial.ptr(),
+            y.ptr(),
+        )?;
+        Ok(y)
+    }
+
+    /// Softmax or log-softmax along `dim`; dense output.
+    pub fn softmax(&self, l: &Layout, dim: usize, log: bool) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let last = l.ndim() - 1;
+        let mut perm: Vec<usize> = (0..l.ndim()).filter(|&d| d != dim).collect();
+        perm.push(dim);
+        let pl = l.permute(&perm);
+        let outer = Layout::from_parts(
+            pl.shape()[..last].to_vec(),
+            pl.strides()[..last].to_vec(),
+            pl.offset(),
+        );
+        let (len, step) = (pl.shape()[last], pl.strides()[last]);
+        let y = CudaStorage::alloc(self.dtype, l.numel())?;
+        if l.numel() == 0 {
+            return Ok(y);
+        }
+        let (g, [ro]) = geometry("softmax", outer.shape(), [&outer])?;
+        kernels::softmax(
+            rt,
+            self.dtype,
+            (g, ro),
+            self.ptr(),
+            len as u32,
+            step as u32,
+            log,
+            y.ptr(),
+        )?;
+        if dim == last {
+            return Ok(y);
+        }
+        let mut inverse = vec![0; perm.len()];
+        for (i, &p) in perm.iter().enumerate() {
+            inverse[p] = i;
+        }
+        y.cast(&Layout::contiguous(pl.shape()).permute(&inverse), self.dtype)
+    }
+
+    /// Layer norm of dense storage over rows of `norm` elements.
+    pub fn layer_norm(
+        &self,
+        norm: usize,
+        w: Option<&CudaStorage>,
+        b: Option<&CudaStorage>,
+        eps: f64,
+    ) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let y = CudaStorage::alloc(self.dtype, self.len)?;
+        if self.len == 0 || norm == 0 {
+            return Ok(y);
+        }
+        let rows = (self.len / norm) as u32;
+        kernels::layer_norm(
+            rt,
+            self.dtype,
+            rows,
+            norm as u32,
+            self.ptr(),
+            w.map(|t| t.ptr()),
+            b.map(|t| t.ptr()),
+            eps,
+            y.ptr(),
+        )?;
+        Ok(y)
+    }
+}
+
+fn reduce_code(op: ReduceOp) -> (u32, u32) {
+    use kiln_kernels::reduce::ReduceCode as C;
+    let (c, corr) = match op {
+        ReduceOp::Sum => (C::Sum, 0),
+        ReduceOp::Prod => (C::Prod, 0),
+        ReduceOp::Mean => (C::Mean, 0),
+        ReduceOp::Var { correction } => (C::Var, correction),
+        ReduceOp::Std { correction } => (C::Std, correction),
+        ReduceOp::Max => (C::Max, 0),
+        ReduceOp::Min => (C::Min, 0),
+        ReduceOp::ArgMax => (C::ArgMax, 0),
+        ReduceOp::ArgMin => (C::ArgMin, 0),
+        ReduceOp::All => (C::All, 0),
+        ReduceOp::Any => (C::Any, 0),
+    };
+    (c as u32, corr)
 }
 
 /// The bytes of `value` as one element of `dtype`, in the low bytes of a u64.

@@ -59,6 +59,15 @@ M = torch.randn(8192, 8192, device=dev)
 report("M + M[0] (8192^2)", gbs(8 * N * reps, gpu_time(lambda: M + M[0], reps)), "GB/s")
 report("M.t().contiguous() (8192^2)", gbs(8 * N * reps, gpu_time(lambda: M.t().contiguous(), reps)), "GB/s")
 
+report("a.sum()", gbs(4 * N * reps, gpu_time(lambda: a.sum(), reps)), "GB/s")
+report("M.sum(1) (8192^2)", gbs(4 * N * reps, gpu_time(lambda: M.sum(1), reps)), "GB/s")
+report("M.sum(0) (8192^2)", gbs(4 * N * reps, gpu_time(lambda: M.sum(0), reps)), "GB/s")
+S = torch.randn(16384, 4096, device=dev)
+ln = torch.nn.LayerNorm(4096, device=dev)
+report("softmax(S, -1) (16384x4096)", gbs(8 * N * reps, gpu_time(lambda: torch.softmax(S, -1), reps)), "GB/s")
+with torch.no_grad():
+    report("layer_norm(S, 4096) (16384x4096)", gbs(8 * N * reps, gpu_time(lambda: ln(S), reps)), "GB/s")
+
 for size in (1024, 4096, 8192):
     reps = 10 if size == 8192 else 30
     p, q = torch.randn(size, size, device=dev), torch.randn(size, size, device=dev)

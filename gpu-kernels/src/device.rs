@@ -67,3 +67,79 @@ pub fn shfl_xor_u64(v: u64, mask: u32) -> u64 {
 pub fn shfl_xor_f64(v: f64, mask: u32) -> f64 {
     f64::from_bits(shfl_xor_u64(v.to_bits(), mask))
 }
+
+/// `V` elements loaded or stored as one 16-byte access.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+pub struct Pack<T: Copy, const V: usize>(pub [T; V]);
+
+/// `y[i] = f(a[i], b[i])` over dense, 16-byte aligned arrays (see [`map_packed`]).
+///
+/// # Safety
+/// `a`, `b` and `y` hold `n` elements and are 16-byte aligned.
+#[inline(always)]
+pub unsafe fn map_packed2<T: Copy, const V: usize>(
+    n: u32,
+    a: *const T,
+    b: *const T,
+    y: *mut T,
+    f: impl Fn(T, T) -> T,
+) {
+    let packs = n / V as u32;
+    let (av, bv, yv) = (
+        a as *const Pack<T, V>,
+        b as *const Pack<T, V>,
+        y as *mut Pack<T, V>,
+    );
+    for_each_index(packs, |p| {
+        let (x, w) = (*av.add(p as usize), *bv.add(p as usize));
+        let mut out = x;
+        let mut k = 0;
+        while k < V {
+            out.0[k] = f(x.0[k], w.0[k]);
+            k += 1;
+        }
+        *yv.add(p as usize) = out;
+    });
+    let tail = packs * V as u32;
+    let t = global_index();
+    if t < n - tail {
+        let i = (tail + t) as usize;
+        *y.add(i) = f(*a.add(i), *b.add(i));
+    }
+}
+
+/// `y[i] = f(i, x[i])` over dense, 16-byte aligned arrays: whole packs of `V`
+/// through a grid-stride loop, the tail one element per thread.
+///
+/// # Safety
+/// `x` and `y` hold `n` elements and are 16-byte aligned.
+#[inline(always)]
+pub unsafe fn map_packed<T: Copy, U: Copy, const V: usize>(
+    n: u32,
+    x: *const T,
+    y: *mut U,
+    f: impl Fn(u32, T) -> U,
+) where
+    [T; V]: Sized,
+{
+    let packs = n / V as u32;
+    let (xv, yv) = (x as *const Pack<T, V>, y as *mut Pack<U, V>);
+    for_each_index(packs, |p| {
+        let a = *xv.add(p as usize);
+        let first = (*yv.add(p as usize)).0[0];
+        let mut out = Pack([first; V]);
+        let mut k = 0;
+        while k < V {
+            out.0[k] = f(p * V as u32 + k as u32, a.0[k]);
+            k += 1;
+        }
+        *yv.add(p as usize) = out;
+    });
+    let tail = packs * V as u32;
+    let t = global_index();
+    if t < n - tail {
+        let i = tail + t;
+        *y.add(i as usize) = f(i, *x.add(i as usize));
+    }
+}

@@ -877,14 +877,20 @@ macro_rules! matmul_int {
                 g: Geometry,
                 ao: Operand,
                 bo: Operand,
-                dims: [u32; 3],
-                strides: [u32; 4],
+                dims: crate::params::MatmulShape,
                 a: *const $t,
                 b: *const $t,
                 y: *mut $t,
             ) {
-                let [m, n, k] = dims;
-                let [ars, acs, brs, bcs] = strides;
+                let crate::params::MatmulShape {
+                    m,
+                    n,
+                    k,
+                    ars,
+                    acs,
+                    brs,
+                    bcs,
+                } = dims;
                 let mn = m * n;
                 for_each_index(g.n * mn, |idx| {
                     let (bi, r) = (idx / mn, idx % mn);
@@ -905,3 +911,80 @@ macro_rules! matmul_int {
     };
 }
 for_int_types!(matmul_int!());
+
+// ---- dense fast paths: 16-byte accesses, no index arithmetic --------------------------
+
+macro_rules! unary_packed {
+    ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("unary_v_", stringify!($op), "_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(n: u32, x: *const $t, y: *mut $t) {
+                crate::device::map_packed::<$t, $t, { 16 / core::mem::size_of::<$t>() }>(n, x, y, |_, v| {
+                    if core::mem::size_of::<$t>() == 8 {
+                        <$t>::from_f64(($f64)(v.to_f64()))
+                    } else {
+                        <$t>::from_f32(($f32)(v.to_f32()))
+                    }
+                });
+            }
+        };
+    };
+}
+macro_rules! float_unary_packed {
+    ($($op:ident => $f32:expr, $f64:expr;)*) => {
+        $( for_float_types!(unary_packed!($op, $f32, $f64,)); )*
+    };
+}
+float_unary_packed! {
+    abs => libm::fabsf, libm::fabs;
+    neg => |x: f32| -x, |x: f64| -x;
+    exp => math::exp_f32, libm::exp;
+    log => libm::logf, libm::log;
+    sqrt => math::sqrt_f32, math::sqrt_f64;
+    rsqrt => |x: f32| 1.0 / math::sqrt_f32(x), |x: f64| 1.0 / math::sqrt_f64(x);
+    sin => libm::sinf, libm::sin;
+    cos => libm::cosf, libm::cos;
+    tanh => libm::tanhf, libm::tanh;
+    sigmoid => math::sigmoid_f32, math::sigmoid_f64;
+    relu => relu32, relu64;
+    gelu => math::gelu_f32, math::gelu_f64;
+    silu => math::silu_f32, math::silu_f64;
+    square => |x: f32| x * x, |x: f64| x * x;
+    reciprocal => |x: f32| 1.0 / x, |x: f64| 1.0 / x;
+}
+
+macro_rules! binary_packed {
+    ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("binary_v_", stringify!($op), "_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(n: u32, a: *const $t, b: *const $t, y: *mut $t) {
+                crate::device::map_packed2::<$t, { 16 / core::mem::size_of::<$t>() }>(n, a, b, y, |p, q| {
+                    if core::mem::size_of::<$t>() == 8 {
+                        <$t>::from_f64(($f64)(p.to_f64(), q.to_f64()))
+                    } else {
+                        <$t>::from_f32(($f32)(p.to_f32(), q.to_f32()))
+                    }
+                });
+            }
+        };
+        const _: () = {
+            #[export_name = concat!("binary_scalar_v_", stringify!($op), "_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(n: u32, a: *const $t, s: $t, rev: u32, y: *mut $t) {
+                crate::device::map_packed::<$t, $t, { 16 / core::mem::size_of::<$t>() }>(n, a, y, |_, x| {
+                    let (p, q) = if rev != 0 { (s, x) } else { (x, s) };
+                    if core::mem::size_of::<$t>() == 8 {
+                        <$t>::from_f64(($f64)(p.to_f64(), q.to_f64()))
+                    } else {
+                        <$t>::from_f32(($f32)(p.to_f32(), q.to_f32()))
+                    }
+                });
+            }
+        };
+    };
+}
+for_float_types!(binary_packed!(add, |a: f32, b: f32| a + b, |a: f64, b: f64| a + b,));
+for_float_types!(binary_packed!(sub, |a: f32, b: f32| a - b, |a: f64, b: f64| a - b,));
+for_float_types!(binary_packed!(mul, |a: f32, b: f32| a * b, |a: f64, b: f64| a * b,));
+for_float_types!(binary_packed!(div, |a: f32, b: f32| a / b, |a: f64, b: f64| a / b,));
+for_float_types!(binary_packed!(maximum, max32, max64,));
+for_float_types!(binary_packed!(minimum, min32, min64,));

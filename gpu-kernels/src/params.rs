@@ -53,3 +53,23 @@ impl Geometry {
         off
     }
 }
+
+/// Sizes and matrix strides of an integer batched matmul (`y = a @ b`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MatmulShape {
+    /// rows of `a` and `y`
+    pub m: u32,
+    /// columns of `b` and `y`
+    pub n: u32,
+    /// the contracted size
+    pub k: u32,
+    /// row stride of `a`
+    pub ars: u32,
+    /// column stride of `a`
+    pub acs: u32,
+    /// row stride of `b`
+    pub brs: u32,
+    /// column stride of `b`
+    pub bcs: u32,
+}

@@ -10,7 +10,7 @@ use crate::tensor::op::{BinaryOp, CmpOp, UnaryOp};
 use crate::tensor::strided::Merged;
 use crate::tensor::{DType, Layout};
 use cudarc::driver::{result, sys, CudaFunction, CudaModule};
-use kiln_kernels::params::{Geometry, Operand, MAX_DIMS};
+use kiln_kernels::params::{Geometry, MatmulShape, Operand, MAX_DIMS};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -52,6 +52,12 @@ pub enum Kernel {
     LayerNorm(DType),
     /// `matmul_int_<dtype>`
     MatmulInt(DType),
+    /// `unary_v_<op>_<dtype>`: dense, 16-byte accesses
+    UnaryV(UnaryOp, DType),
+    /// `binary_v_<op>_<dtype>`: dense, 16-byte accesses
+    BinaryV(BinaryOp, DType),
+    /// `binary_scalar_v_<op>_<dtype>`: dense, 16-byte accesses
+    BinaryScalarV(BinaryOp, DType),
 }
 
 const UNARY: [UnaryOp; 25] = {
@@ -90,6 +96,9 @@ impl Kernel {
             Kernel::Softmax(d) => format!("softmax_{d}"),
             Kernel::LayerNorm(d) => format!("layer_norm_{d}"),
             Kernel::MatmulInt(d) => format!("matmul_int_{d}"),
+            Kernel::UnaryV(op, d) => format!("unary_v_{}_{d}", op.name()),
+            Kernel::BinaryV(op, d) => format!("binary_v_{}_{d}", op.name()),
+            Kernel::BinaryScalarV(op, d) => format!("binary_scalar_v_{}_{d}", op.name()),
         }
     }
 
@@ -100,6 +109,9 @@ impl Kernel {
             v.extend(BINARY.iter().map(|&op| Kernel::Binary(op, d)));
             v.extend(CMP.iter().map(|&op| Kernel::Cmp(op, d)));
             v.extend(BINARY.iter().map(|&op| Kernel::BinaryScalar(op, d)));
+            v.extend(UNARY.iter().map(|&op| Kernel::UnaryV(op, d)));
+            v.extend(BINARY.iter().map(|&op| Kernel::BinaryV(op, d)));
+            v.extend(BINARY.iter().map(|&op| Kernel::BinaryScalarV(op, d)));
             v.extend(CMP.iter().map(|&op| Kernel::CmpScalar(op, d)));
             v.extend(DType::ALL.iter().map(|&s| Kernel::Cast(s, d)));
             v.extend([
@@ -153,6 +165,11 @@ impl KernelTable {
                 ),
             )
         })
+    }
+
+    /// The kernel when the module has it.
+    pub fn find(&self, k: Kernel) -> Option<&CudaFunction> {
+        self.functions.get(&k)
     }
 
     /// Number of kernels resolved.
@@ -436,23 +453,22 @@ pub fn layer_norm(
     }
 }
 
-/// Integer batched matmul: `dims` = [m, n, k], `strides` = A's (row, col) then B's.
+/// Integer batched matmul over the batch geometry.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_int(
     rt: &CudaRuntime,
     dtype: DType,
     batch: (Geometry, Operand, Operand),
-    dims: [u32; 3],
-    strides: [u32; 4],
+    dims: MatmulShape,
     a: sys::CUdeviceptr,
     b: sys::CUdeviceptr,
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::MatmulInt(dtype))?;
     let (mut g, mut ao, mut bo) = batch;
-    let (mut dims, mut strides, mut a, mut b, mut y) = (dims, strides, a, b, y);
-    let n = g.n * dims[0] * dims[1];
-    // SAFETY: matches `matmul_int_*(g, ao, bo, dims: [u32; 3], strides: [u32; 4], a, b, y)`.
+    let (mut dims, mut a, mut b, mut y) = (dims, a, b, y);
+    let n = g.n * dims.m * dims.n;
+    // SAFETY: matches `matmul_int_*(g, ao, bo, dims: MatmulShape, a, b, y)`.
     unsafe {
         launch(
             rt,
@@ -463,9 +479,92 @@ pub fn matmul_int(
                 arg(&mut ao),
                 arg(&mut bo),
                 arg(&mut dims),
-                arg(&mut strides),
                 arg(&mut a),
                 arg(&mut b),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// Elements per 16-byte pack of `dtype`.
+pub fn pack(dtype: DType) -> usize {
+    16 / dtype.size_in_bytes()
+}
+
+/// True when every operand is dense and 16-byte aligned: the packed kernels apply.
+pub fn packable(dtype: DType, ops: &[Operand]) -> bool {
+    ops.iter()
+        .all(|o| o.contiguous != 0 && o.offset as usize % pack(dtype) == 0)
+}
+
+/// Dense `y = op(x)` with 16-byte accesses.
+pub fn unary_v(
+    rt: &CudaRuntime,
+    f: &CudaFunction,
+    dtype: DType,
+    n: u32,
+    x: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let (mut n_, mut x, mut y) = (n, x, y);
+    // SAFETY: matches `unary_v_*(n: u32, x: *const T, y: *mut T)`; both dense and aligned.
+    unsafe {
+        launch(
+            rt,
+            f,
+            n.div_ceil(pack(dtype) as u32),
+            &mut [arg(&mut n_), arg(&mut x), arg(&mut y)],
+        )
+    }
+}
+
+/// Dense `y = a op b` with 16-byte accesses.
+pub fn binary_v(
+    rt: &CudaRuntime,
+    f: &CudaFunction,
+    dtype: DType,
+    n: u32,
+    a: sys::CUdeviceptr,
+    b: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let (mut n_, mut a, mut b, mut y) = (n, a, b, y);
+    // SAFETY: matches `binary_v_*(n: u32, a: *const T, b: *const T, y: *mut T)`; all dense and aligned.
+    unsafe {
+        launch(
+            rt,
+            f,
+            n.div_ceil(pack(dtype) as u32),
+            &mut [arg(&mut n_), arg(&mut a), arg(&mut b), arg(&mut y)],
+        )
+    }
+}
+
+/// Dense `y = a op s` (or `s op a`) with 16-byte accesses.
+#[allow(clippy::too_many_arguments)]
+pub fn binary_scalar_v(
+    rt: &CudaRuntime,
+    f: &CudaFunction,
+    dtype: DType,
+    n: u32,
+    a: sys::CUdeviceptr,
+    bits: u64,
+    rev: bool,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let (mut n_, mut a, mut bits, mut rev, mut y) = (n, a, bits, rev as u32, y);
+    // SAFETY: matches `binary_scalar_v_*(n: u32, a: *const T, s: T, rev: u32, y: *mut T)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            n.div_ceil(pack(dtype) as u32),
+            &mut [
+                arg(&mut n_),
+                arg(&mut a),
+                arg(&mut bits),
+                arg(&mut rev),
                 arg(&mut y),
             ],
         )

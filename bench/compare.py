@@ -11,7 +11,7 @@ def parse(path):
     out = {}
     for line in open(path, encoding="utf-8", errors="replace"):
         if line.startswith("RESULT,"):
-            _, case, value, unit = line.strip().split(",", 3)
+            case, value, unit = line.strip()[len("RESULT,"):].rsplit(",", 2)
             out[case] = (float(value), unit)
     return out
 
@@ -23,9 +23,9 @@ for case, (tv, unit) in torch.items():
     kv = kiln.get(case, (float("nan"), unit))[0]
     ratio = kv / tv if tv else float("nan")
     print(f"| {case} | {unit} | {kv:.2f} | {tv:.2f} | {ratio:.2f} |")
-    rows.append(f"{case},{unit},{kv},{tv},{ratio}")
+    rows.append(f"\"{case}\",{unit},{kv},{tv},{ratio}")
 for case, (kv, unit) in kiln.items():
     if case not in torch:
         print(f"| {case} | {unit} | {kv:.2f} | n/a | n/a |")
-        rows.append(f"{case},{unit},{kv},,")
+        rows.append(f"\"{case}\",{unit},{kv},,")
 open(sys.argv[3], "w").write("\n".join(rows) + "\n")

@@ -689,10 +689,23 @@ macro_rules! reduce_partial {
                     start + chunk_len
                 };
                 let mut s = RState::init(code);
+                let at = |j: u32| *x.add((base + inner.offset(&io, j)) as usize);
+                let push = |s: &mut RState, v: $t, j: u32| {
+                    let vi = if <$t>::FLOAT { 0 } else { v.to_i64() };
+                    s.push(code, <$t>::FLOAT, v.to_f64(), vi, j as i64);
+                };
                 let mut j = start + lane_id();
+                // four loads in flight per thread, then one at a time for the rest
+                while j + 96 < end {
+                    let (v0, v1, v2, v3) = (at(j), at(j + 32), at(j + 64), at(j + 96));
+                    push(&mut s, v0, j);
+                    push(&mut s, v1, j + 32);
+                    push(&mut s, v2, j + 64);
+                    push(&mut s, v3, j + 96);
+                    j += 128;
+                }
                 while j < end {
-                    let v = *x.add((base + inner.offset(&io, j)) as usize);
-                    s.push(code, <$t>::FLOAT, v.to_f64(), v.to_i64(), j as i64);
+                    push(&mut s, at(j), j);
                     j += 32;
                 }
                 let s = warp_merge(s, code, <$t>::FLOAT);
@@ -788,7 +801,7 @@ macro_rules! row_kernels {
                 let mut sum = 0.0f64;
                 j = lane_id();
                 while j < len {
-                    sum += libm::exp(at(j) - m);
+                    sum += row_exp::<$t>(at(j) - m);
                     j += 32;
                 }
                 k = 16;
@@ -801,7 +814,11 @@ macro_rules! row_kernels {
                 let out = y.add(r as usize * len as usize);
                 while j < len {
                     let v = at(j) - m;
-                    *out.add(j as usize) = <$t>::from_f64(if log != 0 { v - ls } else { libm::exp(v) / sum });
+                    *out.add(j as usize) = <$t>::from_f64(if log != 0 {
+                        v - ls
+                    } else {
+                        row_exp::<$t>(v) / sum
+                    });
                     j += 32;
                 }
             }
@@ -865,6 +882,17 @@ macro_rules! row_kernels {
         };
     };
 }
+/// `e^x` at the precision the row's dtype needs: double for f64, the fast
+/// single-precision exp otherwise.
+#[inline(always)]
+fn row_exp<T>(x: f64) -> f64 {
+    if core::mem::size_of::<T>() == 8 {
+        libm::exp(x)
+    } else {
+        math::exp_f32(x as f32) as f64
+    }
+}
+
 for_float_types!(row_kernels!());
 
 // ---- integer matmul (cuBLAS has none): one thread per output element ----------------------

@@ -72,9 +72,13 @@ macro_rules! unary_int {
     };
 }
 
+/// One line per float unary op: its strided and its dense (packed) kernels.
 macro_rules! float_unary_ops {
     ($($op:ident => $f32:expr, $f64:expr;)*) => {
-        $( for_float_types!(unary_float!($op, $f32, $f64,)); )*
+        $(
+            for_float_types!(unary_float!($op, $f32, $f64,));
+            for_float_types!(unary_packed!($op, $f32, $f64,));
+        )*
     };
 }
 
@@ -109,33 +113,6 @@ fn sign64(x: f64) -> f64 {
     } else {
         x
     }
-}
-
-float_unary_ops! {
-    abs => libm::fabsf, libm::fabs;
-    neg => |x: f32| -x, |x: f64| -x;
-    exp => math::exp_f32, libm::exp;
-    log => libm::logf, libm::log;
-    log2 => libm::log2f, libm::log2;
-    log1p => libm::log1pf, libm::log1p;
-    expm1 => libm::expm1f, libm::expm1;
-    sqrt => math::sqrt_f32, math::sqrt_f64;
-    rsqrt => |x: f32| 1.0 / math::sqrt_f32(x), |x: f64| 1.0 / math::sqrt_f64(x);
-    sin => libm::sinf, libm::sin;
-    cos => libm::cosf, libm::cos;
-    tan => libm::tanf, libm::tan;
-    tanh => libm::tanhf, libm::tanh;
-    sigmoid => math::sigmoid_f32, math::sigmoid_f64;
-    relu => relu32, relu64;
-    gelu => math::gelu_f32, math::gelu_f64;
-    silu => math::silu_f32, math::silu_f64;
-    erf => math::erf_f32, math::erf_f64;
-    floor => libm::floorf, libm::floor;
-    ceil => libm::ceilf, libm::ceil;
-    round => libm::rintf, libm::rint;
-    sign => sign32, sign64;
-    square => |x: f32| x * x, |x: f64| x * x;
-    reciprocal => |x: f32| 1.0 / x, |x: f64| 1.0 / x;
 }
 
 for_int_types!(unary_int!(abs, |x: i64| x.wrapping_abs(),));
@@ -292,14 +269,6 @@ fn ipow(base: i64, exp: i64) -> i64 {
     r
 }
 
-for_float_types!(binary_float!(add, |a: f32, b: f32| a + b, |a: f64, b: f64| a + b,));
-for_float_types!(binary_float!(sub, |a: f32, b: f32| a - b, |a: f64, b: f64| a - b,));
-for_float_types!(binary_float!(mul, |a: f32, b: f32| a * b, |a: f64, b: f64| a * b,));
-for_float_types!(binary_float!(div, |a: f32, b: f32| a / b, |a: f64, b: f64| a / b,));
-for_float_types!(binary_float!(remainder, rem32, rem64,));
-for_float_types!(binary_float!(pow, math::pow_f32, math::pow_f64,));
-for_float_types!(binary_float!(maximum, max32, max64,));
-for_float_types!(binary_float!(minimum, min32, min64,));
 for_int_types!(binary_int!(add, |a: i64, b: i64| a.wrapping_add(b),));
 for_int_types!(binary_int!(sub, |a: i64, b: i64| a.wrapping_sub(b),));
 for_int_types!(binary_int!(mul, |a: i64, b: i64| a.wrapping_mul(b),));
@@ -558,30 +527,6 @@ macro_rules! binary_scalar_int {
     };
 }
 
-for_float_types!(binary_scalar_float!(
-    add,
-    |a: f32, b: f32| a + b,
-    |a: f64, b: f64| a + b,
-));
-for_float_types!(binary_scalar_float!(
-    sub,
-    |a: f32, b: f32| a - b,
-    |a: f64, b: f64| a - b,
-));
-for_float_types!(binary_scalar_float!(
-    mul,
-    |a: f32, b: f32| a * b,
-    |a: f64, b: f64| a * b,
-));
-for_float_types!(binary_scalar_float!(
-    div,
-    |a: f32, b: f32| a / b,
-    |a: f64, b: f64| a / b,
-));
-for_float_types!(binary_scalar_float!(remainder, rem32, rem64,));
-for_float_types!(binary_scalar_float!(pow, math::pow_f32, math::pow_f64,));
-for_float_types!(binary_scalar_float!(maximum, max32, max64,));
-for_float_types!(binary_scalar_float!(minimum, min32, min64,));
 for_int_types!(binary_scalar_int!(add, |a: i64, b: i64| a.wrapping_add(b),));
 for_int_types!(binary_scalar_int!(sub, |a: i64, b: i64| a.wrapping_sub(b),));
 for_int_types!(binary_scalar_int!(mul, |a: i64, b: i64| a.wrapping_mul(b),));
@@ -958,28 +903,6 @@ macro_rules! unary_packed {
         };
     };
 }
-macro_rules! float_unary_packed {
-    ($($op:ident => $f32:expr, $f64:expr;)*) => {
-        $( for_float_types!(unary_packed!($op, $f32, $f64,)); )*
-    };
-}
-float_unary_packed! {
-    abs => libm::fabsf, libm::fabs;
-    neg => |x: f32| -x, |x: f64| -x;
-    exp => math::exp_f32, libm::exp;
-    log => libm::logf, libm::log;
-    sqrt => math::sqrt_f32, math::sqrt_f64;
-    rsqrt => |x: f32| 1.0 / math::sqrt_f32(x), |x: f64| 1.0 / math::sqrt_f64(x);
-    sin => libm::sinf, libm::sin;
-    cos => libm::cosf, libm::cos;
-    tanh => libm::tanhf, libm::tanh;
-    sigmoid => math::sigmoid_f32, math::sigmoid_f64;
-    relu => relu32, relu64;
-    gelu => math::gelu_f32, math::gelu_f64;
-    silu => math::silu_f32, math::silu_f64;
-    square => |x: f32| x * x, |x: f64| x * x;
-    reciprocal => |x: f32| 1.0 / x, |x: f64| 1.0 / x;
-}
 
 macro_rules! binary_packed {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
@@ -1010,9 +933,54 @@ macro_rules! binary_packed {
         };
     };
 }
-for_float_types!(binary_packed!(add, |a: f32, b: f32| a + b, |a: f64, b: f64| a + b,));
-for_float_types!(binary_packed!(sub, |a: f32, b: f32| a - b, |a: f64, b: f64| a - b,));
-for_float_types!(binary_packed!(mul, |a: f32, b: f32| a * b, |a: f64, b: f64| a * b,));
-for_float_types!(binary_packed!(div, |a: f32, b: f32| a / b, |a: f64, b: f64| a / b,));
-for_float_types!(binary_packed!(maximum, max32, max64,));
-for_float_types!(binary_packed!(minimum, min32, min64,));
+
+// ---- the float op tables (each op once; every kernel family generated from it) --------
+
+float_unary_ops! {
+    abs => libm::fabsf, libm::fabs;
+    neg => |x: f32| -x, |x: f64| -x;
+    exp => math::exp_f32, libm::exp;
+    log => libm::logf, libm::log;
+    log2 => libm::log2f, libm::log2;
+    log1p => libm::log1pf, libm::log1p;
+    expm1 => libm::expm1f, libm::expm1;
+    sqrt => math::sqrt_f32, math::sqrt_f64;
+    rsqrt => |x: f32| 1.0 / math::sqrt_f32(x), |x: f64| 1.0 / math::sqrt_f64(x);
+    sin => libm::sinf, libm::sin;
+    cos => libm::cosf, libm::cos;
+    tan => libm::tanf, libm::tan;
+    tanh => libm::tanhf, libm::tanh;
+    sigmoid => math::sigmoid_f32, math::sigmoid_f64;
+    relu => relu32, relu64;
+    gelu => math::gelu_f32, math::gelu_f64;
+    silu => math::silu_f32, math::silu_f64;
+    erf => math::erf_f32, math::erf_f64;
+    floor => libm::floorf, libm::floor;
+    ceil => libm::ceilf, libm::ceil;
+    round => libm::rintf, libm::rint;
+    sign => sign32, sign64;
+    square => |x: f32| x * x, |x: f64| x * x;
+    reciprocal => |x: f32| 1.0 / x, |x: f64| 1.0 / x;
+}
+
+/// One line per float binary op: strided, with a scalar, and dense kernels.
+macro_rules! float_binary_ops {
+    ($($op:ident => $f32:expr, $f64:expr;)*) => {
+        $(
+            for_float_types!(binary_float!($op, $f32, $f64,));
+            for_float_types!(binary_scalar_float!($op, $f32, $f64,));
+            for_float_types!(binary_packed!($op, $f32, $f64,));
+        )*
+    };
+}
+
+float_binary_ops! {
+    add => |a: f32, b: f32| a + b, |a: f64, b: f64| a + b;
+    sub => |a: f32, b: f32| a - b, |a: f64, b: f64| a - b;
+    mul => |a: f32, b: f32| a * b, |a: f64, b: f64| a * b;
+    div => |a: f32, b: f32| a / b, |a: f64, b: f64| a / b;
+    remainder => rem32, rem64;
+    pow => math::pow_f32, math::pow_f64;
+    maximum => max32, max64;
+    minimum => min32, min64;
+}

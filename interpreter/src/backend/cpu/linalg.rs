@@ -105,7 +105,7 @@ fn gemm<T: Element>(
     // SAFETY (both arms): the layouts were checked by the front-end, so every
     // element (xo + i*xr + p*xc) and (yo + p*yr + j*yc) lies inside its slice, and
     // `c` is a dense m×n row-major buffer.
-    if let (Some(xs), Some(ys), Some(cs)) = (f32_slice(x), f32_slice(y), f32_slice_mut(c)) {
+    if let (Some(xs), Some(ys), Some(cs)) = (typed::<T, f32>(x), typed::<T, f32>(y), typed_mut::<T, f32>(c)) {
         unsafe {
             matrixmultiply::sgemm(
                 m,
@@ -124,7 +124,9 @@ fn gemm<T: Element>(
                 1,
             );
         }
-    } else if let (Some(xs), Some(ys), Some(cs)) = (f64_slice(x), f64_slice(y), f64_slice_mut(c)) {
+    } else if let (Some(xs), Some(ys), Some(cs)) =
+        (typed::<T, f64>(x), typed::<T, f64>(y), typed_mut::<T, f64>(c))
+    {
         unsafe {
             matrixmultiply::dgemm(
                 m,
@@ -162,30 +164,18 @@ fn gemm<T: Element>(
     }
 }
 
-fn f32_slice<T: Element>(x: &[T]) -> Option<&[f32]> {
-    (T::DTYPE == DType::F32).then(|| {
-        // SAFETY: T is f32 (checked through its DTYPE), so the cast is the identity.
-        unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f32, x.len()) }
+/// `x` as a slice of `U` when `T` is `U` (checked through their dtypes).
+fn typed<T: Element, U: Element>(x: &[T]) -> Option<&[U]> {
+    (T::DTYPE == U::DTYPE).then(|| {
+        // SAFETY: equal dtypes mean T and U are the same type, so the cast is the identity.
+        unsafe { std::slice::from_raw_parts(x.as_ptr() as *const U, x.len()) }
     })
 }
 
-fn f32_slice_mut<T: Element>(x: &mut [T]) -> Option<&mut [f32]> {
-    (T::DTYPE == DType::F32).then(|| {
-        // SAFETY: as in `f32_slice`.
-        unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr() as *mut f32, x.len()) }
-    })
-}
-
-fn f64_slice<T: Element>(x: &[T]) -> Option<&[f64]> {
-    (T::DTYPE == DType::F64).then(|| {
-        // SAFETY: T is f64 (checked through its DTYPE), so the cast is the identity.
-        unsafe { std::slice::from_raw_parts(x.as_ptr() as *const f64, x.len()) }
-    })
-}
-
-fn f64_slice_mut<T: Element>(x: &mut [T]) -> Option<&mut [f64]> {
-    (T::DTYPE == DType::F64).then(|| {
-        // SAFETY: as in `f64_slice`.
-        unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr() as *mut f64, x.len()) }
+/// Mutable form of [`typed`].
+fn typed_mut<T: Element, U: Element>(x: &mut [T]) -> Option<&mut [U]> {
+    (T::DTYPE == U::DTYPE).then(|| {
+        // SAFETY: as in `typed`.
+        unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr() as *mut U, x.len()) }
     })
 }

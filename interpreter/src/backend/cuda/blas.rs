@@ -127,29 +127,8 @@ pub fn matmul(
     if k == 0 {
         return CudaStorage::full(dtype, out.len, crate::tensor::Scalar::Int(0));
     }
-    // Operands cuBLAS cannot read in place are made dense first.
-    let dense_a;
-    let (a, ga) = match describe(la, m, k) {
-        Some(g) => (a, g),
-        None => {
-            dense_a = a.cast(la, dtype)?;
-            (
-                &dense_a,
-                describe(&Layout::contiguous(la.shape()), m, k).ok_or_else(internal)?,
-            )
-        }
-    };
-    let dense_b;
-    let (b, gb) = match describe(lb, k, n) {
-        Some(g) => (b, g),
-        None => {
-            dense_b = b.cast(lb, dtype)?;
-            (
-                &dense_b,
-                describe(&Layout::contiguous(lb.shape()), k, n).ok_or_else(internal)?,
-            )
-        }
-    };
+    let (a, ga) = readable(a, la, m, k)?;
+    let (b, gb) = readable(b, lb, k, n)?;
     let esz = dtype.size_in_bytes();
     let (one32, zero32, one64, zero64) = (1f32, 0f32, 1f64, 0f64);
     let (alpha, beta): (*const c_void, *const c_void) = if dtype == DType::F64 {
@@ -244,6 +223,17 @@ fn matmul_int(
         out.ptr(),
     )?;
     Ok(out)
+}
+
+/// The operand as cuBLAS will read it: in place when its strides allow, else a
+/// dense copy (a `CudaStorage` clone only shares the buffer).
+fn readable(s: &CudaStorage, l: &Layout, rows: usize, cols: usize) -> Result<(CudaStorage, Gemm)> {
+    if let Some(g) = describe(l, rows, cols) {
+        return Ok((s.clone(), g));
+    }
+    let dense = s.cast(l, s.dtype)?;
+    let g = describe(&Layout::contiguous(l.shape()), rows, cols).ok_or_else(internal)?;
+    Ok((dense, g))
 }
 
 fn internal() -> Error {

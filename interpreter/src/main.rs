@@ -1,12 +1,14 @@
 //! The `kiln` command: run a script file, evaluate an expression with `-e`,
-//! or start the REPL. A thin layer over the library's [`kiln::Interpreter`].
+//! or start the interactive session ([`repl`]). A thin layer over the
+//! library's [`kiln::Interpreter`].
 
 use anyhow::Result;
 use clap::Parser;
 use kiln::{Device, Interpreter};
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+mod repl;
 
 /// kiln: tensor programs in Rhai, computed in Rust.
 #[derive(Parser, Debug)]
@@ -18,6 +20,10 @@ struct Cli {
     /// Default device for new tensors: cpu or cuda (also KILN_DEVICE).
     #[arg(long, value_name = "DEVICE")]
     device: Option<String>,
+    /// Keep no REPL history (by default it is kept in KILN_HISTORY,
+    /// $XDG_DATA_HOME/kiln/history or ~/.kiln_history).
+    #[arg(long)]
+    no_history: bool,
     /// Script to run; with none (and no -e), start the REPL.
     file: Option<PathBuf>,
     /// Arguments for the script (`args()` / `ARGS`).
@@ -53,7 +59,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
     kiln.set_args(args);
     match cli.file {
         Some(path) => Ok(report(kiln.run_file(&path).map(|_| ()))),
-        None => repl(&mut kiln),
+        None => {
+            let history = if cli.no_history {
+                None
+            } else {
+                repl::default_history_path()
+            };
+            repl::run(kiln, repl::Options { history })
+        }
     }
 }
 
@@ -65,43 +78,4 @@ fn report(r: std::result::Result<(), kiln::ScriptError>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// A minimal line-by-line REPL: variables and functions persist, results
-/// that are not `()` are printed, errors are reported and the session goes on.
-fn repl(kiln: &mut Interpreter) -> Result<ExitCode> {
-    let interactive = std::io::stdin().is_terminal();
-    if interactive {
-        println!(
-            "kiln {} — Rhai tensor scripting. Ctrl-D to exit.",
-            env!("CARGO_PKG_VERSION")
-        );
-    }
-    let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
-    let mut failed = false;
-    loop {
-        if interactive {
-            print!(">>> ");
-            std::io::stdout().flush()?;
-        }
-        let Some(line) = lines.next() else { break };
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        match kiln.run(&line, "<repl>") {
-            Ok(v) if v.is_unit() => {}
-            Ok(v) => println!("{v}"),
-            Err(e) => {
-                failed = true;
-                eprintln!("error: {e}");
-            }
-        }
-    }
-    Ok(if failed && !interactive {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
 }

@@ -1,7 +1,7 @@
 //! The interactive session driven through a pseudo-terminal, as a person
 //! would use it: multi-line input, value echo, completion, errors with a
-//! caret, Ctrl-C on a running loop, history across sessions and the `:`
-//! commands. Every wait has a generous timeout and none assumes a timing.
+//! caret, Ctrl-C on a running loop, history across sessions, imports that
+//! last, and the `:` commands. Every wait has a generous timeout and none assumes a timing.
 
 use rexpect::reader::Options;
 use rexpect::session::PtySession;
@@ -102,6 +102,12 @@ fn tab_completion() {
     enter(&mut p, "()");
     p.exp_regex("true|false").unwrap();
     p.exp_string(">>> ").unwrap();
+    // An import lasts for the session, and its members complete.
+    run(&mut p, "import \"nn\" as nn;", "");
+    p.send("nn::ms\t").unwrap();
+    p.flush().unwrap();
+    p.exp_string("nn::mse").unwrap();
+    run(&mut p, "(ones([2]), zeros([2]))", "tensor(1.)");
     // Script variables complete too.
     run(&mut p, "let my_long_name = 5;", "");
     p.send("my_lo\t").unwrap();

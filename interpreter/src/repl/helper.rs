@@ -63,6 +63,118 @@ fn past_end(source: &str, line: usize, column: usize) -> bool {
     line > last_line || (line == last_line && column > last_col)
 }
 
+/// The `import "path" as name;` statements at the top level of `source`
+/// (not inside a block or a function), as (path, name) pairs. An engine
+/// forgets imports when a run ends; the session keeps these ones.
+pub fn top_level_imports(source: &str) -> Vec<(String, String)> {
+    let chars: Vec<char> = source.chars().collect();
+    let mut found = Vec::new();
+    let mut depth = 0usize;
+    let mut statement_start = true;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        match c {
+            '/' if next == Some('/') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            '/' if next == Some('*') => {
+                i += 2;
+                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                    i += 1;
+                }
+                i += 2;
+                continue;
+            }
+            '"' | '`' | '\'' => {
+                i = skip_quoted(&chars, i);
+                statement_start = false;
+                continue;
+            }
+            '{' | '(' | '[' => depth += 1,
+            '}' | ')' | ']' => {
+                depth = depth.saturating_sub(1);
+                statement_start = c == '}';
+                i += 1;
+                continue;
+            }
+            ';' => {
+                statement_start = true;
+                i += 1;
+                continue;
+            }
+            c if c.is_whitespace() => {
+                i += 1;
+                continue;
+            }
+            c if c.is_alphabetic() || c == '_' => {
+                let start = i;
+                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                    i += 1;
+                }
+                let word: String = chars[start..i].iter().collect();
+                if word == "import" && depth == 0 && statement_start {
+                    if let Some((path, alias, end)) = import_tail(&chars, i) {
+                        found.push((path, alias));
+                        i = end;
+                    }
+                }
+                statement_start = false;
+                continue;
+            }
+            _ => {}
+        }
+        statement_start = false;
+        i += 1;
+    }
+    found
+}
+
+/// The index just past the quoted literal that starts at `start`.
+fn skip_quoted(chars: &[char], start: usize) -> usize {
+    let quote = chars[start];
+    let mut i = start + 1;
+    while i < chars.len() && chars[i] != quote {
+        if chars[i] == '\\' && quote != '`' {
+            i += 1;
+        }
+        i += 1;
+    }
+    i + 1
+}
+
+/// After the `import` keyword at `i`: `"path" as name`, with where it ends.
+fn import_tail(chars: &[char], mut i: usize) -> Option<(String, String, usize)> {
+    let skip_ws = |i: &mut usize| {
+        while *i < chars.len() && chars[*i].is_whitespace() {
+            *i += 1;
+        }
+    };
+    skip_ws(&mut i);
+    if chars.get(i) != Some(&'"') {
+        return None;
+    }
+    let end = skip_quoted(chars, i);
+    let path: String = chars.get(i + 1..end.checked_sub(1)?)?.iter().collect();
+    i = end;
+    skip_ws(&mut i);
+    if chars.get(i..i + 2) != Some(&['a', 's'][..]) {
+        return None;
+    }
+    i += 2;
+    skip_ws(&mut i);
+    let start = i;
+    while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+        i += 1;
+    }
+    let alias: String = chars[start..i].iter().collect();
+    (is_identifier(&alias) && start > end).then_some((path, alias, i))
+}
+
 /// The session's commands, for completion after `:`.
 pub const COMMANDS: [&str; 8] = [
     ":help", ":time", ":mem", ":device", ":load", ":vars", ":quit", ":exit",
@@ -182,6 +294,11 @@ impl KilnHelper {
             if let Some(members) = self.names.modules.get(module) {
                 add(&mut members.iter().map(String::as_str));
             }
+            if let Ok(state) = self.state.try_borrow() {
+                if let Some(members) = state.modules.get(module) {
+                    add(&mut members.iter().map(String::as_str));
+                }
+            }
         } else if head.ends_with('.') && !head.ends_with("..") {
             add(&mut self.names.methods.iter().map(String::as_str));
         } else {
@@ -190,6 +307,8 @@ impl KilnHelper {
             let modules: Vec<String> = self.names.modules.keys().map(|m| format!("{m}::")).collect();
             add(&mut modules.iter().map(String::as_str));
             if let Ok(mut state) = self.state.try_borrow_mut() {
+                let imported: Vec<String> = state.modules.keys().map(|m| format!("{m}::")).collect();
+                add(&mut imported.iter().map(String::as_str));
                 let functions: Vec<String> = state.functions.keys().cloned().collect();
                 add(&mut functions.iter().map(String::as_str));
                 let vars: Vec<String> = state
@@ -281,6 +400,11 @@ mod tests {
     use std::cell::RefCell;
     use std::rc::Rc;
 
+    fn state_modules(h: &KilnHelper) {
+        let members = ["mse".to_string(), "linear".to_string()].into_iter().collect();
+        h.state.borrow_mut().modules.insert("nn".into(), members);
+    }
+
     fn engine() -> kiln::Interpreter {
         kiln::Interpreter::with_device(kiln::Device::Cpu).unwrap()
     }
@@ -317,6 +441,50 @@ mod tests {
     }
 
     #[test]
+    fn odd_inputs_do_not_panic() {
+        let state = Rc::new(RefCell::new(super::super::State::new(engine())));
+        let h = KilnHelper::new(state.clone());
+        for src in [
+            "import",
+            "import \"",
+            "import \"a\" as",
+            "import \"é\" as ü",
+            "'",
+            "\"\\",
+            "`",
+            "/*",
+            "::",
+            ".",
+            "a..b.",
+            "ß.ö::ü",
+            "}}}]])",
+            ":load ",
+            ":",
+            "日本語.sof",
+        ] {
+            let _ = top_level_imports(src);
+            let _ = parse(state.borrow().kiln.engine(), src);
+            for (i, _) in src.char_indices().chain(std::iter::once((src.len(), ' '))) {
+                let _ = h.candidates(&src[..i]);
+            }
+        }
+    }
+
+    #[test]
+    fn finds_top_level_imports() {
+        let src = "import \"nn\" as nn;\nlet s = \"import \\\"x\\\" as y;\"; // import \"c\" as c;\n\
+                   fn f() { import \"inner\" as inner; }\nif true { import \"b\" as b; }\n\
+                   /* import \"d\" as d; */ import \"my/lib\" as lib";
+        let got = top_level_imports(src);
+        assert_eq!(
+            got,
+            vec![("nn".into(), "nn".into()), ("my/lib".into(), "lib".into())]
+        );
+        assert!(top_level_imports("import \"x\";").is_empty());
+        assert!(top_level_imports("let y = x.import").is_empty());
+    }
+
+    #[test]
     fn completion() {
         let state = Rc::new(RefCell::new(super::super::State::new(engine())));
         state.borrow_mut().kiln.scope_mut().push("my_tensor", 1_i64);
@@ -342,6 +510,9 @@ mod tests {
         assert_eq!(c, vec!["my_fn".to_string(), "my_tensor".to_string()]);
         let (start, c) = h.candidates(":ti");
         assert_eq!((start, c), (0, vec![":time".to_string()]));
+        state_modules(&h);
+        let (_, c) = h.candidates("nn::ms");
+        assert_eq!(c, vec!["mse".to_string()]);
         let (_, c) = h.candidates("x.");
         assert!(c.contains(&"matmul".to_string()) && !c.contains(&"zeros".to_string()));
     }

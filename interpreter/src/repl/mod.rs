@@ -21,7 +21,7 @@ use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 use rustyline::Editor;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,6 +57,8 @@ pub struct State {
     pub kiln: Interpreter,
     /// Functions the session defined: name → `name(params)`.
     pub functions: BTreeMap<String, String>,
+    /// Modules the session imported: name → its functions.
+    pub modules: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl State {
@@ -65,6 +67,7 @@ impl State {
         State {
             kiln,
             functions: BTreeMap::new(),
+            modules: BTreeMap::new(),
         }
     }
 }
@@ -263,16 +266,23 @@ impl Session {
             return None;
         };
         let state = &mut *state;
-        if let Ok(ast) = state.kiln.engine().compile(source) {
-            for f in ast.iter_functions() {
-                let sig = format!("{}({})", f.name, f.params.join(", "));
-                state.functions.insert(f.name.to_string(), sig);
+        let compiled = match state.kiln.engine().compile(source) {
+            Ok(ast) => {
+                for f in ast.iter_functions() {
+                    let sig = format!("{}({})", f.name, f.params.join(", "));
+                    state.functions.insert(f.name.to_string(), sig);
+                }
+                true
             }
-        }
+            Err(_) => false,
+        };
         self.interrupt.store(false, Ordering::SeqCst);
         let result = state.kiln.run(source, name);
         let interrupted = self.interrupt.swap(false, Ordering::SeqCst);
         compact(state.kiln.scope_mut());
+        if compiled {
+            keep_imports(state, source);
+        }
         match result {
             Ok(v) => Some(v),
             Err(_) if interrupted => {
@@ -294,6 +304,27 @@ impl Session {
                 println!("{text}");
             }
         }
+    }
+}
+
+/// Registers the modules that `source` imports at its top level on the
+/// engine, so that the next inputs still see them (an engine forgets a
+/// script's imports when the run ends).
+fn keep_imports(state: &mut State, source: &str) {
+    for (path, alias) in helper::top_level_imports(source) {
+        let engine = state.kiln.engine();
+        let Ok(module) = engine
+            .module_resolver()
+            .resolve(engine, None, &path, rhai::Position::NONE)
+        else {
+            continue;
+        };
+        let members = module
+            .gen_fn_signatures_with_mapper(std::borrow::Cow::Borrowed)
+            .filter_map(|sig| sig.split('(').next().map(str::to_string))
+            .collect();
+        state.modules.insert(alias.clone(), members);
+        state.kiln.engine_mut().register_static_module(alias, module);
     }
 }
 

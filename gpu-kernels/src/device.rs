@@ -1,7 +1,12 @@
-//! Device support for the kernels (nvptx only): thread indices and the
-//! grid-stride loop. The parts of a CUDA runtime header that kiln needs.
+//! Device support for the kernels (nvptx only): thread and block indices,
+//! the grid-stride loop, barriers, dynamic shared memory, warp shuffles,
+//! block-wide all-reductions and 16-byte packed access. The parts of a CUDA
+//! runtime header that kiln needs.
 
-use core::arch::nvptx::{_block_dim_x, _block_idx_x, _grid_dim_x, _thread_idx_x};
+use core::arch::nvptx::{
+    _block_dim_x, _block_idx_x, _block_idx_y, _block_idx_z, _grid_dim_x, _grid_dim_z, _syncthreads,
+    _thread_idx_x, _thread_idx_y,
+};
 
 /// This thread's index in the whole grid (x dimension).
 #[inline(always)]
@@ -29,6 +34,48 @@ pub fn for_each_index(n: u32, mut f: impl FnMut(u32)) {
             None => break,
         };
     }
+}
+
+/// This thread's index in its block (x, y).
+#[inline(always)]
+pub fn thread_xy() -> (u32, u32) {
+    // SAFETY: reading special registers has no preconditions.
+    unsafe { (_thread_idx_x() as u32, _thread_idx_y() as u32) }
+}
+
+/// This block's index in the grid (x, y, z).
+#[inline(always)]
+pub fn block_xyz() -> (u32, u32, u32) {
+    // SAFETY: as above.
+    unsafe {
+        (
+            _block_idx_x() as u32,
+            _block_idx_y() as u32,
+            _block_idx_z() as u32,
+        )
+    }
+}
+
+/// Threads per block (x) and blocks per grid (x, z).
+#[inline(always)]
+pub fn dims() -> (u32, u32, u32) {
+    // SAFETY: as above.
+    unsafe { (_block_dim_x() as u32, _grid_dim_x() as u32, _grid_dim_z() as u32) }
+}
+
+/// Waits until every thread of the block has reached this point.
+///
+/// # Safety
+/// Every thread of the block must call it (no divergent barriers).
+#[inline(always)]
+pub unsafe fn sync_threads() {
+    _syncthreads()
+}
+
+/// The block's dynamic shared memory (sized by the launch), as `T`s.
+#[inline(always)]
+pub fn shared<T>() -> *mut T {
+    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<T>()
 }
 
 /// This thread's index within its warp.
@@ -66,6 +113,156 @@ pub fn shfl_xor_u64(v: u64, mask: u32) -> u64 {
 #[inline(always)]
 pub fn shfl_xor_f64(v: f64, mask: u32) -> f64 {
     f64::from_bits(shfl_xor_u64(v.to_bits(), mask))
+}
+
+/// Calls `f(0)`, ..., `f(15)`, written out so that arrays indexed by `k`
+/// stay in registers (a loop the compiler leaves rolled would index local
+/// memory).
+#[inline(always)]
+pub fn unroll16(mut f: impl FnMut(usize)) {
+    f(0);
+    f(1);
+    f(2);
+    f(3);
+    f(4);
+    f(5);
+    f(6);
+    f(7);
+    f(8);
+    f(9);
+    f(10);
+    f(11);
+    f(12);
+    f(13);
+    f(14);
+    f(15);
+}
+
+/// [`shfl_xor`] of an f32.
+#[inline(always)]
+pub fn shfl_xor_f32(v: f32, mask: u32) -> f32 {
+    f32::from_bits(shfl_xor(v.to_bits(), mask))
+}
+
+/// A value that can be combined across a warp or a block.
+pub trait Shuffle: Copy {
+    /// The value held by lane `lane ^ mask`.
+    fn shfl_xor(self, mask: u32) -> Self;
+}
+
+impl Shuffle for f32 {
+    #[inline(always)]
+    fn shfl_xor(self, mask: u32) -> Self {
+        shfl_xor_f32(self, mask)
+    }
+}
+
+impl Shuffle for f64 {
+    #[inline(always)]
+    fn shfl_xor(self, mask: u32) -> Self {
+        shfl_xor_f64(self, mask)
+    }
+}
+
+/// `f` over the 32 lanes of the warp; every lane gets the result.
+#[inline(always)]
+pub fn warp_all_reduce<T: Shuffle>(mut v: T, f: impl Fn(T, T) -> T) -> T {
+    let mut m = 16;
+    while m > 0 {
+        v = f(v, v.shfl_xor(m));
+        m >>= 1;
+    }
+    v
+}
+
+/// `f` over every thread of the block (a whole number of warps, at most 32);
+/// every thread gets the result. `scratch` is shared memory for 32 values.
+///
+/// # Safety
+/// Every thread of the block calls it; `scratch` holds 32 `T`s of shared memory
+/// that no other code uses between the calls' barriers.
+#[inline(always)]
+pub unsafe fn block_all_reduce<T: Shuffle>(v: T, scratch: *mut T, f: impl Fn(T, T) -> T + Copy) -> T {
+    let v = warp_all_reduce(v, f);
+    let (tx, _) = thread_xy();
+    let warps = dims().0 / 32;
+    if warps <= 1 {
+        return v;
+    }
+    if tx & 31 == 0 {
+        *scratch.add((tx / 32) as usize) = v;
+    }
+    sync_threads();
+    let mut r = *scratch;
+    let mut w = 1;
+    while w < warps {
+        r = f(r, *scratch.add(w as usize));
+        w += 1;
+    }
+    // nobody may overwrite `scratch` before every thread has read it
+    sync_threads();
+    r
+}
+
+/// `value` aligned as `A` (a zero-sized array of `A` sets the alignment).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Aligned<A: Copy, T: Copy> {
+    _align: [A; 0],
+    /// The value.
+    pub value: T,
+}
+
+/// Alignment markers for [`Aligned`].
+#[repr(align(1))]
+#[derive(Clone, Copy)]
+pub struct A1;
+/// 2-byte alignment.
+#[repr(align(2))]
+#[derive(Clone, Copy)]
+pub struct A2;
+/// 4-byte alignment.
+#[repr(align(4))]
+#[derive(Clone, Copy)]
+pub struct A4;
+/// 8-byte alignment.
+#[repr(align(8))]
+#[derive(Clone, Copy)]
+pub struct A8;
+/// 16-byte alignment.
+#[repr(align(16))]
+#[derive(Clone, Copy)]
+pub struct A16;
+
+/// The alignment marker for `N` bytes.
+pub struct Bytes<const N: usize>;
+/// Maps [`Bytes`] to its alignment marker.
+pub trait AlignTo {
+    /// The marker.
+    type A: Copy;
+}
+impl AlignTo for Bytes<1> {
+    type A = A1;
+}
+impl AlignTo for Bytes<2> {
+    type A = A2;
+}
+impl AlignTo for Bytes<4> {
+    type A = A4;
+}
+impl AlignTo for Bytes<8> {
+    type A = A8;
+}
+impl AlignTo for Bytes<16> {
+    type A = A16;
+}
+
+impl<A: Copy, T: Copy> Aligned<A, T> {
+    /// Wraps `value`.
+    #[inline(always)]
+    pub fn new(value: T) -> Self {
+        Aligned { _align: [], value }
+    }
 }
 
 /// `V` elements loaded or stored as one 16-byte access.

@@ -6,9 +6,17 @@
 //! `nvptx64-nvidia-cuda` by `interpreter/build.rs`) arrive with the CUDA
 //! backend and live behind `cfg(target_arch = "nvptx64")`.
 #![no_std]
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+    feature(
+        abi_ptx,
+        stdarch_nvptx,
+        asm_experimental_arch,
+        core_intrinsics,
+        gpu_intrinsics,
+        gpu_launch_sized_workgroup_mem
+    )
 )]
 
 pub mod elem;

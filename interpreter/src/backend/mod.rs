@@ -57,6 +57,19 @@ impl Storage {
         }
     }
 
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Storage::Cpu(s) => s.len(),
+            Storage::Cuda(s) => s.len(),
+        }
+    }
+
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The device holding the elements.
     pub fn device(&self) -> Device {
         match self {

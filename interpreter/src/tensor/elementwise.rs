@@ -2,6 +2,7 @@
 //! with NumPy broadcasting and PyTorch promotion (tensors with tensors and with
 //! host scalars), `where`, `clamp`, casts and copies.
 
+use super::autograd::{self, functions, Saved};
 use super::op::{BinaryOp, CmpOp, UnaryOp};
 use super::shape::broadcast_shapes;
 use super::{DType, Device, Layout, Scalar, Tensor};
@@ -79,6 +80,22 @@ binary_methods!(
 impl Tensor {
     /// Applies a unary op; integer inputs of float-only ops compute in f32.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        if !autograd::needs_grad(&[self]) {
+            return self.unary_impl(op);
+        }
+        let y = autograd::forward(|| self.unary_impl(op))?;
+        let (x, ys) = (Saved::new(self), Saved::new(&y));
+        Ok(autograd::record(op.name(), &[self], y, move |g, _| {
+            Ok(vec![functions::unary(
+                op,
+                x.get(op.name())?,
+                ys.get(op.name())?,
+                g,
+            )?])
+        }))
+    }
+
+    fn unary_impl(&self, op: UnaryOp) -> Result<Tensor> {
         let dtype = op
             .result_dtype(self.dtype())
             .ok_or_else(|| Error::dtype(op.name(), self.dtype()))?;
@@ -101,6 +118,18 @@ impl Tensor {
 
     /// `self op rhs` with broadcasting and promotion.
     pub fn binary(&self, op: BinaryOp, rhs: &Tensor) -> Result<Tensor> {
+        if !autograd::needs_grad(&[self, rhs]) {
+            return self.binary_impl(op, rhs);
+        }
+        let y = autograd::forward(|| self.binary_impl(op, rhs))?;
+        let (a, b, ys) = (Saved::new(self), Saved::new(rhs), Saved::new(&y));
+        Ok(autograd::record(op.name(), &[self, rhs], y, move |g, needs| {
+            let n = op.name();
+            functions::binary(op, a.get(n)?, b.get(n)?, ys.get(n)?, g, needs)
+        }))
+    }
+
+    fn binary_impl(&self, op: BinaryOp, rhs: &Tensor) -> Result<Tensor> {
         self.same_device(op.name(), rhs)?;
         let dtype = op.compute_dtype(result_type(self, rhs));
         let (shape, _, _) = self.broadcast_pair(op.name(), rhs)?;
@@ -114,6 +143,25 @@ impl Tensor {
 
     /// `self op s` (or `s op self` when `reversed`) with a host scalar.
     pub fn binary_scalar(&self, op: BinaryOp, s: Scalar, reversed: bool) -> Result<Tensor> {
+        if !autograd::needs_grad(&[self]) {
+            return self.binary_scalar_impl(op, s, reversed);
+        }
+        let y = autograd::forward(|| self.binary_scalar_impl(op, s, reversed))?;
+        let (x, ys) = (Saved::new(self), Saved::new(&y));
+        Ok(autograd::record(op.name(), &[self], y, move |g, _| {
+            let n = op.name();
+            Ok(vec![functions::binary_scalar(
+                op,
+                x.get(n)?,
+                s,
+                reversed,
+                ys.get(n)?,
+                g,
+            )?])
+        }))
+    }
+
+    fn binary_scalar_impl(&self, op: BinaryOp, s: Scalar, reversed: bool) -> Result<Tensor> {
         let dtype = op.compute_dtype(s.promote_with(self.dtype()));
         if dtype.is_int() && reversed && matches!(op, BinaryOp::Rem | BinaryOp::Pow) {
             // the tensor is the divisor / exponent: checked through the tensor path
@@ -147,6 +195,18 @@ impl Tensor {
 
     /// `cond ? a : b` elementwise, broadcasting all three (`cond` is read as bool).
     pub fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        if !autograd::needs_grad(&[a, b]) {
+            return Tensor::where_impl(cond, a, b);
+        }
+        let y = autograd::forward(|| Tensor::where_impl(cond, a, b))?;
+        let c = Saved::new(cond);
+        let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
+        Ok(autograd::record("where", &[cond, a, b], y, move |g, needs| {
+            functions::where_cond(c.get("where")?, &sa, &sb, g, needs)
+        }))
+    }
+
+    fn where_impl(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         cond.same_device("where", a)?;
         a.same_device("where", b)?;
         let dtype = result_type(a, b);
@@ -182,6 +242,17 @@ impl Tensor {
                 "at least one of min and max must be given",
             ));
         }
+        if !autograd::needs_grad(&[self]) {
+            return self.clamp_impl(min, max);
+        }
+        let y = autograd::forward(|| self.clamp_impl(min, max))?;
+        let x = Saved::new(self);
+        Ok(autograd::record("clamp", &[self], y, move |g, _| {
+            Ok(vec![Some(functions::clamp(x.get("clamp")?, min, max, g)?)])
+        }))
+    }
+
+    fn clamp_impl(&self, min: Option<Scalar>, max: Option<Scalar>) -> Result<Tensor> {
         let mut t = self.clone();
         if let Some(lo) = min {
             t = t.binary_scalar(BinaryOp::Maximum, lo, false)?;
@@ -198,7 +269,14 @@ impl Tensor {
             return Ok(self.clone());
         }
         let out = self.storage().cast(self.layout(), dtype)?;
-        Ok(Tensor::from_storage(out, self.shape()))
+        let out = Tensor::from_storage(out, self.shape());
+        if !autograd::needs_grad(&[self]) {
+            return Ok(out);
+        }
+        // the engine converts the gradient back to this tensor's dtype
+        Ok(autograd::record("to_dtype", &[self], out, |g, _| {
+            Ok(vec![Some(g.clone())])
+        }))
     }
 
     /// A contiguous tensor with the same values: this handle when already contiguous.
@@ -209,10 +287,25 @@ impl Tensor {
         self.clone_data()
     }
 
+    /// This handle when it is contiguous and covers its whole storage from the
+    /// start (kernels that take a bare storage need that), else a copy.
+    pub(crate) fn dense(&self) -> Result<Tensor> {
+        if self.is_contiguous() && self.layout().offset() == 0 && self.storage().len() == self.numel() {
+            return Ok(self.clone());
+        }
+        self.clone_data()
+    }
+
     /// A copy of the data in new, contiguous storage.
     pub fn clone_data(&self) -> Result<Tensor> {
         let out = self.storage().cast(self.layout(), self.dtype())?;
-        Ok(Tensor::from_storage(out, self.shape()))
+        let out = Tensor::from_storage(out, self.shape());
+        if !autograd::needs_grad(&[self]) {
+            return Ok(out);
+        }
+        Ok(autograd::record("clone", &[self], out, |g, _| {
+            Ok(vec![Some(g.clone())])
+        }))
     }
 
     /// This tensor on `device` (the same handle when it already is there).
@@ -221,7 +314,14 @@ impl Tensor {
             return Ok(self.clone());
         }
         let out = self.storage().to_device(self.layout(), device)?;
-        Ok(Tensor::from_storage(out, self.shape()))
+        let out = Tensor::from_storage(out, self.shape());
+        if !autograd::needs_grad(&[self]) {
+            return Ok(out);
+        }
+        let from = self.device();
+        Ok(autograd::record("to_device", &[self], out, move |g, _| {
+            Ok(vec![Some(g.to_device(from)?)])
+        }))
     }
 }
 

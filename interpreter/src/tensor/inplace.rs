@@ -23,6 +23,7 @@ impl Tensor {
     /// `copy_` on behalf of the in-place op `op` (named in errors).
     fn write_from(&self, op: &'static str, src: &Tensor) -> Result<()> {
         self.same_device(op, src)?;
+        super::autograd::check_inplace(op, self, Some(src))?;
         if self.layout().has_internal_overlap() {
             return Err(Error::invalid(
                 op,
@@ -64,6 +65,7 @@ impl Tensor {
     }
 
     fn check_writable(&self, op: BinaryOp) -> Result<()> {
+        super::autograd::check_inplace(op.name(), self, None)?;
         if self.layout().has_internal_overlap() {
             return Err(Error::invalid(
                 op.name(),

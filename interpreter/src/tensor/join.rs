@@ -1,5 +1,6 @@
 //! Joining tensors: `cat` along an existing dim and `stack` along a new one.
 
+use super::autograd::{self, functions};
 use super::shape::{normalize_dim, normalize_dim_for};
 use super::{DType, Tensor};
 use crate::error::{Error, Result};
@@ -38,14 +39,24 @@ impl Tensor {
         }
         let mut shape = first.shape().to_vec();
         shape[d] = total;
-        let out = Tensor::zeros(&shape, Some(dtype), first.device())?;
-        let mut at = 0;
-        for t in tensors {
-            let len = t.shape()[d];
-            out.narrow(d as i64, at as i64, len as i64)?.copy_(t)?;
-            at += len;
+        let out = autograd::forward(|| -> Result<Tensor> {
+            let out = Tensor::zeros(&shape, Some(dtype), first.device())?;
+            let mut at = 0;
+            for t in tensors {
+                let len = t.shape()[d];
+                out.narrow(d as i64, at as i64, len as i64)?.copy_(t)?;
+                at += len;
+            }
+            Ok(out)
+        })?;
+        let inputs: Vec<&Tensor> = tensors.iter().collect();
+        if !autograd::needs_grad(&inputs) {
+            return Ok(out);
         }
-        Ok(out)
+        let sizes: Vec<usize> = tensors.iter().map(|t| t.shape()[d]).collect();
+        Ok(autograd::record("cat", &inputs, out, move |g, needs| {
+            functions::cat(&sizes, d as i64, g, needs)
+        }))
     }
 
     /// Stacks equal-shaped tensors along a new dim `dim`.

@@ -1,6 +1,7 @@
 //! The matmul front-end: `matmul` with PyTorch's rules (1-D operands, batch
 //! broadcasting), and the strict `mm` (2-D) and `bmm` (3-D) forms.
 
+use super::autograd::{self, functions, Saved};
 use super::elementwise::{result_type, with_storages};
 use super::shape::broadcast_shapes;
 use super::Tensor;
@@ -97,6 +98,17 @@ impl Tensor {
 
     /// Both operands at least 2-D: broadcast batch dims, check inner sizes.
     fn matmul_nd(&self, rhs: &Tensor, op: &'static str) -> Result<Tensor> {
+        if !autograd::needs_grad(&[self, rhs]) {
+            return self.matmul_nd_impl(rhs, op);
+        }
+        let y = autograd::forward(|| self.matmul_nd_impl(rhs, op))?;
+        let (a, b) = (Saved::new(self), Saved::new(rhs));
+        Ok(autograd::record(op, &[self, rhs], y, move |g, needs| {
+            functions::matmul(a.get(op)?, b.get(op)?, g, needs)
+        }))
+    }
+
+    fn matmul_nd_impl(&self, rhs: &Tensor, op: &'static str) -> Result<Tensor> {
         self.same_device(op, rhs)?;
         let (sa, sb) = (self.shape(), rhs.shape());
         let (na, nb) = (sa.len(), sb.len());

@@ -1,8 +1,10 @@
 //! The tensor core: the [`Tensor`] handle and its metadata ([`Layout`],
 //! [`DType`], [`Device`]), and the op front-end. Every op is written once in
 //! the submodules here (validation, broadcasting, dtype promotion) and then
-//! dispatched to a backend through [`crate::backend::Storage`].
+//! dispatched to a backend through [`crate::backend::Storage`]; ops on
+//! tensors that require grad also record their backward ([`autograd`]).
 
+pub mod autograd;
 pub mod creation;
 pub mod device;
 pub mod dtype;
@@ -27,7 +29,8 @@ pub use random::Generator;
 
 use crate::backend::Storage;
 use crate::error::{Error, Result};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Host-side values in logical order: what crosses back from a device.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,14 +68,23 @@ impl HostValues {
     }
 }
 
-/// Shared, lockable storage; views of one tensor hold the same `Arc`.
-pub(crate) type SharedStorage = Arc<RwLock<Storage>>;
+/// Lockable storage with a version counter that every write bumps (autograd
+/// checks it to catch saved tensors modified in place).
+pub(crate) struct StorageCell {
+    data: RwLock<Storage>,
+    version: AtomicU64,
+}
+
+/// Shared storage; views of one tensor hold the same `Arc`.
+pub(crate) type SharedStorage = Arc<StorageCell>;
 
 struct TensorImpl {
     storage: SharedStorage,
     layout: Layout,
     dtype: DType,
     device: Device,
+    /// Set once, for tensors that require grad or were made by a recorded op.
+    autograd: OnceLock<Arc<autograd::AutogradMeta>>,
 }
 
 /// An n-dimensional array on a device: a cheap, thread-safe handle. Cloning
@@ -83,7 +95,11 @@ pub struct Tensor(Arc<TensorImpl>);
 impl Tensor {
     /// A tensor over a whole new storage with a contiguous layout of `shape`.
     pub(crate) fn from_storage(storage: Storage, shape: &[usize]) -> Tensor {
-        Tensor::from_parts(Arc::new(RwLock::new(storage)), Layout::contiguous(shape))
+        let cell = StorageCell {
+            data: RwLock::new(storage),
+            version: AtomicU64::new(0),
+        };
+        Tensor::from_parts(Arc::new(cell), Layout::contiguous(shape))
     }
 
     pub(crate) fn from_parts(storage: SharedStorage, layout: Layout) -> Tensor {
@@ -96,6 +112,7 @@ impl Tensor {
             layout,
             dtype,
             device,
+            autograd: OnceLock::new(),
         }))
     }
 
@@ -106,6 +123,7 @@ impl Tensor {
             layout,
             dtype: self.0.dtype,
             device: self.0.device,
+            autograd: OnceLock::new(),
         }))
     }
 
@@ -154,10 +172,27 @@ impl Tensor {
     }
 
     pub(crate) fn storage_mut(&self) -> RwLockWriteGuard<'_, Storage> {
+        self.0.storage.version.fetch_add(1, Ordering::Relaxed);
         self.0
             .storage
+            .data
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How many writes the storage has seen (shared by all views of it).
+    pub(crate) fn version(&self) -> u64 {
+        self.0.storage.version.load(Ordering::Relaxed)
+    }
+
+    /// The autograd metadata, when this tensor has any.
+    pub(crate) fn autograd_meta(&self) -> Option<&Arc<autograd::AutogradMeta>> {
+        self.0.autograd.get()
+    }
+
+    /// The autograd metadata slot (set at most once).
+    pub(crate) fn autograd_slot(&self) -> &OnceLock<Arc<autograd::AutogradMeta>> {
+        &self.0.autograd
     }
 
     /// The elements in logical order, on the host (waits for the device).
@@ -196,7 +231,7 @@ impl Tensor {
 }
 
 fn read_lock(s: &SharedStorage) -> RwLockReadGuard<'_, Storage> {
-    s.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    s.data.read().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl std::fmt::Debug for Tensor {

@@ -1,6 +1,7 @@
 //! Neural-network ops with their own kernels: softmax, log-softmax and layer
 //! normalisation (integer inputs compute in f32).
 
+use super::autograd::{self, functions, Saved};
 use super::shape::normalize_dim;
 use super::Tensor;
 use crate::error::{Error, Result};
@@ -17,9 +18,21 @@ impl Tensor {
     }
 
     fn softmax_impl(&self, dim: i64, log: bool) -> Result<Tensor> {
+        if !autograd::needs_grad(&[self]) {
+            return self.softmax_forward(dim, log);
+        }
+        let y = autograd::forward(|| self.softmax_forward(dim, log))?;
+        let name = if log { "log_softmax" } else { "softmax" };
+        let ys = Saved::new(&y);
+        Ok(autograd::record(name, &[self], y, move |g, _| {
+            Ok(vec![Some(functions::softmax(ys.get(name)?, dim, log, g)?)])
+        }))
+    }
+
+    fn softmax_forward(&self, dim: i64, log: bool) -> Result<Tensor> {
         let op = if log { "log_softmax" } else { "softmax" };
         if self.ndim() == 0 {
-            return self.unsqueeze(0)?.softmax_impl(0, log)?.reshape(&[]);
+            return self.unsqueeze(0)?.softmax_forward(0, log)?.reshape(&[]);
         }
         let d = normalize_dim(op, dim, self.shape())?;
         let x = self.to_dtype(self.dtype().to_float())?;
@@ -30,6 +43,29 @@ impl Tensor {
     /// Layer normalisation over the trailing dims `normalized_shape`, with
     /// optional elementwise `weight` and `bias` of that shape.
     pub fn layer_norm(
+        &self,
+        normalized_shape: &[usize],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor> {
+        let mut inputs = vec![self];
+        inputs.extend(weight);
+        inputs.extend(bias);
+        if !autograd::needs_grad(&inputs) {
+            return self.layer_norm_impl(normalized_shape, weight, bias, eps);
+        }
+        let y = autograd::forward(|| self.layer_norm_impl(normalized_shape, weight, bias, eps))?;
+        let (x, w) = (Saved::new(self), weight.map(Saved::new));
+        let bias_shape = bias.map(|b| b.shape().to_vec());
+        let k = normalized_shape.len();
+        Ok(autograd::record("layer_norm", &inputs, y, move |g, needs| {
+            let w = w.as_ref().map(|w| w.get("layer_norm")).transpose()?;
+            functions::layer_norm(x.get("layer_norm")?, k, w, bias_shape.as_deref(), eps, g, needs)
+        }))
+    }
+
+    fn layer_norm_impl(
         &self,
         normalized_shape: &[usize],
         weight: Option<&Tensor>,
@@ -62,7 +98,7 @@ impl Tensor {
             }
         };
         let (w, b) = (prep(weight, "weight")?, prep(bias, "bias")?);
-        let x = self.to_dtype(dtype)?.contiguous()?;
+        let x = self.to_dtype(dtype)?.dense()?;
         let norm: usize = normalized_shape.iter().product();
         let out = {
             let xs = x.storage();

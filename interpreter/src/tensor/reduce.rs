@@ -1,6 +1,7 @@
 //! The reduction front-end: `sum prod mean max min argmax argmin var std all
 //! any` over the whole tensor or over some dims, with `keepdim`.
 
+use super::autograd::{self, functions, Saved};
 use super::op::ReduceOp;
 use super::shape::normalize_dim;
 use super::Tensor;
@@ -9,6 +10,31 @@ use crate::error::{Error, Result};
 impl Tensor {
     /// Reduces `dims` (all dims when `None`); `keepdim` keeps them as size 1.
     pub fn reduce(&self, op: ReduceOp, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        let (keep, squeezed) = self.reduce_impl(op, dims)?;
+        let out = if keepdim {
+            keep.clone()
+        } else {
+            keep.with_layout(super::Layout::contiguous(&squeezed))
+        };
+        if !autograd::needs_grad(&[self]) {
+            return Ok(out);
+        }
+        let (x, k) = (Saved::new(self), Saved::new(&keep));
+        let keep_shape: Vec<i64> = keep.shape().iter().map(|&d| d as i64).collect();
+        Ok(autograd::record(op.name(), &[self], out, move |g, _| {
+            let g = g.reshape(&keep_shape)?;
+            Ok(vec![functions::reduce(
+                op,
+                x.get(op.name())?,
+                k.get(op.name())?,
+                &g,
+            )?])
+        }))
+    }
+
+    /// The reduction with the reduced dims kept as size 1, and the shape
+    /// without them.
+    fn reduce_impl(&self, op: ReduceOp, dims: Option<&[i64]>) -> Result<(Tensor, Vec<usize>)> {
         let mut ds: Vec<usize> = match dims {
             None => (0..self.ndim()).collect(),
             Some(list) if self.ndim() == 0 => {
@@ -53,14 +79,14 @@ impl Tensor {
             return Err(Error::invalid(op.name(), "expects a single dim"));
         }
         let out = self.storage().reduce(op, self.layout(), &ds)?;
-        let shape: Vec<usize> = (0..self.ndim())
-            .filter_map(|d| match (ds.contains(&d), keepdim) {
-                (false, _) => Some(self.shape()[d]),
-                (true, true) => Some(1),
-                (true, false) => None,
-            })
+        let keep: Vec<usize> = (0..self.ndim())
+            .map(|d| if ds.contains(&d) { 1 } else { self.shape()[d] })
             .collect();
-        Ok(Tensor::from_storage(out, &shape))
+        let squeezed: Vec<usize> = (0..self.ndim())
+            .filter(|d| !ds.contains(d))
+            .map(|d| self.shape()[d])
+            .collect();
+        Ok((Tensor::from_storage(out, &keep), squeezed))
     }
 
     /// Sum of all elements (ints and bool sum to i64).

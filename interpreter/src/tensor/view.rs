@@ -3,22 +3,62 @@
 //! unsqueeze, expand, narrow, slice with step, select). Only `reshape` and
 //! `flatten` may copy, and only when no view can express the result.
 
+use super::autograd::{self, functions};
 use super::shape::{infer_shape, normalize_dim, normalize_dim_for, normalize_index};
 use super::Tensor;
 use crate::error::{Error, Result};
+
+/// The gradient of a view whose output has the same elements in another
+/// shape (reshape, view, squeeze, unsqueeze): `g` reshaped back.
+fn record_reshape(name: &'static str, x: &Tensor, out: Tensor) -> Tensor {
+    if !autograd::needs_grad(&[x]) {
+        return out;
+    }
+    let shape: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+    autograd::record(name, &[x], out, move |g, _| Ok(vec![Some(g.reshape(&shape)?)]))
+}
+
+/// The gradient of a view that reads part of the input (narrow, slice,
+/// select): `g` written into zeros where `view` reads.
+fn record_part(
+    name: &'static str,
+    x: &Tensor,
+    out: Tensor,
+    view: impl FnOnce(&Tensor) -> Result<Tensor> + Send + 'static,
+) -> Tensor {
+    if !autograd::needs_grad(&[x]) {
+        return out;
+    }
+    let shape = x.shape().to_vec();
+    autograd::record(name, &[x], out, move |g, _| {
+        Ok(vec![Some(functions::view_scatter(&shape, g, view)?)])
+    })
+}
+
+/// The gradient of a broadcasting view: `g` summed back to the input's shape.
+fn record_expand(name: &'static str, x: &Tensor, out: Tensor) -> Tensor {
+    if !autograd::needs_grad(&[x]) {
+        return out;
+    }
+    let shape = x.shape().to_vec();
+    autograd::record(name, &[x], out, move |g, _| {
+        Ok(vec![Some(functions::sum_to(g, &shape)?)])
+    })
+}
 
 impl Tensor {
     /// The same elements with another shape (one `-1` is inferred); a view when
     /// the strides allow it, else a contiguous copy.
     pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
         let target = infer_shape("reshape", self.shape(), shape)?;
-        match self.layout().view_as(&target) {
-            Some(l) => Ok(self.with_layout(l)),
+        let out = match self.layout().view_as(&target) {
+            Some(l) => self.with_layout(l),
             None => {
-                let c = self.clone_data()?;
-                Ok(c.with_layout(super::Layout::contiguous(&target)))
+                let c = autograd::forward(|| self.clone_data())?;
+                c.with_layout(super::Layout::contiguous(&target))
             }
-        }
+        };
+        Ok(record_reshape("reshape", self, out))
     }
 
     /// Like [`Tensor::reshape`] but never copies: fails when no view fits.
@@ -34,7 +74,7 @@ impl Tensor {
                 ),
             )
         })?;
-        Ok(self.with_layout(l))
+        Ok(record_reshape("view", self, self.with_layout(l)))
     }
 
     /// Merges dims `start..=end` into one.
@@ -68,7 +108,13 @@ impl Tensor {
         }
         let a = normalize_dim("transpose", d0, self.shape())?;
         let b = normalize_dim("transpose", d1, self.shape())?;
-        Ok(self.with_layout(self.layout().transpose(a, b)))
+        let out = self.with_layout(self.layout().transpose(a, b));
+        if !autograd::needs_grad(&[self]) {
+            return Ok(out);
+        }
+        Ok(autograd::record("transpose", &[self], out, move |g, _| {
+            Ok(vec![Some(g.transpose(a as i64, b as i64)?)])
+        }))
     }
 
     /// The transpose of a matrix; 0-D and 1-D tensors are returned as they are.
@@ -89,7 +135,17 @@ impl Tensor {
     /// Reorders the dims.
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
         let perm = self.layout().check_permutation("permute", dims)?;
-        Ok(self.with_layout(self.layout().permute(&perm)))
+        let out = self.with_layout(self.layout().permute(&perm));
+        if !autograd::needs_grad(&[self]) {
+            return Ok(out);
+        }
+        let mut inverse = vec![0i64; perm.len()];
+        for (i, &p) in perm.iter().enumerate() {
+            inverse[p] = i as i64;
+        }
+        Ok(autograd::record("permute", &[self], out, move |g, _| {
+            Ok(vec![Some(g.permute(&inverse)?)])
+        }))
     }
 
     /// Removes size-1 dims: all of them (`None`) or those listed.
@@ -115,13 +171,17 @@ impl Tensor {
         for &d in drop.iter().rev() {
             l = l.squeeze(d);
         }
-        Ok(self.with_layout(l))
+        Ok(record_reshape("squeeze", self, self.with_layout(l)))
     }
 
     /// Inserts a size-1 dim at `dim` (`-ndim-1..=ndim`).
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         let d = normalize_dim_for("unsqueeze", dim, self.ndim() + 1, self.shape())?;
-        Ok(self.with_layout(self.layout().unsqueeze(d)))
+        Ok(record_reshape(
+            "unsqueeze",
+            self,
+            self.with_layout(self.layout().unsqueeze(d)),
+        ))
     }
 
     /// Broadcasts to `shape` without copying; `-1` keeps a dim's size.
@@ -153,12 +213,14 @@ impl Tensor {
                 }
             });
         }
-        Ok(self.with_layout(self.layout().broadcast_to("expand", &target)?))
+        let out = self.with_layout(self.layout().broadcast_to("expand", &target)?);
+        Ok(record_expand("expand", self, out))
     }
 
     /// A stride-0 view of this tensor broadcast to `shape`.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout().broadcast_to("broadcast_to", shape)?))
+        let out = self.with_layout(self.layout().broadcast_to("broadcast_to", shape)?);
+        Ok(record_expand("broadcast_to", self, out))
     }
 
     /// `len` elements of `dim` from `start` (negative `start` counts from the end).
@@ -175,7 +237,10 @@ impl Tensor {
                 ),
             ));
         }
-        Ok(self.with_layout(self.layout().slice(d, s as usize, len as usize, 1)))
+        let out = self.with_layout(self.layout().slice(d, s as usize, len as usize, 1));
+        Ok(record_part("narrow", self, out, move |z| {
+            z.narrow(d as i64, s, len)
+        }))
     }
 
     /// Python slicing `[start:end:step]` of `dim` (bounds clamp; `None` means the end).
@@ -192,7 +257,10 @@ impl Tensor {
         let s = clamp(start.unwrap_or(0));
         let e = clamp(end.unwrap_or(size)).max(s);
         let len = (e - s + step - 1) / step;
-        Ok(self.with_layout(self.layout().slice(d, s as usize, len as usize, step as usize)))
+        let out = self.with_layout(self.layout().slice(d, s as usize, len as usize, step as usize));
+        Ok(record_part("slice", self, out, move |z| {
+            z.slice(d as i64, Some(s), Some(e), step)
+        }))
     }
 
     /// Fixes `dim` at `index` (negative counts from the end), removing the dim.
@@ -202,6 +270,9 @@ impl Tensor {
         }
         let d = normalize_dim("select", dim, self.shape())?;
         let i = normalize_index("select", index, d, self.shape())?;
-        Ok(self.with_layout(self.layout().select(d, i)))
+        let out = self.with_layout(self.layout().select(d, i));
+        Ok(record_part("select", self, out, move |z| {
+            z.select(d as i64, i as i64)
+        }))
     }
 }

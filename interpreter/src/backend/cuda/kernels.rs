@@ -6,7 +6,7 @@
 
 use super::runtime::{cuda_error, CudaRuntime};
 use crate::error::{Error, Result};
-use crate::tensor::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::tensor::strided::Merged;
 use crate::tensor::{DType, Layout};
 use cudarc::driver::{result, sys, CudaFunction, CudaModule};
@@ -32,6 +32,8 @@ pub enum Kernel {
     Where(DType),
     /// `cast_<src>_<dst>`
     Cast(DType, DType),
+    /// `cast_v_<src>_<dst>`: dense, the wider side in 16-byte accesses
+    CastV(DType, DType),
     /// `fill_<dtype>`
     Fill(DType),
     /// `arange_<dtype>`
@@ -58,6 +60,62 @@ pub enum Kernel {
     BinaryV(BinaryOp, DType),
     /// `binary_scalar_v_<op>_<dtype>`: dense, 16-byte accesses
     BinaryScalarV(BinaryOp, DType),
+    /// `binary_row_<op>_<dtype>`: a dense operand and a repeated dense row
+    BinaryRow(BinaryOp, DType),
+    /// `reduce_lanes_<op>_<dtype>`: dense rows reduced by blocks
+    ReduceLanes(DenseReduce, DType),
+    /// `reduce_lanes_finish_<op>_<dtype>`
+    ReduceLanesFinish(DenseReduce, DType),
+    /// `reduce_cols_<op>_<dtype>`: a dense middle axis reduced across columns
+    ReduceCols(DenseReduce, DType),
+    /// `reduce_cols_finish_<op>_<dtype>`
+    ReduceColsFinish(DenseReduce, DType),
+    /// `softmax_rows_<dtype>`: dense rows
+    SoftmaxRows(DType),
+    /// `transpose_b<bytes>`: tiled transposing copy of elements of that size
+    Transpose(usize),
+}
+
+/// The reductions with dense float kernels (value-only, one accumulator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DenseReduce {
+    /// sum
+    Sum,
+    /// mean
+    Mean,
+    /// maximum (NaN propagates)
+    Max,
+    /// minimum (NaN propagates)
+    Min,
+}
+
+impl DenseReduce {
+    /// The dense kernel family of `op`, when it has one.
+    pub fn of(op: ReduceOp) -> Option<DenseReduce> {
+        match op {
+            ReduceOp::Sum => Some(DenseReduce::Sum),
+            ReduceOp::Mean => Some(DenseReduce::Mean),
+            ReduceOp::Max => Some(DenseReduce::Max),
+            ReduceOp::Min => Some(DenseReduce::Min),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            DenseReduce::Sum => "sum",
+            DenseReduce::Mean => "mean",
+            DenseReduce::Max => "max",
+            DenseReduce::Min => "min",
+        }
+    }
+
+    const ALL: [DenseReduce; 4] = [
+        DenseReduce::Sum,
+        DenseReduce::Mean,
+        DenseReduce::Max,
+        DenseReduce::Min,
+    ];
 }
 
 const UNARY: [UnaryOp; 25] = {
@@ -86,6 +144,7 @@ impl Kernel {
             Kernel::CmpScalar(op, d) => format!("cmp_scalar_{}_{d}", op.name()),
             Kernel::Where(d) => format!("where_{d}"),
             Kernel::Cast(s, d) => format!("cast_{s}_{d}"),
+            Kernel::CastV(s, d) => format!("cast_v_{s}_{d}"),
             Kernel::Fill(d) => format!("fill_{d}"),
             Kernel::Arange(d) => format!("arange_{d}"),
             Kernel::RandUniform(d) => format!("rand_uniform_{d}"),
@@ -99,6 +158,13 @@ impl Kernel {
             Kernel::UnaryV(op, d) => format!("unary_v_{}_{d}", op.name()),
             Kernel::BinaryV(op, d) => format!("binary_v_{}_{d}", op.name()),
             Kernel::BinaryScalarV(op, d) => format!("binary_scalar_v_{}_{d}", op.name()),
+            Kernel::BinaryRow(op, d) => format!("binary_row_{}_{d}", op.name()),
+            Kernel::ReduceLanes(op, d) => format!("reduce_lanes_{}_{d}", op.name()),
+            Kernel::ReduceLanesFinish(op, d) => format!("reduce_lanes_finish_{}_{d}", op.name()),
+            Kernel::ReduceCols(op, d) => format!("reduce_cols_{}_{d}", op.name()),
+            Kernel::ReduceColsFinish(op, d) => format!("reduce_cols_finish_{}_{d}", op.name()),
+            Kernel::SoftmaxRows(d) => format!("softmax_rows_{d}"),
+            Kernel::Transpose(bytes) => format!("transpose_b{bytes}"),
         }
     }
 
@@ -112,8 +178,18 @@ impl Kernel {
             v.extend(UNARY.iter().map(|&op| Kernel::UnaryV(op, d)));
             v.extend(BINARY.iter().map(|&op| Kernel::BinaryV(op, d)));
             v.extend(BINARY.iter().map(|&op| Kernel::BinaryScalarV(op, d)));
+            v.extend(BINARY.iter().map(|&op| Kernel::BinaryRow(op, d)));
+            for op in DenseReduce::ALL {
+                v.extend([
+                    Kernel::ReduceLanes(op, d),
+                    Kernel::ReduceLanesFinish(op, d),
+                    Kernel::ReduceCols(op, d),
+                    Kernel::ReduceColsFinish(op, d),
+                ]);
+            }
             v.extend(CMP.iter().map(|&op| Kernel::CmpScalar(op, d)));
             v.extend(DType::ALL.iter().map(|&s| Kernel::Cast(s, d)));
+            v.extend(DType::ALL.iter().map(|&s| Kernel::CastV(s, d)));
             v.extend([
                 Kernel::Where(d),
                 Kernel::Fill(d),
@@ -124,10 +200,12 @@ impl Kernel {
                 Kernel::ReducePartial(d),
                 Kernel::ReduceFinish(d),
                 Kernel::Softmax(d),
+                Kernel::SoftmaxRows(d),
                 Kernel::LayerNorm(d),
                 Kernel::MatmulInt(d),
             ]);
         }
+        v.extend([1, 2, 4, 8].map(Kernel::Transpose));
         v
     }
 }
@@ -278,6 +356,35 @@ unsafe fn launch(rt: &CudaRuntime, f: &CudaFunction, n: u32, params: &mut [*mut 
     .map_err(|e| cuda_error("kernel launch", e))
 }
 
+/// Launches `f` on an explicit grid and block with `shared` bytes of dynamic shared memory.
+///
+/// # Safety
+/// As for [`launch`]; the kernel must expect this block shape and shared size.
+unsafe fn launch_with(
+    rt: &CudaRuntime,
+    f: &CudaFunction,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared: u32,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+        return Ok(());
+    }
+    result::launch_kernel(
+        f.cu_function(),
+        grid,
+        block,
+        shared,
+        rt.stream.cu_stream(),
+        params,
+    )
+    .map_err(|e| cuda_error("kernel launch", e))
+}
+
+/// Shared memory for one block-wide all-reduce: 32 accumulators of up to 8 bytes.
+const REDUCE_SCRATCH: u32 = 32 * 8;
+
 /// Launches `f` with one warp (32 threads) per item.
 ///
 /// # Safety
@@ -416,6 +523,279 @@ pub fn softmax(
     }
 }
 
+/// Dense reduction of `rows` rows of `len` adjacent elements, each split into
+/// `chunks` chunks of `chunk_len` (one block per chunk): with one chunk the
+/// results go to `y`, else the partials (accumulator type) to `partial`.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_lanes(
+    rt: &CudaRuntime,
+    op: DenseReduce,
+    dtype: DType,
+    (rows, len): (u32, u32),
+    (chunks, chunk_len): (u32, u32),
+    packed: bool,
+    x: sys::CUdeviceptr,
+    partial: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::ReduceLanes(op, dtype))?;
+    let items = rows * chunks;
+    let grid = items.min(rt.sm_count.max(1) * 64);
+    let (mut rows, mut len, mut chunks, mut chunk_len, mut packed) =
+        (rows, len, chunks, chunk_len, packed as u32);
+    let (mut x, mut partial, mut y) = (x, partial, y);
+    // SAFETY: matches `reduce_lanes_*(rows, len, chunks, chunk_len, packed, x, partial, y)`;
+    // 256 threads a block and the scratch of one block all-reduce.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            (grid, 1, 1),
+            (256, 1, 1),
+            REDUCE_SCRATCH,
+            &mut [
+                arg(&mut rows),
+                arg(&mut len),
+                arg(&mut chunks),
+                arg(&mut chunk_len),
+                arg(&mut packed),
+                arg(&mut x),
+                arg(&mut partial),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// Merges the chunk partials of [`reduce_lanes`] (one warp per output).
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_lanes_finish(
+    rt: &CudaRuntime,
+    op: DenseReduce,
+    dtype: DType,
+    outputs: u32,
+    chunks: u32,
+    count: u32,
+    partial: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::ReduceLanesFinish(op, dtype))?;
+    let (mut n, mut chunks, mut count, mut partial, mut y) = (outputs, chunks, count, partial, y);
+    // SAFETY: matches `reduce_lanes_finish_*(outputs, chunks, count, partial, y)`.
+    unsafe {
+        launch_warps(
+            rt,
+            f,
+            outputs,
+            &mut [
+                arg(&mut n),
+                arg(&mut chunks),
+                arg(&mut count),
+                arg(&mut partial),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// Dense `[outer, r, inner]` reduced over `r` in `chunks` chunks of `chunk_len`
+/// (one thread per output column and chunk).
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_cols(
+    rt: &CudaRuntime,
+    op: DenseReduce,
+    dtype: DType,
+    (outer, r, inner): (u32, u32, u32),
+    (chunks, chunk_len): (u32, u32),
+    x: sys::CUdeviceptr,
+    partial: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::ReduceCols(op, dtype))?;
+    let n = outer * chunks * inner;
+    let (mut outer, mut r, mut inner, mut chunks, mut chunk_len) = (outer, r, inner, chunks, chunk_len);
+    let (mut x, mut partial, mut y) = (x, partial, y);
+    // SAFETY: matches `reduce_cols_*(outer, r, inner, chunks, chunk_len, x, partial, y)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            n,
+            &mut [
+                arg(&mut outer),
+                arg(&mut r),
+                arg(&mut inner),
+                arg(&mut chunks),
+                arg(&mut chunk_len),
+                arg(&mut x),
+                arg(&mut partial),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// Merges the chunk partials of [`reduce_cols`] (one thread per output).
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_cols_finish(
+    rt: &CudaRuntime,
+    op: DenseReduce,
+    dtype: DType,
+    (outer, inner): (u32, u32),
+    chunks: u32,
+    count: u32,
+    partial: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::ReduceColsFinish(op, dtype))?;
+    let n = outer * inner;
+    let (mut outer, mut inner, mut chunks, mut count, mut partial, mut y) =
+        (outer, inner, chunks, count, partial, y);
+    // SAFETY: matches `reduce_cols_finish_*(outer, inner, chunks, count, partial, y)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            n,
+            &mut [
+                arg(&mut outer),
+                arg(&mut inner),
+                arg(&mut chunks),
+                arg(&mut count),
+                arg(&mut partial),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// How a row kernel covers rows of `len`: a warp per row for short rows, else
+/// a block whose threads each keep up to 16 elements in registers.
+fn row_config(rt: &CudaRuntime, rows: u32, len: u32) -> (bool, (u32, u32, u32), (u32, u32, u32)) {
+    const CACHE: u32 = 16;
+    let cap = rt.sm_count.max(1) * 32;
+    if len <= 32 * CACHE {
+        let grid = (rows.div_ceil(8)).min(cap);
+        (true, (grid, 1, 1), (256, 1, 1))
+    } else {
+        // at most 512 threads: the kernels need more than the 64 registers a
+        // thread of a 1024-thread block may have; longer rows are re-read
+        let threads = len.div_ceil(CACHE).next_power_of_two().clamp(64, 512);
+        (false, (rows.min(cap), 1, 1), (threads, 1, 1))
+    }
+}
+
+/// Softmax (or log-softmax) of `rows` dense rows of `len` elements into dense `y`.
+pub fn softmax_rows(
+    rt: &CudaRuntime,
+    dtype: DType,
+    (rows, len): (u32, u32),
+    log: bool,
+    x: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::SoftmaxRows(dtype))?;
+    let (per_warp, grid, block) = row_config(rt, rows, len);
+    let (mut rows, mut len, mut per_warp, mut log, mut x, mut y) =
+        (rows, len, per_warp as u32, log as u32, x, y);
+    // SAFETY: matches `softmax_rows_*(rows, len, per_warp, log, x, y)`; the block shape
+    // follows `per_warp` and carries the all-reduce scratch.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            grid,
+            block,
+            REDUCE_SCRATCH,
+            &mut [
+                arg(&mut rows),
+                arg(&mut len),
+                arg(&mut per_warp),
+                arg(&mut log),
+                arg(&mut x),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// A tiled transposing copy of `bytes`-sized elements: dense `y[b][i][j] =
+/// x[b * sb + i + j * sj]` over `[batch, rows, cols]`; `None` when the grid
+/// would be too large (the caller then uses the strided copy).
+#[allow(clippy::too_many_arguments)]
+pub fn transpose(
+    rt: &CudaRuntime,
+    bytes: usize,
+    (batch, rows, cols): (u32, u32, u32),
+    sb: u32,
+    sj: u32,
+    x: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<Option<()>> {
+    let Some(f) = rt.kernels.find(Kernel::Transpose(bytes)) else {
+        return Ok(None);
+    };
+    let grid = (cols.div_ceil(32), rows.div_ceil(32), batch.min(65535));
+    if grid.1 > 65535 {
+        return Ok(None);
+    }
+    let (mut batch, mut rows, mut cols, mut sb, mut sj, mut x, mut y) = (batch, rows, cols, sb, sj, x, y);
+    // SAFETY: matches `transpose_b*(batch, rows, cols, sb, sj, x, y)` with 32 x 8 threads
+    // a block and a 32 x 33 tile of shared memory.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            grid,
+            (32, 8, 1),
+            (33 * 32 * bytes) as u32,
+            &mut [
+                arg(&mut batch),
+                arg(&mut rows),
+                arg(&mut cols),
+                arg(&mut sb),
+                arg(&mut sj),
+                arg(&mut x),
+                arg(&mut y),
+            ],
+        )
+    }
+    .map(Some)
+}
+
+/// `y = a op b` over `packs` 16-byte packs where one operand is a dense row of
+/// `row_packs` packs repeated (`row_is_b`: `b` is the row).
+#[allow(clippy::too_many_arguments)]
+pub fn binary_row(
+    rt: &CudaRuntime,
+    f: &CudaFunction,
+    packs: u32,
+    row_packs: u32,
+    row_is_b: bool,
+    a: sys::CUdeviceptr,
+    b: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let (mut packs_, mut row_packs, mut side, mut a, mut b, mut y) =
+        (packs, row_packs, row_is_b as u32, a, b, y);
+    // SAFETY: matches `binary_row_*(packs, row_packs, row_side, a, b, y)`; all aligned.
+    unsafe {
+        launch(
+            rt,
+            f,
+            packs,
+            &mut [
+                arg(&mut packs_),
+                arg(&mut row_packs),
+                arg(&mut side),
+                arg(&mut a),
+                arg(&mut b),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
 /// Layer norm of dense rows of `norm` elements (weight/bias optional: null pointers).
 #[allow(clippy::too_many_arguments)]
 pub fn layer_norm(
@@ -430,18 +810,31 @@ pub fn layer_norm(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::LayerNorm(dtype))?;
+    let (per_warp, grid, block) = row_config(rt, rows, norm);
     let mut flags = w.is_some() as u32 | (b.is_some() as u32) << 1;
-    let (mut rows_, mut norm, mut x, mut w, mut b, mut eps, mut y) =
-        (rows, norm, x, w.unwrap_or(0), b.unwrap_or(0), eps, y);
-    // SAFETY: matches `layer_norm_*(rows, norm, x, w, b, flags, eps, y)`; w/b are only read when flagged.
+    let (mut rows, mut norm, mut per_warp, mut x, mut w, mut b, mut eps, mut y) = (
+        rows,
+        norm,
+        per_warp as u32,
+        x,
+        w.unwrap_or(0),
+        b.unwrap_or(0),
+        eps,
+        y,
+    );
+    // SAFETY: matches `layer_norm_*(rows, norm, per_warp, x, w, b, flags, eps, y)`; w/b are
+    // only read when flagged; the block shape follows `per_warp`.
     unsafe {
-        launch_warps(
+        launch_with(
             rt,
             f,
-            rows,
+            grid,
+            block,
+            REDUCE_SCRATCH,
             &mut [
-                arg(&mut rows_),
+                arg(&mut rows),
                 arg(&mut norm),
+                arg(&mut per_warp),
                 arg(&mut x),
                 arg(&mut w),
                 arg(&mut b),
@@ -713,6 +1106,28 @@ pub fn cast(
             f,
             g.n,
             &mut [arg(&mut g), arg(&mut x), arg(&mut xo), arg(&mut y), arg(&mut yo)],
+        )
+    }
+}
+
+/// Dense `y = cast(x)` of `n` elements; both 16-byte aligned.
+pub fn cast_v(
+    rt: &CudaRuntime,
+    f: &CudaFunction,
+    (src, dst): (DType, DType),
+    n: u32,
+    x: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let v = 16 / src.size_in_bytes().max(dst.size_in_bytes());
+    let (mut n_, mut x, mut y) = (n, x, y);
+    // SAFETY: matches `cast_v_*(n: u32, x: *const S, y: *mut D)`; both dense and aligned.
+    unsafe {
+        launch(
+            rt,
+            f,
+            n.div_ceil(v as u32),
+            &mut [arg(&mut n_), arg(&mut x), arg(&mut y)],
         )
     }
 }

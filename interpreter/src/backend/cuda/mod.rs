@@ -20,7 +20,8 @@ use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::tensor::{DType, Layout, Scalar};
 use cudarc::driver::{result, sys};
 pub use kernels::Kernel;
-use kernels::{dense, geometry};
+use kernels::{dense, geometry, DenseReduce};
+use kiln_kernels::params::{Geometry, Operand};
 use runtime::cuda_error;
 use std::sync::Arc;
 
@@ -233,6 +234,13 @@ impl CudaStorage {
                     return Ok(y);
                 }
             }
+            let row = row_broadcast(d, &g, &ao, &bo);
+            if let (Some(row_is_b), Some(f)) = (row, rt.kernels.find(Kernel::BinaryRow(op, d))) {
+                let v = kernels::pack(d) as u32;
+                let (a, b) = (self.at(ao.offset), rhs.at(bo.offset));
+                kernels::binary_row(rt, f, g.n / v, g.sizes[1] / v, row_is_b, a, b, y.ptr())?;
+                return Ok(y);
+            }
         }
         kernels::binary(rt, kernel, g, self.ptr(), ao, rhs.ptr(), bo, y.ptr())?;
         Ok(y)
@@ -325,14 +333,46 @@ impl CudaStorage {
                 .map_err(|e| cuda_error("device copy", e))?;
             return Ok(y);
         }
+        if dtype != self.dtype && xo.contiguous != 0 && self.at(xo.offset) % 16 == 0 {
+            if let Some(f) = rt.kernels.find(Kernel::CastV(self.dtype, dtype)) {
+                kernels::cast_v(rt, f, (self.dtype, dtype), g.n, self.at(xo.offset), y.ptr())?;
+                return Ok(y);
+            }
+        }
+        if dtype == self.dtype && self.transpose_into(&g, &xo, y.ptr())? {
+            return Ok(y);
+        }
         kernels::cast(rt, self.dtype, dtype, g, (self.ptr(), xo), (y.ptr(), dense(&g)))?;
         Ok(y)
+    }
+
+    /// Copies the elements `xo` walks over `g` into the dense `y` with the tiled
+    /// transpose, when the walk is one (its stride-1 dim is the second-to-last of
+    /// two or three merged dims); false when it is not.
+    fn transpose_into(&self, g: &Geometry, xo: &Operand, y: sys::CUdeviceptr) -> Result<bool> {
+        let d = g.ndim as usize;
+        if !(2..=3).contains(&d) || xo.strides[d - 2] != 1 || xo.strides[d - 1] <= 1 {
+            return Ok(false);
+        }
+        let (rows, cols) = (g.sizes[d - 2], g.sizes[d - 1]);
+        let (batch, sb) = if d == 3 {
+            (g.sizes[0], xo.strides[0])
+        } else {
+            (1, 0)
+        };
+        let rt = CudaRuntime::get()?;
+        let x = self.at(xo.offset);
+        let bytes = self.dtype.size_in_bytes();
+        Ok(kernels::transpose(rt, bytes, (batch, rows, cols), sb, xo.strides[d - 1], x, y)?.is_some())
     }
 
     /// Writes `src` (same dtype and shape) into `self` at `l`.
     pub fn copy_from(&mut self, l: &Layout, src: &CudaStorage, ls: &Layout) -> Result<()> {
         let rt = CudaRuntime::get()?;
         let (g, [yo, xo]) = geometry("copy", l.shape(), [l, ls])?;
+        if src.dtype == self.dtype && yo.contiguous != 0 && src.transpose_into(&g, &xo, self.at(yo.offset))? {
+            return Ok(());
+        }
         kernels::cast(rt, src.dtype, self.dtype, g, (src.ptr(), xo), (self.ptr(), yo))
     }
 }
@@ -358,6 +398,9 @@ impl CudaStorage {
         let outputs = outer.numel();
         let y = CudaStorage::alloc(out_dtype, outputs)?;
         if outputs == 0 {
+            return Ok(y);
+        }
+        if self.reduce_dense(op, l, dims, &y)? {
             return Ok(y);
         }
         let (og, [oo]) = geometry(op.name(), outer.shape(), [&outer])?;
@@ -401,6 +444,92 @@ impl CudaStorage {
         Ok(y)
     }
 
+    /// The dense float reductions: a dense `l` whose reduced `dims` are adjacent,
+    /// seen as `[outer, r, inner]` reduced over `r`. False when they do not apply.
+    fn reduce_dense(&self, op: ReduceOp, l: &Layout, dims: &[usize], y: &CudaStorage) -> Result<bool> {
+        let Some(kind) = DenseReduce::of(op) else {
+            return Ok(false);
+        };
+        let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+        if !self.dtype.is_float() || !l.is_contiguous() || dims.is_empty() || !adjacent {
+            return Ok(false);
+        }
+        let (a, b) = (dims[0], dims[dims.len() - 1] + 1);
+        let size = |ds: &[usize]| ds.iter().product::<usize>();
+        let (outer, r, inner) = (
+            size(&l.shape()[..a]),
+            size(&l.shape()[a..b]),
+            size(&l.shape()[b..]),
+        );
+        if r == 0 || l.offset() + l.numel() > u32::MAX as usize {
+            return Ok(false);
+        }
+        let rt = CudaRuntime::get()?;
+        let x = self.at(l.offset() as u32);
+        let acc = if self.dtype == DType::F64 { 8 } else { 4 };
+        let sms = rt.sm_count.max(1) as usize;
+        let (outer, r, inner) = (outer as u32, r as u32, inner as u32);
+        if inner == 1 {
+            // each output's elements are adjacent: blocks over (row, chunk)
+            let v = kernels::pack(self.dtype) as u32;
+            let packed = x % 16 == 0 && r % v == 0;
+            let want = (sms * 8)
+                .div_ceil(outer as usize)
+                .min((r as usize).div_ceil(4096))
+                .max(1);
+            let mut chunk_len = r.div_ceil(want as u32);
+            if packed {
+                chunk_len = chunk_len.div_ceil(v) * v;
+            }
+            let chunks = r.div_ceil(chunk_len);
+            let partial_bytes = if chunks > 1 {
+                (outer * chunks) as usize * acc
+            } else {
+                0
+            };
+            let partial = CudaStorage::alloc(DType::U8, partial_bytes)?;
+            let (p, rows) = (partial.ptr(), (outer, r));
+            kernels::reduce_lanes(
+                rt,
+                kind,
+                self.dtype,
+                rows,
+                (chunks, chunk_len),
+                packed,
+                x,
+                p,
+                y.ptr(),
+            )?;
+            if chunks > 1 {
+                kernels::reduce_lanes_finish(rt, kind, self.dtype, outer, chunks, r, p, y.ptr())?;
+            }
+        } else {
+            // the reduced axis is `inner` apart: threads across the columns, the axis in chunks
+            let columns = outer as usize * inner as usize;
+            let want = (sms * 2048)
+                .div_ceil(columns)
+                .min((r as usize).div_ceil(16))
+                .clamp(1, 1024);
+            let chunk_len = r.div_ceil(want as u32);
+            let chunks = r.div_ceil(chunk_len);
+            if columns * chunks as usize > u32::MAX as usize {
+                return Ok(false);
+            }
+            let partial_bytes = if chunks > 1 {
+                columns * chunks as usize * acc
+            } else {
+                0
+            };
+            let partial = CudaStorage::alloc(DType::U8, partial_bytes)?;
+            let (p, shape) = (partial.ptr(), (outer, r, inner));
+            kernels::reduce_cols(rt, kind, self.dtype, shape, (chunks, chunk_len), x, p, y.ptr())?;
+            if chunks > 1 {
+                kernels::reduce_cols_finish(rt, kind, self.dtype, (outer, inner), chunks, r, p, y.ptr())?;
+            }
+        }
+        Ok(true)
+    }
+
     /// Softmax or log-softmax along `dim`; dense output.
     pub fn softmax(&self, l: &Layout, dim: usize, log: bool) -> Result<CudaStorage> {
         let rt = CudaRuntime::get()?;
@@ -416,6 +545,12 @@ impl CudaStorage {
         let (len, step) = (pl.shape()[last], pl.strides()[last]);
         let y = CudaStorage::alloc(self.dtype, l.numel())?;
         if l.numel() == 0 {
+            return Ok(y);
+        }
+        if dim == last && l.is_contiguous() && l.offset() + l.numel() <= u32::MAX as usize {
+            let rows = (l.numel() / len) as u32;
+            let x = self.at(l.offset() as u32);
+            kernels::softmax_rows(rt, self.dtype, (rows, len as u32), log, x, y.ptr())?;
             return Ok(y);
         }
         let (g, [ro]) = geometry("softmax", outer.shape(), [&outer])?;
@@ -465,6 +600,22 @@ impl CudaStorage {
             y.ptr(),
         )?;
         Ok(y)
+    }
+}
+
+/// When `a op b` is a row broadcast the packed row kernel can run (2 merged
+/// dims, one operand dense, the other a dense row repeated, whole aligned
+/// packs): whether `b` is the row.
+fn row_broadcast(dtype: DType, g: &Geometry, ao: &Operand, bo: &Operand) -> Option<bool> {
+    let v = kernels::pack(dtype) as u32;
+    if g.ndim != 2 || g.sizes[1] % v != 0 || ao.offset % v != 0 || bo.offset % v != 0 {
+        return None;
+    }
+    let is_row = |o: &Operand| o.strides[0] == 0 && o.strides[1] == 1;
+    match (ao.contiguous != 0, bo.contiguous != 0) {
+        (true, false) if is_row(bo) => Some(true),
+        (false, true) if is_row(ao) => Some(false),
+        _ => None,
     }
 }
 

@@ -1,40 +1,12 @@
-//! The PTX kernels (nvptx only). Every kernel is generated here by a macro
-//! per op family and exported under the name the host's kernel table looks
-//! up: `unary_<op>_<dtype>`, `binary_<op>_<dtype>`, `cmp_<op>_<dtype>`,
-//! `where_<dtype>`, `cast_<src>_<dst>`, `fill_<dtype>`, `arange_<dtype>`,
-//! `rand_uniform_<dtype>`, `rand_normal_<dtype>`, `rand_int_<dtype>`.
-//! Elementwise kernels read strided inputs through [`Geometry::offset`] and
-//! write contiguous outputs (casts write strided outputs, for in-place copies).
+//! Elementwise kernels: unary, binary, comparisons, where, casts, fills,
+//! ranges and random numbers. The strided variants read inputs through
+//! [`Geometry::offset`] and write contiguous outputs (casts write strided
+//! outputs too, for in-place copies); the dense variants use 16-byte accesses.
 
-use crate::device::for_each_index;
+use crate::device::{for_each_index, AlignTo, Aligned, Bytes};
 use crate::elem::{Elem, BF16, F16};
 use crate::params::{Geometry, Operand};
 use crate::{math, philox};
-
-macro_rules! for_float_types {
-    ($m:ident!($($args:tt)*)) => {
-        $m!($($args)* f32, f32);
-        $m!($($args)* f64, f64);
-        $m!($($args)* f16, F16);
-        $m!($($args)* bf16, BF16);
-    };
-}
-
-macro_rules! for_int_types {
-    ($m:ident!($($args:tt)*)) => {
-        $m!($($args)* u8, u8);
-        $m!($($args)* i32, i32);
-        $m!($($args)* i64, i64);
-    };
-}
-
-macro_rules! for_all_types {
-    ($m:ident!($($args:tt)*)) => {
-        for_float_types!($m!($($args)*));
-        for_int_types!($m!($($args)*));
-        $m!($($args)* bool, bool);
-    };
-}
 
 // ---- unary ------------------------------------------------------------------
 
@@ -373,9 +345,56 @@ macro_rules! cast_kernel {
         };
     };
 }
+/// The dense cast `cast_v_<src>_<dst>`: packs of `V` elements, `V` chosen so
+/// the wider side moves 16 bytes per access (the narrower one 8, 4 or 2).
+macro_rules! cast_packed {
+    ($dn:ident, $d:ty, $sn:ident, $s:ty) => {
+        const _: () = {
+            const SS: usize = core::mem::size_of::<$s>();
+            const DS: usize = core::mem::size_of::<$d>();
+            const V: usize = 16 / if SS > DS { SS } else { DS };
+            type PS = Aligned<<Bytes<{ V * SS }> as AlignTo>::A, [$s; V]>;
+            type PD = Aligned<<Bytes<{ V * DS }> as AlignTo>::A, [$d; V]>;
+            #[inline(always)]
+            fn convert(v: $s) -> $d {
+                if <$s>::FLOAT || <$d>::FLOAT {
+                    if SS == 8 || DS == 8 {
+                        <$d>::from_f64(v.to_f64())
+                    } else {
+                        <$d>::from_f32(v.to_f32())
+                    }
+                } else {
+                    <$d>::from_i64(v.to_i64())
+                }
+            }
+            #[export_name = concat!("cast_v_", stringify!($sn), "_", stringify!($dn))]
+            unsafe extern "ptx-kernel" fn kernel(n: u32, x: *const $s, y: *mut $d) {
+                let packs = n / V as u32;
+                let (xv, yv) = (x as *const PS, y as *mut PD);
+                for_each_index(packs, |p| {
+                    let a = (*xv.add(p as usize)).value;
+                    let mut out = [convert(a[0]); V];
+                    let mut k = 1;
+                    while k < V {
+                        out[k] = convert(a[k]);
+                        k += 1;
+                    }
+                    *yv.add(p as usize) = PD::new(out);
+                });
+                let tail = packs * V as u32;
+                let t = crate::device::global_index();
+                if t < n - tail {
+                    let i = (tail + t) as usize;
+                    *y.add(i) = convert(*x.add(i));
+                }
+            }
+        };
+    };
+}
 macro_rules! cast_from_all {
     ($dn:ident, $d:ty) => {
         for_all_types!(cast_kernel!($dn, $d,));
+        for_all_types!(cast_packed!($dn, $d,));
     };
 }
 for_all_types!(cast_from_all!());
@@ -578,313 +597,6 @@ for_all_types!(compare_scalar!(le, <=,));
 for_all_types!(compare_scalar!(gt, >,));
 for_all_types!(compare_scalar!(ge, >=,));
 
-// ---- reductions: one warp per (output, chunk of its lane), then one warp per output ----
-
-use crate::device::{global_index, lane_id, shfl_xor_f64, shfl_xor_u64};
-use crate::reduce::{RState, ReduceCode};
-
-#[inline(always)]
-fn shfl_state(s: RState, m: u32) -> RState {
-    RState {
-        a: shfl_xor_f64(s.a, m),
-        b: shfl_xor_f64(s.b, m),
-        c: shfl_xor_f64(s.c, m),
-        i: shfl_xor_u64(s.i as u64, m) as i64,
-        idx: shfl_xor_u64(s.idx as u64, m) as i64,
-    }
-}
-
-#[inline(always)]
-fn warp_merge(mut s: RState, op: ReduceCode, float: bool) -> RState {
-    let mut m = 16;
-    while m > 0 {
-        let t = shfl_state(s, m);
-        s = s.merge(op, float, t);
-        m >>= 1;
-    }
-    s
-}
-
-macro_rules! reduce_partial {
-    ($tn:ident, $t:ty) => {
-        const _: () = {
-            #[export_name = concat!("reduce_partial_", stringify!($tn))]
-            unsafe extern "ptx-kernel" fn kernel(
-                outer: Geometry,
-                xo: Operand,
-                inner: Geometry,
-                io: Operand,
-                x: *const $t,
-                chunks: u32,
-                chunk_len: u32,
-                op: u32,
-                partial: *mut RState,
-            ) {
-                let warp = global_index() / 32;
-                if warp >= outer.n * chunks {
-                    return;
-                }
-                let code = ReduceCode::from_u32(op);
-                let (o, c) = (warp / chunks, warp % chunks);
-                let base = outer.offset(&xo, o);
-                let start = c * chunk_len;
-                let end = if inner.n - start < chunk_len {
-                    inner.n
-                } else {
-                    start + chunk_len
-                };
-                let mut s = RState::init(code);
-                let at = |j: u32| *x.add((base + inner.offset(&io, j)) as usize);
-                let push = |s: &mut RState, v: $t, j: u32| {
-                    let vi = if <$t>::FLOAT { 0 } else { v.to_i64() };
-                    s.push(code, <$t>::FLOAT, v.to_f64(), vi, j as i64);
-                };
-                let mut j = start + lane_id();
-                // four loads in flight per thread, then one at a time for the rest
-                while j + 96 < end {
-                    let (v0, v1, v2, v3) = (at(j), at(j + 32), at(j + 64), at(j + 96));
-                    push(&mut s, v0, j);
-                    push(&mut s, v1, j + 32);
-                    push(&mut s, v2, j + 64);
-                    push(&mut s, v3, j + 96);
-                    j += 128;
-                }
-                while j < end {
-                    push(&mut s, at(j), j);
-                    j += 32;
-                }
-                let s = warp_merge(s, code, <$t>::FLOAT);
-                if lane_id() == 0 {
-                    *partial.add(warp as usize) = s;
-                }
-            }
-        };
-    };
-}
-for_all_types!(reduce_partial!());
-
-macro_rules! reduce_finish {
-    ($tn:ident, $t:ty) => {
-        const _: () = {
-            #[export_name = concat!("reduce_finish_", stringify!($tn))]
-            unsafe extern "ptx-kernel" fn kernel(
-                outputs: u32,
-                chunks: u32,
-                op: u32,
-                float: u32,
-                correction: u32,
-                partial: *const RState,
-                y: *mut $t,
-            ) {
-                let o = global_index() / 32;
-                if o >= outputs {
-                    return;
-                }
-                let code = ReduceCode::from_u32(op);
-                let float = float != 0;
-                let mut s = RState::init(code);
-                let mut c = lane_id();
-                while c < chunks {
-                    s = s.merge(code, float, *partial.add((o * chunks + c) as usize));
-                    c += 32;
-                }
-                let s = warp_merge(s, code, float);
-                if lane_id() == 0 {
-                    let (f, i) = s.finish(code, float, correction);
-                    *y.add(o as usize) = if <$t>::FLOAT {
-                        <$t>::from_f64(f)
-                    } else {
-                        <$t>::from_i64(i)
-                    };
-                }
-            }
-        };
-    };
-}
-for_all_types!(reduce_finish!());
-
-// ---- softmax and layer norm: one warp per row ----------------------------------------------
-
-macro_rules! row_kernels {
-    ($tn:ident, $t:ty) => {
-        const _: () = {
-            #[export_name = concat!("softmax_", stringify!($tn))]
-            unsafe extern "ptx-kernel" fn kernel(
-                rows: Geometry,
-                ro: Operand,
-                x: *const $t,
-                len: u32,
-                step: u32,
-                log: u32,
-                y: *mut $t,
-            ) {
-                let r = global_index() / 32;
-                if r >= rows.n {
-                    return;
-                }
-                let base = rows.offset(&ro, r) as usize;
-                let at = |j: u32| (*x.add(base + (j * step) as usize)).to_f64();
-                let mut m = f64::NEG_INFINITY;
-                let mut nan = false;
-                let mut j = lane_id();
-                while j < len {
-                    let v = at(j);
-                    nan |= v != v;
-                    m = if v > m { v } else { m };
-                    j += 32;
-                }
-                let mut k = 16;
-                while k > 0 {
-                    let o = shfl_xor_f64(m, k);
-                    m = if o > m { o } else { m };
-                    nan |= crate::device::shfl_xor(nan as u32, k) != 0;
-                    k >>= 1;
-                }
-                if nan {
-                    m = f64::NAN;
-                }
-                let mut sum = 0.0f64;
-                j = lane_id();
-                while j < len {
-                    sum += row_exp::<$t>(at(j) - m);
-                    j += 32;
-                }
-                k = 16;
-                while k > 0 {
-                    sum += shfl_xor_f64(sum, k);
-                    k >>= 1;
-                }
-                let ls = libm::log(sum);
-                j = lane_id();
-                let out = y.add(r as usize * len as usize);
-                while j < len {
-                    let v = at(j) - m;
-                    *out.add(j as usize) = <$t>::from_f64(if log != 0 {
-                        v - ls
-                    } else {
-                        row_exp::<$t>(v) / sum
-                    });
-                    j += 32;
-                }
-            }
-        };
-        const _: () = {
-            #[export_name = concat!("layer_norm_", stringify!($tn))]
-            unsafe extern "ptx-kernel" fn kernel(
-                rows: u32,
-                norm: u32,
-                x: *const $t,
-                w: *const $t,
-                b: *const $t,
-                flags: u32,
-                eps: f64,
-                y: *mut $t,
-            ) {
-                let r = global_index() / 32;
-                if r >= rows {
-                    return;
-                }
-                let row = x.add(r as usize * norm as usize);
-                let out = y.add(r as usize * norm as usize);
-                let mut sum = 0.0f64;
-                let mut j = lane_id();
-                while j < norm {
-                    sum += (*row.add(j as usize)).to_f64();
-                    j += 32;
-                }
-                let mut k = 16;
-                while k > 0 {
-                    sum += shfl_xor_f64(sum, k);
-                    k >>= 1;
-                }
-                let mean = sum / norm as f64;
-                let mut sq = 0.0f64;
-                j = lane_id();
-                while j < norm {
-                    let d = (*row.add(j as usize)).to_f64() - mean;
-                    sq += d * d;
-                    j += 32;
-                }
-                k = 16;
-                while k > 0 {
-                    sq += shfl_xor_f64(sq, k);
-                    k >>= 1;
-                }
-                let inv = 1.0 / math::sqrt_f64(sq / norm as f64 + eps);
-                j = lane_id();
-                while j < norm {
-                    let mut v = ((*row.add(j as usize)).to_f64() - mean) * inv;
-                    if flags & 1 != 0 {
-                        v *= (*w.add(j as usize)).to_f64();
-                    }
-                    if flags & 2 != 0 {
-                        v += (*b.add(j as usize)).to_f64();
-                    }
-                    *out.add(j as usize) = <$t>::from_f64(v);
-                    j += 32;
-                }
-            }
-        };
-    };
-}
-/// `e^x` at the precision the row's dtype needs: double for f64, the fast
-/// single-precision exp otherwise.
-#[inline(always)]
-fn row_exp<T>(x: f64) -> f64 {
-    if core::mem::size_of::<T>() == 8 {
-        libm::exp(x)
-    } else {
-        math::exp_f32(x as f32) as f64
-    }
-}
-
-for_float_types!(row_kernels!());
-
-// ---- integer matmul (cuBLAS has none): one thread per output element ----------------------
-
-macro_rules! matmul_int {
-    ($tn:ident, $t:ty) => {
-        const _: () = {
-            #[export_name = concat!("matmul_int_", stringify!($tn))]
-            unsafe extern "ptx-kernel" fn kernel(
-                g: Geometry,
-                ao: Operand,
-                bo: Operand,
-                dims: crate::params::MatmulShape,
-                a: *const $t,
-                b: *const $t,
-                y: *mut $t,
-            ) {
-                let crate::params::MatmulShape {
-                    m,
-                    n,
-                    k,
-                    ars,
-                    acs,
-                    brs,
-                    bcs,
-                } = dims;
-                let mn = m * n;
-                for_each_index(g.n * mn, |idx| {
-                    let (bi, r) = (idx / mn, idx % mn);
-                    let (i, j) = (r / n, r % n);
-                    let (pa, pb) = (g.offset(&ao, bi), g.offset(&bo, bi));
-                    let mut acc = 0i64;
-                    let mut p = 0;
-                    while p < k {
-                        let x = (*a.add((pa + i * ars + p * acs) as usize)).to_i64();
-                        let w = (*b.add((pb + p * brs + j * bcs) as usize)).to_i64();
-                        acc = acc.wrapping_add(x.wrapping_mul(w));
-                        p += 1;
-                    }
-                    *y.add(idx as usize) = <$t>::from_i64(acc);
-                });
-            }
-        };
-    };
-}
-for_int_types!(matmul_int!());
-
 // ---- dense fast paths: 16-byte accesses, no index arithmetic --------------------------
 
 macro_rules! unary_packed {
@@ -934,6 +646,48 @@ macro_rules! binary_packed {
     };
 }
 
+/// `y = a op b` where one operand is dense and the other a dense row of
+/// `row_packs` packs repeated over the rows (`row_side` 1: `b` is the row, 0:
+/// `a` is): a row broadcast such as `M + v`, with 16-byte accesses.
+macro_rules! binary_row {
+    ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("binary_row_", stringify!($op), "_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(
+                packs: u32,
+                row_packs: u32,
+                row_side: u32,
+                a: *const $t,
+                b: *const $t,
+                y: *mut $t,
+            ) {
+                type P = crate::device::Pack<$t, { 16 / core::mem::size_of::<$t>() }>;
+                let (av, bv, yv) = (a as *const P, b as *const P, y as *mut P);
+                for_each_index(packs, |p| {
+                    let q = p % row_packs;
+                    let (x, w) = if row_side != 0 {
+                        (*av.add(p as usize), *bv.add(q as usize))
+                    } else {
+                        (*av.add(q as usize), *bv.add(p as usize))
+                    };
+                    let mut out = x;
+                    let mut k = 0;
+                    while k < out.0.len() {
+                        let (l, r) = (x.0[k], w.0[k]);
+                        out.0[k] = if core::mem::size_of::<$t>() == 8 {
+                            <$t>::from_f64(($f64)(l.to_f64(), r.to_f64()))
+                        } else {
+                            <$t>::from_f32(($f32)(l.to_f32(), r.to_f32()))
+                        };
+                        k += 1;
+                    }
+                    *yv.add(p as usize) = out;
+                });
+            }
+        };
+    };
+}
+
 // ---- the float op tables (each op once; every kernel family generated from it) --------
 
 float_unary_ops! {
@@ -970,6 +724,7 @@ macro_rules! float_binary_ops {
             for_float_types!(binary_float!($op, $f32, $f64,));
             for_float_types!(binary_scalar_float!($op, $f32, $f64,));
             for_float_types!(binary_packed!($op, $f32, $f64,));
+            for_float_types!(binary_row!($op, $f32, $f64,));
         )*
     };
 }

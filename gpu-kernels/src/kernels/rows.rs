@@ -1,0 +1,356 @@
+//! Row kernels: softmax / log-softmax and layer norm. Dense rows (the common
+//! case) are cached in registers, [`CACHE`] elements per thread, and reduced
+//! by a warp (rows up to `32 * CACHE`) or by a whole block (longer rows; past
+//! `1024 * CACHE` the row is re-read from memory instead), accumulating in
+//! f32 (f64 for f64): one read and one write of each element. Softmax along a
+//! strided dim keeps a warp-per-row kernel that walks the stride.
+
+use super::accum::{max_nan, Acc, FloatElem};
+use crate::device::{block_all_reduce, dims, global_index, lane_id, shared, shfl_xor_f64, thread_xy};
+use crate::device::{unroll16, warp_all_reduce, Shuffle};
+use crate::elem::{Elem, BF16, F16};
+use crate::math;
+use crate::params::{Geometry, Operand};
+
+/// Row elements each thread keeps in registers (the loops over them are
+/// written out by [`unroll16`]).
+const CACHE: usize = 16;
+
+/// The threads that share one row: a warp, or the whole block.
+trait Group {
+    /// This thread's index in the group.
+    fn lane(&self) -> u32;
+    /// Threads in the group.
+    fn width(&self) -> u32;
+    /// `f` over the group; every thread gets the result.
+    ///
+    /// # Safety
+    /// Every thread of the group calls it.
+    unsafe fn all_reduce<A: Shuffle>(&self, v: A, f: impl Fn(A, A) -> A + Copy) -> A;
+}
+
+struct Warp;
+
+impl Group for Warp {
+    #[inline(always)]
+    fn lane(&self) -> u32 {
+        lane_id()
+    }
+    #[inline(always)]
+    fn width(&self) -> u32 {
+        32
+    }
+    #[inline(always)]
+    unsafe fn all_reduce<A: Shuffle>(&self, v: A, f: impl Fn(A, A) -> A + Copy) -> A {
+        warp_all_reduce(v, f)
+    }
+}
+
+struct Block;
+
+impl Group for Block {
+    #[inline(always)]
+    fn lane(&self) -> u32 {
+        thread_xy().0
+    }
+    #[inline(always)]
+    fn width(&self) -> u32 {
+        dims().0
+    }
+    #[inline(always)]
+    unsafe fn all_reduce<A: Shuffle>(&self, v: A, f: impl Fn(A, A) -> A + Copy) -> A {
+        block_all_reduce(v, shared::<A>(), f)
+    }
+}
+
+/// One dense row as accumulators: cached in registers when it fits.
+struct Row<T: FloatElem> {
+    x: *const T,
+    len: u32,
+    lane: u32,
+    width: u32,
+    cached: bool,
+    v: [T::Acc; CACHE],
+}
+
+impl<T: FloatElem> Row<T> {
+    #[inline(always)]
+    unsafe fn load<G: Group>(g: &G, x: *const T, len: u32) -> Self {
+        let (lane, width) = (g.lane(), g.width());
+        let cached = len <= width * CACHE as u32;
+        let mut v = [T::Acc::ZERO; CACHE];
+        if cached {
+            unroll16(|k| {
+                let j = lane + k as u32 * width;
+                if j < len {
+                    v[k] = (*x.add(j as usize)).acc();
+                }
+            });
+        }
+        Row {
+            x,
+            len,
+            lane,
+            width,
+            cached,
+            v,
+        }
+    }
+
+    /// Folds `f(acc, element)` over this thread's elements.
+    #[inline(always)]
+    unsafe fn fold(&self, init: T::Acc, f: impl Fn(T::Acc, T::Acc) -> T::Acc) -> T::Acc {
+        let mut a = init;
+        if self.cached {
+            unroll16(|k| {
+                if self.lane + k as u32 * self.width < self.len {
+                    a = f(a, self.v[k]);
+                }
+            });
+        } else {
+            let mut j = self.lane;
+            while j < self.len {
+                a = f(a, (*self.x.add(j as usize)).acc());
+                j += self.width;
+            }
+        }
+        a
+    }
+
+    /// Writes `f(element, index, slot)` for this thread's elements to the dense
+    /// row `y` (`slot`: the element's register slot when cached, else 0).
+    #[inline(always)]
+    unsafe fn store(&self, y: *mut T, f: impl Fn(T::Acc, u32, usize) -> T::Acc) {
+        if self.cached {
+            unroll16(|k| {
+                let j = self.lane + k as u32 * self.width;
+                if j < self.len {
+                    *y.add(j as usize) = T::from_acc(f(self.v[k], j, k));
+                }
+            });
+        } else {
+            let mut j = self.lane;
+            while j < self.len {
+                *y.add(j as usize) = T::from_acc(f((*self.x.add(j as usize)).acc(), j, 0));
+                j += self.width;
+            }
+        }
+    }
+
+    /// This thread's elements of another row laid out like this one (the
+    /// layer norm's weight or bias), loaded ahead of any store; zeros when the
+    /// row is not cached or `p` is not used.
+    #[inline(always)]
+    unsafe fn load_like(&self, p: *const T, used: bool) -> [T::Acc; CACHE] {
+        let mut v = [T::Acc::ZERO; CACHE];
+        if self.cached && used {
+            unroll16(|k| {
+                let j = self.lane + k as u32 * self.width;
+                if j < self.len {
+                    v[k] = (*p.add(j as usize)).acc();
+                }
+            });
+        }
+        v
+    }
+}
+
+/// Softmax (or log-softmax) of the dense row `x` into `y`.
+#[inline(always)]
+unsafe fn softmax_row<T: FloatElem, G: Group>(g: &G, x: *const T, y: *mut T, len: u32, log: bool) {
+    let row = Row::load(g, x, len);
+    let m = g.all_reduce(row.fold(T::Acc::NEG_INF, max_nan), max_nan);
+    let s = g.all_reduce(row.fold(T::Acc::ZERO, |a, v| a + (v - m).exp()), |a, b| a + b);
+    if log {
+        let ls = s.ln();
+        row.store(y, |v, _, _| v - m - ls);
+    } else {
+        let inv = T::Acc::ONE / s;
+        row.store(y, |v, _, _| (v - m).exp() * inv);
+    }
+}
+
+/// Layer norm of the dense row `x` into `y`, with optional weight and bias.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn layer_norm_row<T: FloatElem, G: Group>(
+    g: &G,
+    x: *const T,
+    y: *mut T,
+    len: u32,
+    w: *const T,
+    b: *const T,
+    flags: u32,
+    eps: f64,
+) {
+    let row = Row::load(g, x, len);
+    let n = T::Acc::from_u32(len);
+    let mean = g.all_reduce(row.fold(T::Acc::ZERO, |a, v| a + v), |a, b| a + b) / n;
+    let sq = g.all_reduce(
+        row.fold(T::Acc::ZERO, |a, v| a + (v - mean) * (v - mean)),
+        |a, b| a + b,
+    );
+    let inv = T::Acc::ONE / (sq / n + T::Acc::of_f64(eps)).sqrt();
+    // weight and bias in registers first: a load between stores to `y` could
+    // not be hoisted (the pointers may alias), and each would wait its latency
+    let (wv, bv) = (row.load_like(w, flags & 1 != 0), row.load_like(b, flags & 2 != 0));
+    let cached = row.cached;
+    row.store(y, |v, j, k| {
+        let mut r = (v - mean) * inv;
+        if flags & 1 != 0 {
+            r = r * if cached { wv[k] } else { (*w.add(j as usize)).acc() };
+        }
+        if flags & 2 != 0 {
+            r = r + if cached { bv[k] } else { (*b.add(j as usize)).acc() };
+        }
+        r
+    });
+}
+
+/// The first row this thread's group owns and the stride to its next: one
+/// row per warp (`per_warp`) or per block, grid-stride. (A plain loop in each
+/// kernel, not a closure: a closure this large is not always inlined, and its
+/// captures would then live in local memory.)
+#[inline(always)]
+fn row_walk(per_warp: bool) -> (u32, u32) {
+    let (width, blocks, _) = dims();
+    if per_warp {
+        (global_index() / 32, blocks * (width / 32))
+    } else {
+        (crate::device::block_xyz().0, blocks)
+    }
+}
+
+macro_rules! dense_rows {
+    ($tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("softmax_rows_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(
+                rows: u32,
+                len: u32,
+                per_warp: u32,
+                log: u32,
+                x: *const $t,
+                y: *mut $t,
+            ) {
+                let (mut r, step) = row_walk(per_warp != 0);
+                while r < rows {
+                    let at = r as usize * len as usize;
+                    if per_warp != 0 {
+                        softmax_row(&Warp, x.add(at), y.add(at), len, log != 0);
+                    } else {
+                        softmax_row(&Block, x.add(at), y.add(at), len, log != 0);
+                    }
+                    r += step;
+                }
+            }
+        };
+        const _: () = {
+            #[export_name = concat!("layer_norm_", stringify!($tn))]
+            #[allow(clippy::too_many_arguments)]
+            unsafe extern "ptx-kernel" fn kernel(
+                rows: u32,
+                norm: u32,
+                per_warp: u32,
+                x: *const $t,
+                w: *const $t,
+                b: *const $t,
+                flags: u32,
+                eps: f64,
+                y: *mut $t,
+            ) {
+                let (mut r, step) = row_walk(per_warp != 0);
+                while r < rows {
+                    let at = r as usize * norm as usize;
+                    if per_warp != 0 {
+                        layer_norm_row(&Warp, x.add(at), y.add(at), norm, w, b, flags, eps);
+                    } else {
+                        layer_norm_row(&Block, x.add(at), y.add(at), norm, w, b, flags, eps);
+                    }
+                    r += step;
+                }
+            }
+        };
+    };
+}
+for_float_types!(dense_rows!());
+
+// ---- softmax over strided rows: one warp per row, f64 accumulation ------------------------
+
+macro_rules! strided_softmax {
+    ($tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = concat!("softmax_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn kernel(
+                rows: Geometry,
+                ro: Operand,
+                x: *const $t,
+                len: u32,
+                step: u32,
+                log: u32,
+                y: *mut $t,
+            ) {
+                let r = global_index() / 32;
+                if r >= rows.n {
+                    return;
+                }
+                let base = rows.offset(&ro, r) as usize;
+                let at = |j: u32| (*x.add(base + (j * step) as usize)).to_f64();
+                let mut m = f64::NEG_INFINITY;
+                let mut nan = false;
+                let mut j = lane_id();
+                while j < len {
+                    let v = at(j);
+                    nan |= v != v;
+                    m = if v > m { v } else { m };
+                    j += 32;
+                }
+                let mut k = 16;
+                while k > 0 {
+                    let o = shfl_xor_f64(m, k);
+                    m = if o > m { o } else { m };
+                    nan |= crate::device::shfl_xor(nan as u32, k) != 0;
+                    k >>= 1;
+                }
+                if nan {
+                    m = f64::NAN;
+                }
+                let mut sum = 0.0f64;
+                j = lane_id();
+                while j < len {
+                    sum += row_exp::<$t>(at(j) - m);
+                    j += 32;
+                }
+                k = 16;
+                while k > 0 {
+                    sum += shfl_xor_f64(sum, k);
+                    k >>= 1;
+                }
+                let ls = libm::log(sum);
+                j = lane_id();
+                let out = y.add(r as usize * len as usize);
+                while j < len {
+                    let v = at(j) - m;
+                    *out.add(j as usize) = <$t>::from_f64(if log != 0 {
+                        v - ls
+                    } else {
+                        row_exp::<$t>(v) / sum
+                    });
+                    j += 32;
+                }
+            }
+        };
+    };
+}
+/// `e^x` at the precision the row's dtype needs: double for f64, the fast
+/// single-precision exp otherwise.
+#[inline(always)]
+fn row_exp<T>(x: f64) -> f64 {
+    if core::mem::size_of::<T>() == 8 {
+        libm::exp(x)
+    } else {
+        math::exp_f32(x as f32) as f64
+    }
+}
+
+for_float_types!(strided_softmax!());

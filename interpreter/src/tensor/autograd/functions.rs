@@ -1,0 +1,388 @@
+//! The backward formulas, one function per op family, written with the same
+//! tensor ops as forward (they run with grad mode off, on the tensors'
+//! device). Each takes the saved values and the output gradient `g` and
+//! returns the gradients of the inputs in their shapes; the engine converts
+//! them to the inputs' dtypes. The ops record themselves (and save what these
+//! need) in their own front-end files.
+
+use crate::error::{Error, Result};
+use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::tensor::{Scalar, Tensor};
+
+/// `g` summed over the dims that broadcasting added or stretched, so that it
+/// has `shape` (the shape of the input that was broadcast).
+pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    if g.shape() == shape {
+        return Ok(g.clone());
+    }
+    let gs = g.shape();
+    if gs.len() < shape.len() {
+        return Err(Error::shape(
+            "backward",
+            format!("cannot reduce a gradient of shape {gs:?} to shape {shape:?}"),
+        ));
+    }
+    let lead = gs.len() - shape.len();
+    let dims: Vec<i64> = (0..gs.len())
+        .filter(|&d| d < lead || (shape[d - lead] == 1 && gs[d] != 1))
+        .map(|d| d as i64)
+        .collect();
+    let target: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    if dims.is_empty() {
+        return g.reshape(&target);
+    }
+    g.reduce(ReduceOp::Sum, Some(&dims), true)?.reshape(&target)
+}
+
+/// A 0-dim zero in `like`'s dtype and device (broadcast where needed).
+fn zero(like: &Tensor) -> Result<Tensor> {
+    Tensor::scalar(Scalar::Int(0), like.dtype(), like.device())
+}
+
+/// A comparison mask as numbers in `like`'s dtype.
+fn mask(m: Tensor, like: &Tensor) -> Result<Tensor> {
+    m.to_dtype(like.dtype())
+}
+
+/// Gradient of `y = op(x)`.
+pub fn unary(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+    use UnaryOp::*;
+    let x = &x.to_dtype(y.dtype())?;
+    let gx = match op {
+        Abs => g.mul(&x.sign()?)?,
+        Neg => g.neg()?,
+        Exp => g.mul(y)?,
+        Log => g.div(x)?,
+        Log2 => g.div(&x.mul_scalar(std::f64::consts::LN_2)?)?,
+        Log1p => g.div(&x.add_scalar(1.0)?)?,
+        Expm1 => g.mul(&y.add_scalar(1.0)?)?,
+        Sqrt => g.div(&y.mul_scalar(2.0)?)?,
+        // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 y^3
+        Rsqrt => g.mul(&y.pow_scalar(3.0)?.mul_scalar(-0.5)?)?,
+        Sin => g.mul(&x.cos()?)?,
+        Cos => g.mul(&x.sin()?.neg()?)?,
+        Tan => g.mul(&y.square()?.add_scalar(1.0)?)?,
+        Tanh => g.mul(
+            &y.square()?
+                .binary_scalar(BinaryOp::Sub, Scalar::Float(1.0), true)?,
+        )?,
+        Sigmoid => g.mul(&y.mul(&y.binary_scalar(BinaryOp::Sub, Scalar::Float(1.0), true)?)?)?,
+        Relu => g.mul(&mask(x.compare_scalar(CmpOp::Gt, Scalar::Int(0), false)?, g)?)?,
+        Gelu => {
+            // Φ(x) + x φ(x)
+            let cdf = x
+                .mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?
+                .erf()?
+                .add_scalar(1.0)?
+                .mul_scalar(0.5)?;
+            let pdf = x
+                .square()?
+                .mul_scalar(-0.5)?
+                .exp()?
+                .mul_scalar(0.5 * std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2)?;
+            g.mul(&cdf.add(&x.mul(&pdf)?)?)?
+        }
+        Silu => {
+            // s (1 + x (1 - s))
+            let s = x.sigmoid()?;
+            let one_minus = s.binary_scalar(BinaryOp::Sub, Scalar::Float(1.0), true)?;
+            g.mul(&s.mul(&x.mul(&one_minus)?.add_scalar(1.0)?)?)?
+        }
+        Erf => g.mul(
+            &x.square()?
+                .neg()?
+                .exp()?
+                .mul_scalar(std::f64::consts::FRAC_2_SQRT_PI)?,
+        )?,
+        Square => g.mul(&x.mul_scalar(2.0)?)?,
+        Reciprocal => g.mul(&y.square()?.neg()?)?,
+        // piecewise constant: zero gradient, as in PyTorch
+        Floor | Ceil | Round | Sign => g.zeros_like()?,
+        LogicalNot => return Ok(None),
+    };
+    Ok(Some(gx))
+}
+
+/// `(a > b) + (a == b) / 2`: the share of a maximum's gradient that goes to `a`
+/// (`Lt` for a minimum). Ties split evenly, as in PyTorch.
+fn extremum_share(cmp: CmpOp, a: &Tensor, b: &Tensor, like: &Tensor) -> Result<Tensor> {
+    let win = mask(a.compare(cmp, b)?, like)?;
+    let tie = mask(a.compare(CmpOp::Eq, b)?, like)?;
+    win.add(&tie.mul_scalar(0.5)?)
+}
+
+/// Gradients of `y = a op b` (broadcast), reduced to each operand's shape.
+pub fn binary(
+    op: BinaryOp,
+    a: &Tensor,
+    b: &Tensor,
+    y: &Tensor,
+    g: &Tensor,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor>>> {
+    use BinaryOp::*;
+    let (a, b) = (&a.to_dtype(y.dtype())?, &b.to_dtype(y.dtype())?);
+    let (ga, gb) = match op {
+        Add => (Some(g.clone()), Some(g.clone())),
+        Sub => (Some(g.clone()), Some(g.neg()?)),
+        Mul => (
+            needs[0].then(|| g.mul(b)).transpose()?,
+            needs[1].then(|| g.mul(a)).transpose()?,
+        ),
+        Div => (
+            needs[0].then(|| g.div(b)).transpose()?,
+            needs[1].then(|| g.mul(y)?.div(b)?.neg()).transpose()?,
+        ),
+        Pow => {
+            let ga = needs[0]
+                .then(|| -> Result<Tensor> {
+                    let d = g.mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?)?;
+                    Tensor::where_cond(
+                        &b.compare_scalar(CmpOp::Eq, Scalar::Int(0), false)?,
+                        &zero(g)?,
+                        &d,
+                    )
+                })
+                .transpose()?;
+            let gb = needs[1]
+                .then(|| -> Result<Tensor> {
+                    let d = g.mul(y)?.mul(&a.log()?)?;
+                    let at_zero = a
+                        .compare_scalar(CmpOp::Eq, Scalar::Int(0), false)?
+                        .binary(BitAnd, &b.compare_scalar(CmpOp::Ge, Scalar::Int(0), false)?)?;
+                    Tensor::where_cond(&at_zero, &zero(g)?, &d)
+                })
+                .transpose()?;
+            (ga, gb)
+        }
+        Rem => (
+            Some(g.clone()),
+            needs[1].then(|| g.mul(&a.div(b)?.floor()?)?.neg()).transpose()?,
+        ),
+        Maximum | Minimum => {
+            let cmp = if op == Maximum { CmpOp::Gt } else { CmpOp::Lt };
+            (
+                needs[0]
+                    .then(|| g.mul(&extremum_share(cmp, a, b, g)?))
+                    .transpose()?,
+                needs[1]
+                    .then(|| g.mul(&extremum_share(cmp, b, a, g)?))
+                    .transpose()?,
+            )
+        }
+        BitAnd | BitOr | BitXor => (None, None),
+    };
+    let ga = match ga {
+        Some(t) if needs[0] => Some(sum_to(&t, a.shape())?),
+        _ => None,
+    };
+    let gb = match gb {
+        Some(t) if needs[1] => Some(sum_to(&t, b.shape())?),
+        _ => None,
+    };
+    Ok(vec![ga, gb])
+}
+
+/// Gradient of `y = x op s` (or `s op x` when `reversed`) for a host scalar `s`.
+pub fn binary_scalar(
+    op: BinaryOp,
+    x: &Tensor,
+    s: Scalar,
+    reversed: bool,
+    y: &Tensor,
+    g: &Tensor,
+) -> Result<Option<Tensor>> {
+    use BinaryOp::*;
+    let x = &x.to_dtype(y.dtype())?;
+    let gx = match (op, reversed) {
+        (Add, _) => g.clone(),
+        (Sub, false) => g.clone(),
+        (Sub, true) => g.neg()?,
+        (Mul, _) => g.mul_scalar(s)?,
+        (Div, false) => g.div_scalar(s)?,
+        // d/dx s/x = -s/x^2 = -y/x
+        (Div, true) => g.mul(y)?.div(x)?.neg()?,
+        (Pow, false) if s.to_f64() == 0.0 => g.zeros_like()?,
+        (Pow, false) => g.mul(&x.pow_scalar(s.to_f64() - 1.0)?.mul_scalar(s)?)?,
+        (Pow, true) if s.to_f64() == 0.0 => g.zeros_like()?,
+        (Pow, true) => g.mul(y)?.mul_scalar(s.to_f64().ln())?,
+        (Rem, false) => g.clone(),
+        (Rem, true) => g.mul(&x.binary_scalar(Div, s, true)?.floor()?)?.neg()?,
+        (Maximum | Minimum, _) => {
+            let cmp = if op == Maximum { CmpOp::Gt } else { CmpOp::Lt };
+            let win = mask(x.compare_scalar(cmp, s, false)?, g)?;
+            let tie = mask(x.compare_scalar(CmpOp::Eq, s, false)?, g)?;
+            g.mul(&win.add(&tie.mul_scalar(0.5)?)?)?
+        }
+        (BitAnd | BitOr | BitXor, _) => return Ok(None),
+    };
+    Ok(Some(gx))
+}
+
+/// Gradient of `clamp(x, min, max)`: `g` where `min <= x <= max`, else 0.
+pub fn clamp(x: &Tensor, min: Option<Scalar>, max: Option<Scalar>, g: &Tensor) -> Result<Tensor> {
+    let x = &x.to_dtype(g.dtype())?;
+    let mut keep: Option<Tensor> = None;
+    for (bound, cmp) in [(min, CmpOp::Ge), (max, CmpOp::Le)] {
+        if let Some(b) = bound {
+            let m = x.compare_scalar(cmp, b, false)?;
+            keep = Some(match keep {
+                None => m,
+                Some(k) => k.binary(BinaryOp::BitAnd, &m)?,
+            });
+        }
+    }
+    match keep {
+        Some(k) => g.mul(&mask(k, g)?),
+        None => Ok(g.clone()),
+    }
+}
+
+/// Gradients of `where(cond, a, b)` for `a` and `b` (the condition has none).
+pub fn where_cond(
+    cond: &Tensor,
+    a_shape: &[usize],
+    b_shape: &[usize],
+    g: &Tensor,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor>>> {
+    let z = zero(g)?;
+    let ga = needs[1]
+        .then(|| sum_to(&Tensor::where_cond(cond, g, &z)?, a_shape))
+        .transpose()?;
+    let gb = needs[2]
+        .then(|| sum_to(&Tensor::where_cond(cond, &z, g)?, b_shape))
+        .transpose()?;
+    Ok(vec![None, ga, gb])
+}
+
+/// Gradient of a reduction. `keep` is the result with the reduced dims kept
+/// as size 1 and `g` the output gradient reshaped to `keep`'s shape.
+pub fn reduce(op: ReduceOp, x: &Tensor, keep: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
+    let shape = x.shape();
+    let x = &x.to_dtype(keep.dtype())?;
+    let n = if keep.numel() == 0 {
+        1.0
+    } else {
+        (x.numel() / keep.numel()) as f64
+    };
+    let gx = match op {
+        ReduceOp::Sum => g.broadcast_to(shape)?,
+        ReduceOp::Mean => g.div_scalar(n)?.broadcast_to(shape)?,
+        ReduceOp::Max | ReduceOp::Min => {
+            // the gradient goes to the arg positions; ties share it evenly
+            let hit = mask(x.compare(CmpOp::Eq, keep)?, g)?;
+            let count = sum_to(&hit, keep.shape())?;
+            hit.mul(&g.div(&count)?)?
+        }
+        ReduceOp::Var { correction } => {
+            let mean = sum_to(x, keep.shape())?.div_scalar(n)?;
+            let scale = 2.0 / (n - correction as f64);
+            x.sub(&mean)?.mul(g)?.mul_scalar(scale)?
+        }
+        ReduceOp::Std { correction } => {
+            let mean = sum_to(x, keep.shape())?.div_scalar(n)?;
+            let denom = keep.mul_scalar(n - correction as f64)?;
+            x.sub(&mean)?.mul(&g.div(&denom)?)?
+        }
+        ReduceOp::Prod => {
+            return Err(Error::invalid(
+                "backward",
+                "prod: the gradient of prod is not implemented yet",
+            ))
+        }
+        ReduceOp::ArgMax | ReduceOp::ArgMin | ReduceOp::All | ReduceOp::Any => return Ok(None),
+    };
+    Ok(Some(gx))
+}
+
+/// Gradient of `softmax(x, dim)` (`log`: of `log_softmax`) from its output `y`.
+pub fn softmax(y: &Tensor, dim: i64, log: bool, g: &Tensor) -> Result<Tensor> {
+    let g = &g.to_dtype(y.dtype())?;
+    if log {
+        // g - softmax(x) * sum(g)
+        let s = g.reduce(ReduceOp::Sum, Some(&[dim]), true)?;
+        g.sub(&y.exp()?.mul(&s)?)
+    } else {
+        // y * (g - sum(g * y))
+        let s = g.mul(y)?.reduce(ReduceOp::Sum, Some(&[dim]), true)?;
+        y.mul(&g.sub(&s)?)
+    }
+}
+
+/// Gradients of `layer_norm(x, normalized_shape, weight, bias, eps)` for x,
+/// weight and bias (as `needs` asks).
+pub fn layer_norm(
+    x: &Tensor,
+    k: usize,
+    weight: Option<&Tensor>,
+    bias_shape: Option<&[usize]>,
+    eps: f64,
+    g: &Tensor,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor>>> {
+    let x = &x.to_dtype(g.dtype())?;
+    let dims: Vec<i64> = (-(k as i64)..0).collect();
+    let mean = x.reduce(ReduceOp::Mean, Some(&dims), true)?;
+    let var = x.reduce(ReduceOp::Var { correction: 0 }, Some(&dims), true)?;
+    let rstd = var.add_scalar(eps)?.rsqrt()?;
+    let xhat = x.sub(&mean)?.mul(&rstd)?;
+    let gx = needs[0]
+        .then(|| -> Result<Tensor> {
+            let gxhat = match weight {
+                Some(w) => g.mul(&w.to_dtype(g.dtype())?)?,
+                None => g.clone(),
+            };
+            let m1 = gxhat.reduce(ReduceOp::Mean, Some(&dims), true)?;
+            let m2 = gxhat.mul(&xhat)?.reduce(ReduceOp::Mean, Some(&dims), true)?;
+            gxhat.sub(&m1)?.sub(&xhat.mul(&m2)?)?.mul(&rstd)
+        })
+        .transpose()?;
+    let gw = match weight {
+        Some(w) if needs.get(1) == Some(&true) => Some(sum_to(&g.mul(&xhat)?, w.shape())?),
+        _ => None,
+    };
+    let mut out = vec![gx];
+    if weight.is_some() {
+        out.push(gw);
+    }
+    if let Some(bs) = bias_shape {
+        let i = out.len();
+        out.push(needs[i].then(|| sum_to(g, bs)).transpose()?);
+    }
+    Ok(out)
+}
+
+/// Gradients of `a @ b` for operands of at least 2 dims (batch dims broadcast).
+pub fn matmul(a: &Tensor, b: &Tensor, g: &Tensor, needs: &[bool]) -> Result<Vec<Option<Tensor>>> {
+    let ga = needs[0]
+        .then(|| sum_to(&g.matmul(&b.transpose(-2, -1)?)?, a.shape()))
+        .transpose()?;
+    let gb = needs[1]
+        .then(|| sum_to(&a.transpose(-2, -1)?.matmul(g)?, b.shape()))
+        .transpose()?;
+    Ok(vec![ga, gb])
+}
+
+/// Gradients of `cat(tensors, dim)`: the slices of `g` each input filled.
+pub fn cat(sizes: &[usize], dim: i64, g: &Tensor, needs: &[bool]) -> Result<Vec<Option<Tensor>>> {
+    let mut at = 0;
+    let mut out = Vec::with_capacity(sizes.len());
+    for (&len, &need) in sizes.iter().zip(needs) {
+        out.push(need.then(|| g.narrow(dim, at as i64, len as i64)).transpose()?);
+        at += len;
+    }
+    Ok(out)
+}
+
+/// Gradient of a strided view (narrow, slice, select): zeros of the input's
+/// shape with `g` written where the view reads.
+pub fn view_scatter(
+    shape: &[usize],
+    g: &Tensor,
+    view: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let z = Tensor::zeros(shape, Some(g.dtype()), g.device())?;
+    view(&z)?.copy_(g)?;
+    Ok(z)
+}

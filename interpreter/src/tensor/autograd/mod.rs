@@ -1,0 +1,631 @@
+//! Reverse-mode automatic differentiation, PyTorch style: grad mode (a
+//! thread-local switch with [`NoGradGuard`] and [`no_grad`]), the autograd
+//! metadata a tensor may carry ([`AutogradMeta`]: `requires_grad`, the
+//! accumulated `grad`, the `grad_fn` node that made it), the graph [`Node`]s
+//! that ops record, and the backward pass.
+//!
+//! Ops record themselves in their own front-end files through [`record`]; the
+//! backward formulas live in [`functions`]. Backward runs with grad mode off,
+//! through the same tensor ops as forward, so it runs on the tensors' device
+//! and stays asynchronous there. A node's saved tensors are freed when the
+//! backward pass has run it; a second backward through the same graph is an
+//! error that says so.
+
+pub mod functions;
+
+use super::{DType, Tensor};
+use crate::error::{Error, Result};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+thread_local! {
+    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// True when ops record their backward on this thread (the default).
+pub fn is_grad_enabled() -> bool {
+    GRAD_ENABLED.with(|g| g.get())
+}
+
+/// Turns grad mode on or off for this thread; returns the previous mode.
+pub fn set_grad_enabled(enabled: bool) -> bool {
+    GRAD_ENABLED.with(|g| g.replace(enabled))
+}
+
+/// Grad mode off until dropped (then the previous mode comes back, also on
+/// an early return or an error).
+pub struct NoGradGuard {
+    prev: bool,
+}
+
+impl NoGradGuard {
+    /// Turns grad mode off for this thread.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        NoGradGuard {
+            prev: set_grad_enabled(false),
+        }
+    }
+}
+
+impl Drop for NoGradGuard {
+    fn drop(&mut self) {
+        set_grad_enabled(self.prev);
+    }
+}
+
+/// Runs `f` with grad mode off.
+pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
+    let _guard = NoGradGuard::new();
+    f()
+}
+
+/// The backward of one recorded op: given the gradient of its output and
+/// which inputs need a gradient, the gradient of each input (`None`: zero or
+/// not needed). Runs once; what it captured (the saved tensors) is then freed.
+pub(crate) type BackwardFn = Box<dyn FnOnce(&Tensor, &[bool]) -> Result<Vec<Option<Tensor>>> + Send>;
+
+/// Autograd state of one tensor handle.
+pub struct AutogradMeta {
+    requires_grad: AtomicBool,
+    grad: Mutex<Option<Tensor>>,
+    grad_fn: Option<Arc<Node>>,
+}
+
+impl AutogradMeta {
+    fn grad_slot(&self) -> MutexGuard<'_, Option<Tensor>> {
+        self.grad.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Where an input's gradient goes: the node that made it, or a leaf's grad.
+enum Edge {
+    Node(Arc<Node>),
+    Leaf(Arc<AutogradMeta>),
+}
+
+/// One input of a node: its edge (absent when it needs no gradient) and the
+/// shape and dtype its gradient must have.
+struct Input {
+    edge: Option<Edge>,
+    shape: Vec<usize>,
+    dtype: DType,
+}
+
+/// A recorded op in the graph (PyTorch's `grad_fn`).
+pub struct Node {
+    name: &'static str,
+    backward: Mutex<Option<BackwardFn>>,
+    inputs: Vec<Input>,
+}
+
+impl Node {
+    /// The name of the op that recorded this node.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl Drop for Node {
+    /// Frees a long chain of nodes without one stack frame per node.
+    fn drop(&mut self) {
+        let mut stack: Vec<Arc<Node>> = take_node_edges(&mut self.inputs);
+        while let Some(n) = stack.pop() {
+            if let Ok(mut inner) = Arc::try_unwrap(n) {
+                stack.extend(take_node_edges(&mut inner.inputs));
+            }
+        }
+    }
+}
+
+fn take_node_edges(inputs: &mut [Input]) -> Vec<Arc<Node>> {
+    inputs
+        .iter_mut()
+        .filter_map(|i| match i.edge.take() {
+            Some(Edge::Node(n)) => Some(n),
+            other => {
+                i.edge = other;
+                None
+            }
+        })
+        .collect()
+}
+
+/// A tensor a backward formula needs later, with the storage version it had
+/// when saved: reading it after an in-place write is an error, not a wrong
+/// gradient.
+pub(crate) struct Saved {
+    tensor: Tensor,
+    version: u64,
+}
+
+impl Saved {
+    /// Saves a detached handle of `t` (no reference back into the graph).
+    pub(crate) fn new(t: &Tensor) -> Saved {
+        Saved {
+            tensor: t.detach(),
+            version: t.version(),
+        }
+    }
+
+    /// The saved tensor, unless its storage was written since.
+    pub(crate) fn get(&self, op: &'static str) -> Result<&Tensor> {
+        if self.tensor.version() != self.version {
+            return Err(Error::invalid(
+                "backward",
+                format!(
+                    "a tensor of shape {:?} that {op} saved for its gradient was modified in place after {op} used it; use an out-of-place op (x = x + y) or clone() it first",
+                    self.tensor.shape()
+                ),
+            ));
+        }
+        Ok(&self.tensor)
+    }
+}
+
+/// True when an op on `inputs` must record its backward: grad mode is on and
+/// some input requires grad.
+#[inline]
+pub(crate) fn needs_grad(inputs: &[&Tensor]) -> bool {
+    inputs.iter().any(|t| t.requires_grad()) && is_grad_enabled()
+}
+
+/// Runs a forward computation with grad mode off, so that the ops it is
+/// composed of record nothing of their own.
+#[inline]
+pub(crate) fn forward<R>(f: impl FnOnce() -> R) -> R {
+    no_grad(f)
+}
+
+/// Makes `out` the result of op `name` on `inputs` in the graph: a node with
+/// `backward` and an edge to every input that requires grad. Non-float results
+/// (argmax, comparisons) are returned as they are: they carry no gradient.
+pub(crate) fn record(
+    name: &'static str,
+    inputs: &[&Tensor],
+    out: Tensor,
+    backward: impl FnOnce(&Tensor, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + 'static,
+) -> Tensor {
+    if !out.dtype().is_float() {
+        return out;
+    }
+    let inputs = inputs
+        .iter()
+        .map(|t| Input {
+            edge: t.edge(),
+            shape: t.shape().to_vec(),
+            dtype: t.dtype(),
+        })
+        .collect();
+    let node = Arc::new(Node {
+        name,
+        backward: Mutex::new(Some(Box::new(backward))),
+        inputs,
+    });
+    // A forward may return an input's own handle; the result needs its own.
+    let out = if out.autograd_meta().is_some() {
+        out.with_layout(out.layout().clone())
+    } else {
+        out
+    };
+    let meta = Arc::new(AutogradMeta {
+        requires_grad: AtomicBool::new(true),
+        grad: Mutex::new(None),
+        grad_fn: Some(node),
+    });
+    let _ = out.autograd_slot().set(meta);
+    out
+}
+
+/// Fails when an in-place write into `dest` (from `src`, if any) would break
+/// the graph: a leaf that requires grad (while grad mode is on), a tensor in
+/// the graph, or a source that requires grad written into a plain tensor.
+pub(crate) fn check_inplace(op: &'static str, dest: &Tensor, src: Option<&Tensor>) -> Result<()> {
+    if !is_grad_enabled() {
+        return Ok(());
+    }
+    if dest.requires_grad() {
+        return Err(Error::invalid(
+            op,
+            if dest.is_leaf() {
+                "a leaf tensor that requires grad is used in an in-place operation; update it inside no_grad(|| ...) or use an out-of-place op".to_string()
+            } else {
+                "in-place operations on a tensor that is part of an autograd graph (it requires grad) are not supported; use the out-of-place form (x = x + y)".to_string()
+            },
+        ));
+    }
+    if src.is_some_and(|s| s.requires_grad()) {
+        return Err(Error::invalid(
+            op,
+            "writing a tensor that requires grad into one that does not would lose its gradient; build the result with cat/stack/where, or detach() the source",
+        ));
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// True when this tensor takes part in autograd: a leaf marked with
+    /// [`Tensor::set_requires_grad`], or the result of a recorded op.
+    #[inline]
+    pub fn requires_grad(&self) -> bool {
+        self.autograd_meta()
+            .is_some_and(|m| m.requires_grad.load(Ordering::Relaxed))
+    }
+
+    /// True for tensors not made by a recorded op (every tensor that does
+    /// not require grad, and the parameters that do).
+    pub fn is_leaf(&self) -> bool {
+        self.autograd_meta().is_none_or(|m| m.grad_fn.is_none())
+    }
+
+    /// The name of the op that made this tensor, when it was recorded.
+    pub fn grad_fn_name(&self) -> Option<&'static str> {
+        self.autograd_meta()?.grad_fn.as_ref().map(|n| n.name())
+    }
+
+    /// Marks a leaf tensor as a parameter whose gradient `backward` accumulates
+    /// (float dtypes only).
+    pub fn set_requires_grad(&self, requires_grad: bool) -> Result<()> {
+        if requires_grad && !self.dtype().is_float() {
+            return Err(Error::UnsupportedDType {
+                op: "requires_grad",
+                dtype: self.dtype(),
+                hint: " (only floating-point tensors can require gradients)".into(),
+            });
+        }
+        if !self.is_leaf() {
+            if requires_grad {
+                return Ok(());
+            }
+            return Err(Error::invalid(
+                "requires_grad",
+                "only the flag of leaf tensors can be changed; use detach() to get a tensor outside the graph",
+            ));
+        }
+        if !requires_grad && self.autograd_meta().is_none() {
+            return Ok(());
+        }
+        let meta = self.autograd_slot().get_or_init(|| {
+            Arc::new(AutogradMeta {
+                requires_grad: AtomicBool::new(false),
+                grad: Mutex::new(None),
+                grad_fn: None,
+            })
+        });
+        meta.requires_grad.store(requires_grad, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The gradient accumulated into this leaf by `backward`, if any.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.autograd_meta()?.grad_slot().clone()
+    }
+
+    /// Replaces the accumulated gradient (`None` clears it); it must have this
+    /// tensor's shape, and is stored in this tensor's dtype.
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        let grad = match grad {
+            None => {
+                if let Some(m) = self.autograd_meta() {
+                    *m.grad_slot() = None;
+                }
+                return Ok(());
+            }
+            Some(g) => g,
+        };
+        if grad.shape() != self.shape() {
+            return Err(Error::shape(
+                "grad",
+                format!(
+                    "a gradient of shape {:?} does not fit a tensor of shape {:?}",
+                    grad.shape(),
+                    self.shape()
+                ),
+            ));
+        }
+        self.same_device("grad", &grad)?;
+        if !self.dtype().is_float() {
+            return Err(Error::dtype("grad", self.dtype()));
+        }
+        let g = no_grad(|| grad.detach().to_dtype(self.dtype()))?;
+        let meta = self.autograd_slot().get_or_init(|| {
+            Arc::new(AutogradMeta {
+                requires_grad: AtomicBool::new(false),
+                grad: Mutex::new(None),
+                grad_fn: None,
+            })
+        });
+        *meta.grad_slot() = Some(g);
+        Ok(())
+    }
+
+    /// Clears the accumulated gradient (PyTorch's `zero_grad(set_to_none=True)`).
+    pub fn zero_grad(&self) {
+        if let Some(m) = self.autograd_meta() {
+            *m.grad_slot() = None;
+        }
+    }
+
+    /// A handle on the same data outside the graph: it does not require grad.
+    pub fn detach(&self) -> Tensor {
+        self.with_layout(self.layout().clone())
+    }
+
+    /// Backpropagates from this one-element tensor (its gradient is 1).
+    pub fn backward(&self) -> Result<()> {
+        if self.numel() != 1 {
+            return Err(Error::invalid(
+                "backward",
+                format!(
+                    "a gradient can be implicitly created only for a tensor with one element, got shape {:?}; pass one: t.backward(grad)",
+                    self.shape()
+                ),
+            ));
+        }
+        self.check_backward_root()?;
+        let g = no_grad(|| self.ones_like())?;
+        run_backward(self, g)
+    }
+
+    /// Backpropagates from this tensor with `grad` as its gradient.
+    pub fn backward_with(&self, grad: &Tensor) -> Result<()> {
+        if grad.shape() != self.shape() {
+            return Err(Error::shape(
+                "backward",
+                format!(
+                    "the gradient has shape {:?} but the tensor has shape {:?}",
+                    grad.shape(),
+                    self.shape()
+                ),
+            ));
+        }
+        self.same_device("backward", grad)?;
+        self.check_backward_root()?;
+        let g = no_grad(|| grad.detach().to_dtype(self.dtype()))?;
+        run_backward(self, g)
+    }
+
+    fn check_backward_root(&self) -> Result<()> {
+        if !self.requires_grad() {
+            return Err(Error::invalid(
+                "backward",
+                "the tensor does not require grad and has no grad_fn (no input of the ops that made it requires grad, or it was computed inside no_grad)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The edge a recorded op keeps to this input.
+    fn edge(&self) -> Option<Edge> {
+        let m = self.autograd_meta()?;
+        match &m.grad_fn {
+            Some(n) => Some(Edge::Node(n.clone())),
+            None if m.requires_grad.load(Ordering::Relaxed) => Some(Edge::Leaf(m.clone())),
+            None => None,
+        }
+    }
+}
+
+/// Adds `g` into a leaf's accumulated gradient.
+fn accumulate(meta: &AutogradMeta, g: Tensor) -> Result<()> {
+    let mut slot = meta.grad_slot();
+    let new = match slot.take() {
+        None => owned(g)?,
+        Some(acc) => acc.add(&g)?,
+    };
+    *slot = Some(new);
+    Ok(())
+}
+
+/// `g` when no one else can see its storage and it is dense, else a copy: a
+/// stored gradient must not alias a tensor the script holds.
+fn owned(g: Tensor) -> Result<Tensor> {
+    if Arc::strong_count(&g.0) == 1 && Arc::strong_count(&g.0.storage) == 1 && g.is_contiguous() {
+        Ok(g)
+    } else {
+        g.clone_data()
+    }
+}
+
+fn key(n: &Arc<Node>) -> *const Node {
+    Arc::as_ptr(n)
+}
+
+/// The backward pass from `root` with gradient `grad`: nodes run in
+/// topological order (each after every node that feeds it a gradient), the
+/// gradients reaching one node are summed, leaves accumulate into `grad`.
+fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
+    let _guard = NoGradGuard::new();
+    let meta = root
+        .autograd_meta()
+        .ok_or_else(|| Error::invalid("backward", "the tensor does not require grad"))?;
+    let root_node = match &meta.grad_fn {
+        None => return accumulate(meta, grad),
+        Some(n) => n.clone(),
+    };
+    // How many gradients each reachable node waits for.
+    let mut deps: HashMap<*const Node, usize> = HashMap::new();
+    let mut stack = vec![root_node.clone()];
+    deps.insert(key(&root_node), 0);
+    while let Some(n) = stack.pop() {
+        for input in &n.inputs {
+            if let Some(Edge::Node(m)) = &input.edge {
+                match deps.get_mut(&key(m)) {
+                    Some(c) => *c += 1,
+                    None => {
+                        deps.insert(key(m), 1);
+                        stack.push(m.clone());
+                    }
+                }
+            }
+        }
+    }
+    let mut grads: HashMap<*const Node, Tensor> = HashMap::new();
+    grads.insert(key(&root_node), grad);
+    let mut ready = vec![root_node];
+    while let Some(n) = ready.pop() {
+        let g = grads.remove(&key(&n));
+        let f = n
+            .backward
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| {
+                Error::invalid(
+                    "backward",
+                    format!(
+                        "the graph through {} was already used by an earlier backward() and its saved tensors are freed; recompute the forward pass",
+                        n.name
+                    ),
+                )
+            })?;
+        let needs: Vec<bool> = n.inputs.iter().map(|i| i.edge.is_some()).collect();
+        let input_grads = match &g {
+            Some(g) => f(g, &needs)?,
+            None => vec![None; n.inputs.len()],
+        };
+        if input_grads.len() != n.inputs.len() {
+            return Err(Error::invalid(
+                "backward",
+                format!(
+                    "{} returned {} gradients for {} inputs",
+                    n.name,
+                    input_grads.len(),
+                    n.inputs.len()
+                ),
+            ));
+        }
+        for (input, ig) in n.inputs.iter().zip(input_grads) {
+            let Some(edge) = &input.edge else { continue };
+            let ig = match ig {
+                Some(ig) => Some(fit(n.name, input, ig)?),
+                None => None,
+            };
+            match edge {
+                Edge::Leaf(m) => {
+                    if let Some(ig) = ig {
+                        if m.requires_grad.load(Ordering::Relaxed) {
+                            accumulate(m, ig)?;
+                        }
+                    }
+                }
+                Edge::Node(m) => {
+                    if let Some(ig) = ig {
+                        let sum = match grads.remove(&key(m)) {
+                            Some(acc) => acc.add(&ig)?,
+                            None => ig,
+                        };
+                        grads.insert(key(m), sum);
+                    }
+                    if let Some(c) = deps.get_mut(&key(m)) {
+                        *c -= 1;
+                        if *c == 0 {
+                            ready.push(m.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks a gradient's shape against its input and converts it to the input's dtype.
+fn fit(op: &'static str, input: &Input, g: Tensor) -> Result<Tensor> {
+    if g.shape() != input.shape.as_slice() {
+        return Err(Error::shape(
+            "backward",
+            format!(
+                "{op} produced a gradient of shape {:?} for an input of shape {:?}",
+                g.shape(),
+                input.shape
+            ),
+        ));
+    }
+    g.to_dtype(input.dtype)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::Device;
+
+    fn t(v: &[f32], shape: &[usize]) -> Tensor {
+        Tensor::from_f32(v, shape, Device::Cpu).unwrap()
+    }
+
+    fn values(t: &Tensor) -> Vec<f64> {
+        match t.to_host().unwrap() {
+            crate::tensor::HostValues::Float(v) => v,
+            other => panic!("not floats: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn grad_mode_is_restored() {
+        assert!(is_grad_enabled());
+        no_grad(|| {
+            assert!(!is_grad_enabled());
+            no_grad(|| assert!(!is_grad_enabled()));
+            assert!(!is_grad_enabled());
+        });
+        assert!(is_grad_enabled());
+    }
+
+    #[test]
+    fn tensors_stay_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Tensor>();
+    }
+
+    #[test]
+    fn nothing_is_recorded_without_requires_grad_or_in_no_grad() {
+        let a = t(&[1.0, 2.0], &[2]);
+        assert!(a.exp().unwrap().autograd_meta().is_none());
+        a.set_requires_grad(true).unwrap();
+        let y = no_grad(|| a.exp().unwrap());
+        assert!(!y.requires_grad());
+        assert!(a.exp().unwrap().requires_grad());
+    }
+
+    #[test]
+    fn a_long_chain_runs_and_drops_without_deep_recursion() {
+        let a = t(&[1.0], &[1]);
+        a.set_requires_grad(true).unwrap();
+        let mut y = a.clone();
+        for _ in 0..100_000 {
+            y = y.add_scalar(1.0).unwrap();
+        }
+        y.sum().unwrap().backward().unwrap();
+        assert_eq!(values(&a.grad().unwrap()), vec![1.0]);
+        drop(y);
+    }
+
+    #[test]
+    fn uses_sum_and_second_backward_fails() {
+        let a = t(&[3.0], &[1]);
+        a.set_requires_grad(true).unwrap();
+        let y = a.mul(&a).unwrap().add(&a).unwrap().sum().unwrap();
+        y.backward().unwrap();
+        assert_eq!(values(&a.grad().unwrap()), vec![7.0]);
+        let e = y.backward().unwrap_err().to_string();
+        assert!(e.contains("already used"), "{e}");
+    }
+
+    #[test]
+    fn saved_tensor_modified_in_place_is_an_error() {
+        let a = t(&[1.0, 2.0], &[2]);
+        a.set_requires_grad(true).unwrap();
+        let x = t(&[3.0, 4.0], &[2]);
+        let y = a.mul(&x).unwrap().sum().unwrap();
+        x.binary_scalar_(
+            crate::tensor::op::BinaryOp::Add,
+            crate::tensor::Scalar::Float(1.0),
+        )
+        .unwrap();
+        let e = y.backward().unwrap_err().to_string();
+        assert!(e.contains("modified in place"), "{e}");
+    }
+}

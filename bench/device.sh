@@ -9,9 +9,9 @@ mkdir -p "$OUT"
 BIN=.device/bin
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 echo "== differential check"
-"$BIN/kiln-check" --csv "$OUT/check.csv" > "$OUT/check.txt" 2>&1
+"$BIN/kiln-check" --resources --csv "$OUT/check.csv" > "$OUT/check.txt" 2>&1
 echo "kiln-check exit code $?"
-grep -E "FAIL|asynchrony|passed," "$OUT/check.txt" | tail -40
+grep -E "FAIL|asynchrony|passed,|registers" "$OUT/check.txt" | tail -60
 if [ "${1:-}" != "--check-only" ]; then
   echo "== benchmarks"
   "$BIN/kiln" bench/kiln_bench.rhai > "$OUT/kiln.txt" 2>&1 || tail -3 "$OUT/kiln.txt"

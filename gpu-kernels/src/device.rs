@@ -115,6 +115,15 @@ pub fn shfl_xor_f64(v: f64, mask: u32) -> f64 {
     f64::from_bits(shfl_xor_u64(v.to_bits(), mask))
 }
 
+/// `f(0)`, ..., `f(3)` written out (see [`unroll16`]).
+#[inline(always)]
+pub fn unroll4(mut f: impl FnMut(usize)) {
+    f(0);
+    f(1);
+    f(2);
+    f(3);
+}
+
 /// Calls `f(0)`, ..., `f(15)`, written out so that arrays indexed by `k`
 /// stay in registers (a loop the compiler leaves rolled would index local
 /// memory).

@@ -674,6 +674,31 @@ pub fn asynchrony() -> std::result::Result<String, String> {
     }
 }
 
+/// What the driver compiled the row and reduction kernels to: registers and
+/// spilled bytes a thread, and the most threads a block (one line each).
+pub fn kernel_resources() -> std::result::Result<Vec<String>, String> {
+    use crate::backend::cuda::kernels::DenseReduce;
+    use crate::backend::cuda::{CudaRuntime, Kernel};
+    let rt = CudaRuntime::get().map_err(|e| e.to_string())?;
+    let mut lines = vec![];
+    for d in [DType::F32, DType::BF16, DType::F64] {
+        for k in [
+            Kernel::LayerNorm(d),
+            Kernel::SoftmaxRows(d),
+            Kernel::ReduceLanes(DenseReduce::Sum, d),
+            Kernel::ReduceCols(DenseReduce::Sum, d),
+        ] {
+            if let Some((regs, local, max)) = rt.kernels.resources(k) {
+                lines.push(format!(
+                    "{:<28} {regs:>4} registers, {local:>4} local bytes, {max:>5} threads max",
+                    k.name()
+                ));
+            }
+        }
+    }
+    Ok(lines)
+}
+
 /// Runs every case; returns them in order.
 pub fn run() -> Vec<Case> {
     let mut c = Checker {

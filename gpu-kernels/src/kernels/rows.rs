@@ -1,13 +1,13 @@
 //! Row kernels: softmax / log-softmax and layer norm. Dense rows (the common
 //! case) are cached in registers, [`CACHE`] elements per thread, and reduced
 //! by a warp (rows up to `32 * CACHE`) or by a whole block (longer rows; past
-//! `1024 * CACHE` the row is re-read from memory instead), accumulating in
+//! the block's `threads * CACHE` the row is re-read from memory instead), accumulating in
 //! f32 (f64 for f64): one read and one write of each element. Softmax along a
 //! strided dim keeps a warp-per-row kernel that walks the stride.
 
 use super::accum::{max_nan, Acc, FloatElem};
 use crate::device::{block_all_reduce, dims, global_index, lane_id, shared, shfl_xor_f64, thread_xy};
-use crate::device::{unroll16, warp_all_reduce, Shuffle};
+use crate::device::{unroll16, unroll4, warp_all_reduce, Shuffle};
 use crate::elem::{Elem, BF16, F16};
 use crate::math;
 use crate::params::{Geometry, Operand};
@@ -136,23 +136,6 @@ impl<T: FloatElem> Row<T> {
             }
         }
     }
-
-    /// This thread's elements of another row laid out like this one (the
-    /// layer norm's weight or bias), loaded ahead of any store; zeros when the
-    /// row is not cached or `p` is not used.
-    #[inline(always)]
-    unsafe fn load_like(&self, p: *const T, used: bool) -> [T::Acc; CACHE] {
-        let mut v = [T::Acc::ZERO; CACHE];
-        if self.cached && used {
-            unroll16(|k| {
-                let j = self.lane + k as u32 * self.width;
-                if j < self.len {
-                    v[k] = (*p.add(j as usize)).acc();
-                }
-            });
-        }
-        v
-    }
 }
 
 /// Softmax (or log-softmax) of the dense row `x` into `y`.
@@ -191,19 +174,51 @@ unsafe fn layer_norm_row<T: FloatElem, G: Group>(
         |a, b| a + b,
     );
     let inv = T::Acc::ONE / (sq / n + T::Acc::of_f64(eps)).sqrt();
-    // weight and bias in registers first: a load between stores to `y` could
-    // not be hoisted (the pointers may alias), and each would wait its latency
-    let (wv, bv) = (row.load_like(w, flags & 1 != 0), row.load_like(b, flags & 2 != 0));
-    let cached = row.cached;
-    row.store(y, |v, j, k| {
-        let mut r = (v - mean) * inv;
-        if flags & 1 != 0 {
-            r = r * if cached { wv[k] } else { (*w.add(j as usize)).acc() };
-        }
-        if flags & 2 != 0 {
-            r = r + if cached { bv[k] } else { (*b.add(j as usize)).acc() };
-        }
-        r
+    let (use_w, use_b) = (flags & 1 != 0, flags & 2 != 0);
+    if !row.cached {
+        row.store(y, |v, j, _| {
+            let mut r = (v - mean) * inv;
+            if use_w {
+                r = r * (*w.add(j as usize)).acc();
+            }
+            if use_b {
+                r = r + (*b.add(j as usize)).acc();
+            }
+            r
+        });
+        return;
+    }
+    // Weight and bias four slots at a time: the loads of a group issue
+    // together ahead of its stores (a load after a store to `y` could not be
+    // hoisted above it: the pointers may alias), and only eight registers
+    // hold them (a whole row of them would cost occupancy).
+    let (lane, width) = (row.lane, row.width);
+    unroll4(|q| {
+        let (mut wv, mut bv) = ([T::Acc::ONE; 4], [T::Acc::ZERO; 4]);
+        unroll4(|i| {
+            let j = lane + (q * 4 + i) as u32 * width;
+            if j < len {
+                if use_w {
+                    wv[i] = (*w.add(j as usize)).acc();
+                }
+                if use_b {
+                    bv[i] = (*b.add(j as usize)).acc();
+                }
+            }
+        });
+        unroll4(|i| {
+            let j = lane + (q * 4 + i) as u32 * width;
+            if j < len {
+                let mut r = (row.v[q * 4 + i] - mean) * inv;
+                if use_w {
+                    r = r * wv[i];
+                }
+                if use_b {
+                    r = r + bv[i];
+                }
+                *y.add(j as usize) = T::from_acc(r);
+            }
+        });
     });
 }
 

@@ -132,7 +132,12 @@ impl Storage {
         Ok(match (self, device) {
             (Storage::Cpu(s), Device::Cpu) => Storage::Cpu(cpu::cast_to(s, layout, s.dtype())),
             (Storage::Cpu(s), Device::Cuda(_)) => {
-                Storage::Cuda(CudaStorage::from_cpu(&cpu::cast_to(s, layout, s.dtype()))?)
+                // a dense tensor is uploaded from where it is; a view is gathered first
+                if layout.is_contiguous() && layout.offset() == 0 && layout.numel() == s.len() {
+                    Storage::Cuda(CudaStorage::from_cpu(s)?)
+                } else {
+                    Storage::Cuda(CudaStorage::from_cpu(&cpu::cast_to(s, layout, s.dtype()))?)
+                }
             }
             (Storage::Cuda(s), Device::Cpu) => Storage::Cpu(s.to_cpu(layout)?),
             (Storage::Cuda(s), Device::Cuda(_)) => Storage::Cuda(s.cast(layout, s.dtype())?),

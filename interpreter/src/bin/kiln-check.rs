@@ -1,6 +1,7 @@
 //! `kiln-check`: runs the CPU-vs-CUDA differential check on a GPU machine and
 //! prints a table and `N passed, N failed` (exit code 1 on any failure).
-//! `--csv FILE` also writes the table as CSV; `--failures` prints only failures.
+//! `--csv FILE` also writes the table as CSV; `--failures` prints only failures;
+//! `--resources` prints what the row and reduction kernels compiled to.
 
 use std::io::Write;
 
@@ -15,6 +16,12 @@ fn main() -> std::process::ExitCode {
     if let Err(e) = kiln::backend::cuda::CudaRuntime::get() {
         eprintln!("kiln-check: {e}");
         return std::process::ExitCode::FAILURE;
+    }
+    if args.iter().any(|a| a == "--resources") {
+        match kiln::check::kernel_resources() {
+            Ok(lines) => lines.iter().for_each(|l| println!("{l}")),
+            Err(e) => eprintln!("kiln-check: {e}"),
+        }
     }
     let cases = kiln::check::run();
     let mut out = std::io::stdout().lock();

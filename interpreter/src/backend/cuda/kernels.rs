@@ -213,23 +213,31 @@ impl Kernel {
 /// Every kernel of the module, resolved once.
 pub struct KernelTable {
     functions: HashMap<Kernel, CudaFunction>,
+    /// The most threads a block of each kernel may have (its register use
+    /// decides: a heavy kernel cannot run 1024 threads a block).
+    max_threads: HashMap<Kernel, u32>,
 }
 
 impl KernelTable {
     /// Resolves every kernel the module exports.
     pub fn load(module: &Arc<CudaModule>) -> std::result::Result<Self, String> {
         let ptx_names: std::collections::HashSet<&str> = ptx_entries(super::runtime::ptx());
-        let mut functions = HashMap::new();
+        let (mut functions, mut max_threads) = (HashMap::new(), HashMap::new());
         for k in Kernel::all() {
             let name = k.name();
             if ptx_names.contains(name.as_str()) {
                 let f = module
                     .load_function(&name)
                     .map_err(|e| format!("cannot load kernel {name}: {e:?}"))?;
+                let limit = f.max_threads_per_block().unwrap_or(256).clamp(32, 1024) as u32;
+                max_threads.insert(k, limit);
                 functions.insert(k, f);
             }
         }
-        Ok(KernelTable { functions })
+        Ok(KernelTable {
+            functions,
+            max_threads,
+        })
     }
 
     /// The kernel, or a clear error when the module has none for these dtypes.
@@ -243,6 +251,22 @@ impl KernelTable {
                 ),
             )
         })
+    }
+
+    /// The most threads a block of `k` may have (256 when unknown).
+    pub fn max_threads(&self, k: Kernel) -> u32 {
+        self.max_threads.get(&k).copied().unwrap_or(256)
+    }
+
+    /// Registers a thread, local (spilled) bytes a thread and the block limit
+    /// of `k`, as the driver compiled it.
+    pub fn resources(&self, k: Kernel) -> Option<(i32, i32, u32)> {
+        let f = self.functions.get(&k)?;
+        Some((
+            f.num_regs().ok()?,
+            f.local_size_bytes().ok()?,
+            self.max_threads(k),
+        ))
     }
 
     /// The kernel when the module has it.
@@ -669,18 +693,20 @@ pub fn reduce_cols_finish(
     }
 }
 
-/// How a row kernel covers rows of `len`: a warp per row for short rows, else
-/// a block whose threads each keep up to 16 elements in registers.
-fn row_config(rt: &CudaRuntime, rows: u32, len: u32) -> (bool, (u32, u32, u32), (u32, u32, u32)) {
+/// How row kernel `k` covers rows of `len`: a warp per row for short rows,
+/// else a block whose threads each keep up to 16 elements in registers.
+fn row_config(rt: &CudaRuntime, k: Kernel, rows: u32, len: u32) -> (bool, (u32, u32, u32), (u32, u32, u32)) {
     const CACHE: u32 = 16;
     let cap = rt.sm_count.max(1) * 32;
     if len <= 32 * CACHE {
         let grid = (rows.div_ceil(8)).min(cap);
         (true, (grid, 1, 1), (256, 1, 1))
     } else {
-        // at most 512 threads: the kernels need more than the 64 registers a
-        // thread of a 1024-thread block may have; longer rows are re-read
-        let threads = len.div_ceil(CACHE).next_power_of_two().clamp(64, 512);
+        // at most 512 threads, and fewer when the kernel's registers do not
+        // allow that many; rows longer than the block caches are re-read
+        let limit = rt.kernels.max_threads(k).min(512);
+        let limit = 1 << (31 - limit.leading_zeros());
+        let threads = len.div_ceil(CACHE).next_power_of_two().clamp(32, limit);
         (false, (rows.min(cap), 1, 1), (threads, 1, 1))
     }
 }
@@ -694,8 +720,9 @@ pub fn softmax_rows(
     x: sys::CUdeviceptr,
     y: sys::CUdeviceptr,
 ) -> Result<()> {
-    let f = rt.kernels.get(Kernel::SoftmaxRows(dtype))?;
-    let (per_warp, grid, block) = row_config(rt, rows, len);
+    let k = Kernel::SoftmaxRows(dtype);
+    let f = rt.kernels.get(k)?;
+    let (per_warp, grid, block) = row_config(rt, k, rows, len);
     let (mut rows, mut len, mut per_warp, mut log, mut x, mut y) =
         (rows, len, per_warp as u32, log as u32, x, y);
     // SAFETY: matches `softmax_rows_*(rows, len, per_warp, log, x, y)`; the block shape
@@ -809,8 +836,9 @@ pub fn layer_norm(
     eps: f64,
     y: sys::CUdeviceptr,
 ) -> Result<()> {
-    let f = rt.kernels.get(Kernel::LayerNorm(dtype))?;
-    let (per_warp, grid, block) = row_config(rt, rows, norm);
+    let k = Kernel::LayerNorm(dtype);
+    let f = rt.kernels.get(k)?;
+    let (per_warp, grid, block) = row_config(rt, k, rows, norm);
     let mut flags = w.is_some() as u32 | (b.is_some() as u32) << 1;
     let (mut rows, mut norm, mut per_warp, mut x, mut w, mut b, mut eps, mut y) = (
         rows,

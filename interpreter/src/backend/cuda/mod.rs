@@ -10,6 +10,7 @@ pub mod allocator;
 pub mod blas;
 pub mod kernels;
 pub mod runtime;
+mod staging;
 
 pub use allocator::MemoryStats;
 pub use runtime::CudaRuntime;
@@ -100,10 +101,19 @@ impl CudaStorage {
             return Ok(out);
         }
         with_storage!(cpu, v: T => {
-            // SAFETY: `out` holds `len` elements of T's size; a pageable source is
-            // staged by the driver before this call returns.
-            unsafe { result::memcpy_htod_async(out.ptr(), v.as_slice(), rt.stream.cu_stream()) }
-                .map_err(|e| cuda_error("host-to-device copy", e))?;
+            let bytes = std::mem::size_of_val(v.as_slice());
+            if bytes >= staging::STAGE_MIN {
+                // SAFETY: a plain-data slice viewed as its bytes.
+                let src = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), bytes) };
+                let mut st = rt.staging.lock().unwrap_or_else(|p| p.into_inner());
+                // SAFETY: `out` holds `bytes` bytes and lives in the stream-ordered cache.
+                unsafe { st.upload(rt.stream.cu_stream(), out.ptr(), src) }?;
+            } else {
+                // SAFETY: `out` holds `len` elements of T's size; a pageable source is
+                // staged by the driver before this call returns.
+                unsafe { result::memcpy_htod_async(out.ptr(), v.as_slice(), rt.stream.cu_stream()) }
+                    .map_err(|e| cuda_error("host-to-device copy", e))?;
+            }
         });
         Ok(out)
     }
@@ -120,6 +130,18 @@ impl CudaStorage {
         };
         let n = l.numel();
         let out = with_dtype!(self.dtype, T => {
+            let bytes = n * std::mem::size_of::<T>();
+            if bytes >= staging::STAGE_MIN {
+                let mut v: Vec<T> = Vec::with_capacity(n);
+                let mut st = rt.staging.lock().unwrap_or_else(|p| p.into_inner());
+                // SAFETY: `src` holds `n` elements and `v` has room for them; every byte
+                // is written before `set_len` from device values of T (bools are 0 or 1).
+                unsafe {
+                    st.download(rt.stream.cu_stream(), v.as_mut_ptr().cast(), bytes, src.ptr())?;
+                    v.set_len(n);
+                }
+                return Ok(T::into_storage(v));
+            }
             let mut v: Vec<T> = vec![T::default(); n];
             if n > 0 {
                 // SAFETY: `src` holds at least `n` elements of T.

@@ -1,10 +1,11 @@
 //! The process-wide CUDA runtime: driver context, the one stream every op is
 //! queued on, the PTX module with its kernels resolved once into a table, the
-//! cuBLAS handle and the caching allocator. Created on first use; when no
+//! cuBLAS handle, the caching allocator and the pinned staging buffers. Created on first use; when no
 //! driver or GPU is present it reports why instead of failing later.
 
 use super::allocator::CachingAllocator;
 use super::kernels::KernelTable;
+use super::staging::Staging;
 use crate::error::{Error, Result};
 use cudarc::cublas::sys as cublas_sys;
 use cudarc::driver::{CudaContext, CudaStream};
@@ -26,6 +27,7 @@ pub struct CudaRuntime {
     pub(crate) stream: Arc<CudaStream>,
     pub(crate) kernels: KernelTable,
     pub(crate) allocator: Mutex<CachingAllocator>,
+    pub(crate) staging: Mutex<Staging>,
     pub(crate) blas: BlasHandle,
     pub(crate) name: String,
     pub(crate) sm_count: u32,
@@ -86,6 +88,7 @@ fn create() -> std::result::Result<CudaRuntime, String> {
             .unwrap_or(80) as u32;
         Ok(CudaRuntime {
             allocator: Mutex::new(CachingAllocator::new(stream.cu_stream())),
+            staging: Mutex::new(Staging::new()),
             ctx,
             stream,
             kernels,

@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod check;
 pub mod error;
+pub mod io;
 pub mod script;
 pub mod tensor;
 

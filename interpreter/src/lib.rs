@@ -20,6 +20,7 @@ pub mod backend;
 pub mod check;
 pub mod error;
 pub mod io;
+pub mod progress;
 pub mod script;
 pub mod tensor;
 

@@ -163,3 +163,46 @@ fn no_input_reaches_a_panic() {
         assert!(!err.contains("panicked"), "`{code}` panicked: {err}");
     }
 }
+
+#[test]
+fn progress_on_piped_output_writes_plain_lines_to_stderr() {
+    let script = "let p = progress(20, #{desc: \"epoch\"}); \
+                  for i in 0..20 { p.tick(); p.set(\"loss\", 1.0 / (i + 1)); } \
+                  p.message(\"ok\"); p.finish(); print(p.pos);";
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["-e", script])
+        .env_remove("KILN_DEVICE")
+        .env_remove("KILN_PROGRESS")
+        .output()
+        .expect("run kiln");
+    assert!(o.status.success(), "{}", stderr(&o));
+    // stdout holds only what the script printed
+    assert_eq!(stdout(&o), "20\n");
+    let err = stderr(&o);
+    assert!(!err.contains('\x1b'), "escape codes in {err:?}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 10, "{err}");
+    assert!(lines[0].starts_with("epoch: 2/20 (10%) "), "{}", lines[0]);
+    // the tick comes before the metric of that step
+    assert!(lines[0].ends_with(", loss=1"), "{}", lines[0]);
+    assert!(lines[9].starts_with("epoch: 20/20 (100%) "), "{}", lines[9]);
+    assert!(lines[9].ends_with(", loss=0.05, ok"), "{}", lines[9]);
+    let off = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["-e", script])
+        .env("KILN_PROGRESS", "off")
+        .output()
+        .expect("run kiln");
+    assert_eq!(stderr(&off), "");
+}
+
+#[test]
+fn files_load_relative_to_the_working_directory() {
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["-e", "print(load_csv(\"data/digits.csv.gz\").shape)"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .env_remove("KILN_DEVICE")
+        .output()
+        .expect("run kiln");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "[1797, 65]\n");
+}

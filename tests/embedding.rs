@@ -55,3 +55,23 @@ fn errors_carry_positions() {
     assert_eq!(e.source.as_deref(), Some("pos.rhai"));
     assert!(e.message.contains("[2] and [3]"), "{}", e.message);
 }
+
+#[test]
+fn file_access_can_be_switched_off() {
+    let mut kiln = kiln::Interpreter::with_device(kiln::Device::Cpu).unwrap();
+    kiln.set_allow_files(false);
+    let e = kiln.run("load_npy(\"x.npy\")", "<t>").unwrap_err();
+    assert_eq!(e.message, "load_npy: file access is disabled in this interpreter");
+    let e = kiln
+        .run("save_safetensors(#{a: ones([2])}, \"x.safetensors\")", "<t>")
+        .unwrap_err();
+    assert_eq!(
+        e.message,
+        "save_safetensors: file access is disabled in this interpreter"
+    );
+    let e = kiln
+        .run("load_csv(\"x.csv\", #{header: true})", "<t>")
+        .unwrap_err();
+    assert!(e.message.contains("disabled"), "{}", e.message);
+    assert!(!std::path::Path::new("x.safetensors").exists());
+}

@@ -4,6 +4,9 @@
 //! `error: <message with position>`. Set `KILN_BLESS=1` to write missing
 //! `.out` files (then check them by hand before committing). Reasons for an
 //! unavailable device vary by machine and are replaced by `<reason>`.
+//! Scripts that touch files get two constants: `TMP_DIR`, a fresh scratch
+//! folder (shown as `<tmp>` in the output), and `DATA_DIR`, the repository's
+//! `data/` folder.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -12,8 +15,16 @@ fn scripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scripts")
 }
 
+/// A scratch folder for one test run, emptied first.
+fn tmp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kiln-golden-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// Runs one script and returns everything it printed.
-fn run_script(path: &Path) -> String {
+fn run_script(path: &Path, tmp: &Path) -> String {
     let out = Arc::new(Mutex::new(String::new()));
     let mut kiln = kiln::Interpreter::with_device(kiln::Device::Cpu).unwrap();
     let sink = out.clone();
@@ -23,12 +34,17 @@ fn run_script(path: &Path) -> String {
         o.push('\n');
     });
     kiln.set_args(vec!["first".into(), "second".into()]);
+    let tmp_str = tmp.display().to_string();
+    kiln.scope_mut().push_constant("TMP_DIR", tmp_str.clone());
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data");
+    kiln.scope_mut()
+        .push_constant("DATA_DIR", data.display().to_string());
     let source = std::fs::read_to_string(path).unwrap();
     let name = path.file_name().unwrap().to_string_lossy().to_string();
     if let Err(e) = kiln.run(&source, &name) {
         out.lock().unwrap().push_str(&format!("error: {e}\n"));
     }
-    let s = out.lock().unwrap().clone();
+    let s = out.lock().unwrap().replace(&tmp_str, "<tmp>");
     normalize(&s)
 }
 
@@ -53,10 +69,11 @@ fn golden_scripts() {
     scripts.sort();
     assert!(!scripts.is_empty(), "no golden scripts found");
     let bless = std::env::var_os("KILN_BLESS").is_some();
+    let tmp = tmp_dir();
     let mut failures = vec![];
     for script in &scripts {
         let expected_path = script.with_extension("out");
-        let actual = run_script(script);
+        let actual = run_script(script, &tmp);
         match std::fs::read_to_string(&expected_path) {
             Ok(expected) if expected == actual => {}
             Ok(expected) => failures.push(format!(
@@ -71,6 +88,7 @@ fn golden_scripts() {
             )),
         }
     }
+    let _ = std::fs::remove_dir_all(&tmp);
     assert!(
         failures.is_empty(),
         "{} of {} golden scripts failed:\n\n{}",

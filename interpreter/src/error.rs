@@ -82,6 +82,23 @@ pub enum Error {
     /// Any other invalid argument, with the op's name.
     #[error("{op}: {msg}")]
     InvalidArgument { op: &'static str, msg: String },
+    /// A file that cannot be opened, read or written.
+    #[error("{op}: cannot access '{path}': {msg}")]
+    FileAccess {
+        op: &'static str,
+        path: String,
+        msg: String,
+    },
+    /// A file whose contents do not follow its format.
+    #[error("{op}: '{path}': {msg}")]
+    FileFormat {
+        op: &'static str,
+        path: String,
+        msg: String,
+    },
+    /// File access switched off by the embedder.
+    #[error("{op}: file access is disabled in this interpreter")]
+    FilesDisabled { op: &'static str },
 }
 
 impl Error {

@@ -19,6 +19,8 @@
 pub mod backend;
 pub mod check;
 pub mod error;
+pub mod io;
+pub mod progress;
 pub mod script;
 pub mod tensor;
 

@@ -5,7 +5,8 @@
 //! [`creation`] (tensor, zeros, rand, ...), [`operators`] (`+ - * / % **`,
 //! `@`, comparisons, `+=`, indexing), [`methods`] (views, math, reductions,
 //! properties, printing), [`runtime_api`] (`seed`, devices, `time`, `args`,
-//! the `cuda::` namespace).
+//! the `cuda::` namespace), [`files`] (CSV, `.npy`, safetensors),
+//! [`progress`] (the `progress(n)` bar).
 //!
 //! The engine runs with Rhai's optimizer off: it rewrites `x = x + y` into
 //! `x += y`, and `+=` on a tensor writes in place (as in PyTorch), which would
@@ -15,12 +16,15 @@
 
 pub mod convert;
 pub mod creation;
+pub mod files;
 pub mod methods;
 pub mod operators;
+pub mod progress;
 pub mod runtime_api;
 mod stdlib;
 
 use crate::error::Error;
+use crate::io::FileAccess;
 use crate::tensor::{Device, Generator, Tensor};
 use rhai::{Dynamic, Engine, EvalAltResult, OptimizationLevel, Position, Scope, AST};
 use std::fmt;
@@ -28,12 +32,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
 /// Per-interpreter state the script API reads: default device, random
-/// generator and the script's command-line arguments.
+/// generator, the script's command-line arguments and the file-access gate.
 #[derive(Debug, Default)]
 pub struct Runtime {
     device: RwLock<Option<Device>>,
     rng: Mutex<Generator>,
     args: RwLock<Vec<String>>,
+    files: FileAccess,
 }
 
 impl Runtime {
@@ -68,6 +73,11 @@ impl Runtime {
     /// The script's arguments.
     pub fn args(&self) -> Vec<String> {
         self.args.read().map(|a| a.clone()).unwrap_or_default()
+    }
+
+    /// The gate every script file access passes (allowed by default).
+    pub fn files(&self) -> &FileAccess {
+        &self.files
     }
 }
 
@@ -150,6 +160,8 @@ impl Interpreter {
         operators::register(&mut engine, &runtime);
         methods::register(&mut engine, &runtime);
         runtime_api::register(&mut engine, &runtime);
+        files::register(&mut engine, &runtime);
+        progress::register(&mut engine);
         stdlib::install(&mut engine);
         Interpreter {
             engine,
@@ -193,6 +205,12 @@ impl Interpreter {
         }
         let arr: rhai::Array = args.into_iter().map(Dynamic::from).collect();
         self.scope.set_or_push("ARGS", arr);
+    }
+
+    /// Allows or forbids scripts to read and write files (allowed by default);
+    /// when forbidden, `load_*`/`save_*` fail with a clear error.
+    pub fn set_allow_files(&mut self, allowed: bool) {
+        self.runtime.files.set_allowed(allowed);
     }
 
     /// Sends the output of `print` to `f` instead of stdout.

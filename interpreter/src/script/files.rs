@@ -1,0 +1,202 @@
+//! File functions: `load_csv`, `load_csv_with_header`, `load_npy`,
+//! `save_npy`, `load_safetensors`, `save_safetensors`. They convert
+//! arguments and call [`crate::io`], which does every file access through the
+//! runtime's [`crate::io::FileAccess`] (off: each call is an error).
+//!
+//! ```rhai
+//! let d = load_csv("data/digits.csv.gz");              // [1797, 65] f32
+//! let t = load_csv_with_header("iris.csv");            // #{header: [...], data: tensor}
+//! save_npy(d, "digits.npy");
+//! save_safetensors(#{w: w, b: b}, "model.safetensors");
+//! let m = load_safetensors("model.safetensors", #{device: "cpu"});
+//! ```
+
+use super::convert::{ok, opts, script_error, RhaiResult};
+use super::creation::volatile;
+use super::Runtime;
+use crate::io::csv::{Column, CsvOptions};
+use crate::tensor::{DType, Tensor};
+use rhai::{Array, Dynamic, Engine, Map};
+use std::path::Path;
+use std::sync::Arc;
+
+/// CSV options from a script map: `header`, `delimiter`, `comment`, `columns`, `dtype`, `device`.
+fn csv_options(rt: &Runtime, m: &Map) -> RhaiResult<(CsvOptions, crate::tensor::Device)> {
+    let op = "load_csv";
+    let mut o = CsvOptions::default();
+    let mut device = rt.device();
+    let byte = |k: &str, v: &Dynamic| -> RhaiResult<u8> {
+        let s = v
+            .clone()
+            .into_immutable_string()
+            .map_err(|t| script_error(format!("{op}: option '{k}' must be a string, got {t}")))?;
+        match s.as_bytes() {
+            [b] => Ok(*b),
+            _ => Err(script_error(format!(
+                "{op}: option '{k}' must be one character, got \"{s}\""
+            ))),
+        }
+    };
+    for (k, v) in m {
+        match k.as_str() {
+            "header" => {
+                o.header = Some(
+                    v.as_bool()
+                        .map_err(|t| script_error(format!("{op}: option 'header' must be true or false, got {t}")))?,
+                )
+            }
+            "delimiter" => o.delimiter = byte(k, v)?,
+            "comment" => o.comment = Some(byte(k, v)?),
+            "columns" => {
+                let arr = v.clone().try_cast::<Array>().ok_or_else(|| {
+                    script_error(format!("{op}: option 'columns' must be an array of ints or names"))
+                })?;
+                let cols = arr
+                    .iter()
+                    .map(|c| {
+                        if let Ok(i) = c.as_int() {
+                            Ok(Column::Index(i))
+                        } else if let Ok(s) = c.clone().into_immutable_string() {
+                            Ok(Column::Name(s.to_string()))
+                        } else {
+                            Err(script_error(format!(
+                                "{op}: option 'columns' must hold ints or names, found {}",
+                                c.type_name()
+                            )))
+                        }
+                    })
+                    .collect::<RhaiResult<Vec<_>>>()?;
+                o.columns = Some(cols);
+            }
+            "dtype" | "device" => {
+                let mut one = Map::new();
+                one.insert(k.clone(), v.clone());
+                let t = opts(op, &one)?;
+                if let Some(d) = t.dtype {
+                    o.dtype = d;
+                }
+                if let Some(d) = t.device {
+                    device = d;
+                }
+            }
+            other => {
+                return Err(script_error(format!(
+                    "{op}: unknown option '{other}' (expected header, delimiter, comment, columns, dtype, device)"
+                )))
+            }
+        }
+    }
+    Ok((o, device))
+}
+
+fn load_csv(rt: &Runtime, path: &str, m: &Map) -> RhaiResult<(Vec<String>, Tensor)> {
+    let (o, device) = csv_options(rt, m)?;
+    ok(crate::io::csv::load(rt.files(), Path::new(path), &o, device))
+}
+
+/// A tensor converted as `#{dtype: ...}` asks (unchanged without one).
+fn with_dtype(t: Tensor, dtype: Option<DType>) -> RhaiResult<Tensor> {
+    match dtype {
+        Some(d) => ok(t.to_dtype(d)),
+        None => Ok(t),
+    }
+}
+
+fn load_npy(rt: &Runtime, path: &str, m: &Map) -> RhaiResult<Tensor> {
+    let o = opts("load_npy", m)?;
+    let t = ok(crate::io::npy::load(
+        rt.files(),
+        Path::new(path),
+        o.device.unwrap_or_else(|| rt.device()),
+    ))?;
+    with_dtype(t, o.dtype)
+}
+
+fn load_safetensors(rt: &Runtime, path: &str, m: &Map) -> RhaiResult<Map> {
+    let o = opts("load_safetensors", m)?;
+    let named = ok(crate::io::safetensors::load(
+        rt.files(),
+        Path::new(path),
+        o.device.unwrap_or_else(|| rt.device()),
+    ))?;
+    let mut out = Map::new();
+    for (name, t) in named {
+        out.insert(name.into(), Dynamic::from(with_dtype(t, o.dtype)?));
+    }
+    Ok(out)
+}
+
+fn save_safetensors(rt: &Runtime, m: &Map, path: &str) -> RhaiResult<()> {
+    let named = m
+        .iter()
+        .map(|(k, v)| {
+            v.clone()
+                .try_cast::<Tensor>()
+                .map(|t| (k.to_string(), t))
+                .ok_or_else(|| {
+                    script_error(format!(
+                        "save_safetensors: '{k}' must be a tensor, got {}",
+                        v.type_name()
+                    ))
+                })
+        })
+        .collect::<RhaiResult<Vec<_>>>()?;
+    ok(crate::io::safetensors::save(rt.files(), &named, Path::new(path)))
+}
+
+/// Registers the file functions.
+pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
+    let r = rt.clone();
+    volatile!(engine, "load_csv", move |p: &str| -> RhaiResult<Tensor> {
+        Ok(load_csv(&r, p, &Map::new())?.1)
+    });
+    let r = rt.clone();
+    volatile!(engine, "load_csv", move |p: &str, m: Map| -> RhaiResult<Tensor> {
+        Ok(load_csv(&r, p, &m)?.1)
+    });
+    for arity in [1, 2] {
+        let r = rt.clone();
+        let with_header = move |p: &str, m: &Map| -> RhaiResult<Map> {
+            let (header, t) = load_csv(&r, p, m)?;
+            let mut out = Map::new();
+            let names: Array = header.into_iter().map(Dynamic::from).collect();
+            out.insert("header".into(), names.into());
+            out.insert("data".into(), Dynamic::from(t));
+            Ok(out)
+        };
+        if arity == 1 {
+            volatile!(engine, "load_csv_with_header", move |p: &str| with_header(
+                p,
+                &Map::new()
+            ));
+        } else {
+            volatile!(
+                engine,
+                "load_csv_with_header",
+                move |p: &str, m: Map| with_header(p, &m)
+            );
+        }
+    }
+    let r = rt.clone();
+    volatile!(engine, "load_npy", move |p: &str| load_npy(&r, p, &Map::new()));
+    let r = rt.clone();
+    volatile!(engine, "load_npy", move |p: &str, m: Map| load_npy(&r, p, &m));
+    let r = rt.clone();
+    volatile!(engine, "save_npy", move |t: Tensor, p: &str| -> RhaiResult<()> {
+        ok(crate::io::npy::save(r.files(), &t, Path::new(p)))
+    });
+    let r = rt.clone();
+    volatile!(engine, "load_safetensors", move |p: &str| load_safetensors(
+        &r,
+        p,
+        &Map::new()
+    ));
+    let r = rt.clone();
+    volatile!(engine, "load_safetensors", move |p: &str, m: Map| {
+        load_safetensors(&r, p, &m)
+    });
+    let r = rt.clone();
+    volatile!(engine, "save_safetensors", move |m: Map, p: &str| {
+        save_safetensors(&r, &m, p)
+    });
+}

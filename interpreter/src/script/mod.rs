@@ -4,7 +4,8 @@
 //! arguments; all tensor semantics live in [`crate::tensor`]:
 //! [`creation`] (tensor, zeros, rand, ...), [`operators`] (`+ - * / % **`,
 //! `@`, comparisons, `+=`, indexing), [`methods`] (views, math, reductions,
-//! properties, printing), [`runtime_api`] (`seed`, devices, `time`, `args`,
+//! properties, printing), [`autograd`] (`requires_grad`, `grad`, `backward`,
+//! `detach`, `no_grad`), [`runtime_api`] (`seed`, devices, `time`, `args`,
 //! the `cuda::` namespace).
 //!
 //! The engine runs with Rhai's optimizer off: it rewrites `x = x + y` into
@@ -13,6 +14,7 @@
 //! clocks) are registered as volatile all the same, for embedders who turn the
 //! optimizer back on.
 
+pub mod autograd;
 pub mod convert;
 pub mod creation;
 pub mod methods;
@@ -149,6 +151,7 @@ impl Interpreter {
         creation::register(&mut engine, &runtime);
         operators::register(&mut engine, &runtime);
         methods::register(&mut engine, &runtime);
+        autograd::register(&mut engine);
         runtime_api::register(&mut engine, &runtime);
         stdlib::install(&mut engine);
         Interpreter {

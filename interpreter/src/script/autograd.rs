@@ -58,7 +58,7 @@ fn register_grads(engine: &mut Engine) {
         })?;
         ok(t.set_grad(Some(g)))
     });
-    engine.register_fn("zero_grad", |t: Tensor| t.zero_grad());
+    engine.register_fn("zero_grad", |t: &mut Tensor| t.zero_grad());
     engine.register_fn("backward", |t: Tensor| ok(t.backward()));
     engine.register_fn("backward", |t: Tensor, g: Dynamic| -> RhaiResult<()> {
         let g = match g.clone().try_cast::<Tensor>() {

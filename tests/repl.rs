@@ -81,8 +81,8 @@ fn multi_line_function_and_value_echo() {
 fn tab_completion() {
     let dir = temp_dir("completion");
     let mut p = start(&dir.join("history"));
-    // `zer` completes to `zeros` (the common prefix of zeros and zeros_like).
-    p.send("zer\t").unwrap();
+    // `zeros` lists zeros and zeros_like (`zer` alone stops at `zero`: zero_grad).
+    p.send("zeros\t").unwrap();
     p.flush().unwrap();
     p.exp_string("zeros_like").unwrap();
     run(&mut p, "([2])", "tensor([0., 0.])");

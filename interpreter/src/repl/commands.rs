@@ -96,7 +96,7 @@ The tensor API (docs/API.md has the details):
   creation    tensor zeros ones empty full arange linspace eye rand randn
               randint seed zeros_like ones_like full_like rand_like randn_like
   properties  .shape .dtype .device .ndim .numel .T .grad .requires_grad
-              size dim len is_contiguous shares_storage
+              .is_leaf .grad_fn size dim len is_contiguous shares_storage
   operators   + - * / % ** @ == != < <= > >= & | ^  (in place: += -= *= /=)
               t[i]  t[a..b]  t[i] = x
   views       reshape view flatten t transpose permute squeeze unsqueeze
@@ -107,6 +107,8 @@ The tensor API (docs/API.md has the details):
               reciprocal pow clamp maximum minimum where add_ sub_ mul_ div_
   reductions  sum prod mean variance std all any max min argmax argmin
   nn          matmul mm bmm dot softmax log_softmax layer_norm
+  autograd    requires_grad backward zero_grad detach no_grad enable_grad
+              is_grad_enabled
   values      item to_list print
   devices     to to_dtype float double half bfloat16 long int cpu cuda
               default_device set_default_device

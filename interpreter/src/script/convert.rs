@@ -79,6 +79,19 @@ pub struct Opts {
     pub dtype: Option<DType>,
     /// requested device
     pub device: Option<Device>,
+    /// mark the new tensor as a parameter (`requires_grad`)
+    pub requires_grad: bool,
+}
+
+impl Opts {
+    /// Applies the options that act on a made tensor (`requires_grad`).
+    pub fn finish(&self, t: RhaiResult<Tensor>) -> RhaiResult<Tensor> {
+        let t = t?;
+        if self.requires_grad {
+            ok(t.set_requires_grad(true))?;
+        }
+        Ok(t)
+    }
 }
 
 /// Parses an options map; unknown keys are an error.
@@ -93,10 +106,14 @@ pub fn opts(op: &str, m: &Map) -> RhaiResult<Opts> {
         match k.as_str() {
             "dtype" => o.dtype = Some(ok(DType::parse(&s()?))?),
             "device" => o.device = Some(ok(Device::parse(&s()?))?),
-            "requires_grad" => {}
+            "requires_grad" => {
+                o.requires_grad = v.as_bool().map_err(|t| {
+                    script_error(format!("{op}: option 'requires_grad' must be a bool, got {t}"))
+                })?
+            }
             other => {
                 return Err(script_error(format!(
-                    "{op}: unknown option '{other}' (expected dtype, device)"
+                    "{op}: unknown option '{other}' (expected dtype, device, requires_grad)"
                 )))
             }
         }

@@ -1,6 +1,7 @@
 //! Script functions that create tensors: `tensor`, `zeros`, `ones`, `full`,
 //! `arange`, `linspace`, `eye`, `rand`, `randn`, `randint` and the `*_like`
-//! forms. Each accepts an optional options map `#{dtype: .., device: ..}`.
+//! forms. Each accepts an optional options map `#{dtype: .., device: ..,
+//! requires_grad: ..}`.
 
 use super::convert::{nested_to_tensor, ok, opts, scalar, shape, shape_of, Opts, RhaiResult};
 use super::Runtime;
@@ -31,7 +32,7 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     let r = rt.clone();
     engine.register_fn("tensor", move |d: Dynamic, m: Map| -> RhaiResult<Tensor> {
         let o = opts("tensor", &m)?;
-        nested_to_tensor(&d, o.dtype, device(&r, &o))
+        o.finish(nested_to_tensor(&d, o.dtype, device(&r, &o)))
     });
 
     // zeros / ones / full / empty, with a shape array, separate ints, and options.
@@ -42,10 +43,10 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     ] {
         let make = move |rt: &Runtime, shp: Vec<usize>, o: Opts| {
             let dtype = Some(o.dtype.unwrap_or(crate::tensor::DType::F32));
-            match value {
+            o.finish(match value {
                 Some(v) => ok(Tensor::full(&shp, v, dtype, device(rt, &o))),
                 None => ok(Tensor::empty(&shp, dtype, device(rt, &o))),
-            }
+            })
         };
         let r = rt.clone();
         engine.register_fn(name, move |s: Dynamic| {
@@ -78,18 +79,18 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         "full",
         move |s: Dynamic, v: Dynamic, m: Map| -> RhaiResult<Tensor> {
             let o = opts("full", &m)?;
-            ok(Tensor::full(
+            o.finish(ok(Tensor::full(
                 &shape("full", &s)?,
                 scalar("full", &v)?,
                 o.dtype,
                 device(&r, &o),
-            ))
+            )))
         },
     );
 
     // arange
     let arange = |rt: &Runtime, a: Scalar, b: Scalar, s: Scalar, o: Opts| {
-        ok(Tensor::arange(a, b, s, o.dtype, device(rt, &o)))
+        o.finish(ok(Tensor::arange(a, b, s, o.dtype, device(rt, &o))))
     };
     let r = rt.clone();
     engine.register_fn("arange", move |end: Dynamic| -> RhaiResult<Tensor> {
@@ -165,12 +166,12 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         move |a: Dynamic, b: Dynamic, n: INT, m: Map| -> RhaiResult<Tensor> {
             let o = opts("linspace", &m)?;
             let (a, b) = (scalar("linspace", &a)?.to_f64(), scalar("linspace", &b)?.to_f64());
-            ok(Tensor::linspace(a, b, n, o.dtype, device(&r, &o)))
+            o.finish(ok(Tensor::linspace(a, b, n, o.dtype, device(&r, &o))))
         },
     );
     let eye = |rt: &Runtime, n: INT, m: INT, o: Opts| -> RhaiResult<Tensor> {
         let s = shape_of("eye", &[n, m])?;
-        ok(Tensor::eye(s[0], s[1], o.dtype, device(rt, &o)))
+        o.finish(ok(Tensor::eye(s[0], s[1], o.dtype, device(rt, &o))))
     };
     let r = rt.clone();
     engine.register_fn("eye", move |n: INT| eye(&r, n, n, Opts::default()));
@@ -191,13 +192,13 @@ fn register_random(engine: &mut Engine, rt: &Arc<Runtime>) {
     for (name, normal) in [("rand", false), ("randn", true)] {
         let draw = move |rt: &Runtime, s: Vec<usize>, o: Opts| {
             let d = device(rt, &o);
-            ok(rt.with_rng(|g| {
+            o.finish(ok(rt.with_rng(|g| {
                 if normal {
                     Tensor::randn(&s, o.dtype, d, g)
                 } else {
                     Tensor::rand(&s, o.dtype, d, g)
                 }
-            }))
+            })))
         };
         let r = rt.clone();
         volatile!(engine, name, move |s: Dynamic| draw(
@@ -228,13 +229,14 @@ fn register_random(engine: &mut Engine, rt: &Arc<Runtime>) {
             let o = Opts {
                 dtype: Some(t.dtype()),
                 device: Some(t.device()),
+                requires_grad: false,
             };
             draw(&r, t.shape().to_vec(), o)
         });
     }
     let randint = |rt: &Runtime, lo: INT, hi: INT, s: Vec<usize>, o: Opts| {
         let d = device(rt, &o);
-        ok(rt.with_rng(|g| Tensor::randint(lo, hi, &s, o.dtype, d, g)))
+        o.finish(ok(rt.with_rng(|g| Tensor::randint(lo, hi, &s, o.dtype, d, g))))
     };
     let r = rt.clone();
     volatile!(engine, "randint", move |lo: INT, hi: INT, s: Dynamic| {
@@ -262,12 +264,12 @@ fn register_like(engine: &mut Engine, _rt: &Arc<Runtime>) {
         engine.register_fn(name, move |t: Tensor, m: Map| -> RhaiResult<Tensor> {
             let o = opts(name, &m)?;
             let v = Scalar::Int(one as i64);
-            ok(Tensor::full(
+            o.finish(ok(Tensor::full(
                 t.shape(),
                 v,
                 Some(o.dtype.unwrap_or(t.dtype())),
                 o.device.unwrap_or(t.device()),
-            ))
+            )))
         });
     }
 }

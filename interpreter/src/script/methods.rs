@@ -32,9 +32,6 @@ fn register_properties(engine: &mut Engine) {
     engine.register_get("T", |t: &mut Tensor| {
         ok(t.permute(&(0..t.ndim() as i64).rev().collect::<Vec<_>>()))
     });
-    // Autograd arrives with the training issue; until then no tensor records gradients.
-    engine.register_get("grad", |_: &mut Tensor| Dynamic::UNIT);
-    engine.register_get("requires_grad", |_: &mut Tensor| false);
     engine.register_fn("size", |t: &mut Tensor| shape_to_dynamic(t.shape()));
     engine.register_fn("size", |t: &mut Tensor, d: INT| -> RhaiResult<INT> {
         let d = ok(crate::tensor::shape::normalize_dim("size", d, t.shape()))?;
@@ -116,7 +113,6 @@ fn register_views(engine: &mut Engine) {
     engine.register_fn("select", |t: Tensor, d: INT, i: INT| ok(t.select(d, i)));
     engine.register_fn("contiguous", |t: Tensor| ok(t.contiguous()));
     engine.register_fn("clone", |t: Tensor| ok(t.clone_data()));
-    engine.register_fn("detach", |t: Tensor| t);
     engine.register_fn("cat", |l: Array, d: INT| {
         ok(Tensor::cat(&tensor_list("cat", &l)?, d))
     });

@@ -4,7 +4,8 @@
 //! arguments; all tensor semantics live in [`crate::tensor`]:
 //! [`creation`] (tensor, zeros, rand, ...), [`operators`] (`+ - * / % **`,
 //! `@`, comparisons, `+=`, indexing), [`methods`] (views, math, reductions,
-//! properties, printing), [`runtime_api`] (`seed`, devices, `time`, `args`,
+//! properties, printing), [`autograd`] (`requires_grad`, `grad`, `backward`,
+//! `detach`, `no_grad`), [`runtime_api`] (`seed`, devices, `time`, `args`,
 //! the `cuda::` namespace), [`files`] (CSV, `.npy`, safetensors),
 //! [`progress`] (the `progress(n)` bar).
 //!
@@ -14,6 +15,7 @@
 //! clocks) are registered as volatile all the same, for embedders who turn the
 //! optimizer back on.
 
+pub mod autograd;
 pub mod convert;
 pub mod creation;
 pub mod files;
@@ -159,6 +161,7 @@ impl Interpreter {
         creation::register(&mut engine, &runtime);
         operators::register(&mut engine, &runtime);
         methods::register(&mut engine, &runtime);
+        autograd::register(&mut engine);
         runtime_api::register(&mut engine, &runtime);
         files::register(&mut engine, &runtime);
         progress::register(&mut engine);

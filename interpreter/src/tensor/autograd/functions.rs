@@ -285,15 +285,34 @@ pub fn reduce(op: ReduceOp, x: &Tensor, keep: &Tensor, g: &Tensor) -> Result<Opt
             let denom = keep.mul_scalar(n - correction as f64)?;
             x.sub(&mean)?.mul(&g.div(&denom)?)?
         }
-        ReduceOp::Prod => {
-            return Err(Error::invalid(
-                "backward",
-                "prod: the gradient of prod is not implemented yet",
-            ))
-        }
+        ReduceOp::Prod => g.mul(&prod_of_others(x, keep)?)?,
         ReduceOp::ArgMax | ReduceOp::ArgMin | ReduceOp::All | ReduceOp::Any => return Ok(None),
     };
     Ok(Some(gx))
+}
+
+/// For each element of `x`, the product of the other elements of its lane of
+/// the reduction whose kept-dims result is `keep`. Computed without dividing
+/// by zero, as PyTorch does: with no zero in a lane it is `prod / x`; with one
+/// zero, that zero gets the product of the rest and the others 0; with more,
+/// all are 0.
+fn prod_of_others(x: &Tensor, keep: &Tensor) -> Result<Tensor> {
+    let dims: Vec<i64> = (0..x.ndim())
+        .filter(|&d| keep.shape()[d] == 1)
+        .map(|d| d as i64)
+        .collect();
+    let is_zero = x.compare_scalar(CmpOp::Eq, Scalar::Int(0), false)?;
+    let zeros = sum_to(&mask(is_zero.clone(), x)?, keep.shape())?;
+    let one = Tensor::scalar(Scalar::Int(1), x.dtype(), x.device())?;
+    let safe = Tensor::where_cond(&is_zero, &one, x)?;
+    let nonzero_prod = safe.reduce(ReduceOp::Prod, Some(&dims), true)?;
+    let no_zero = mask(zeros.compare_scalar(CmpOp::Eq, Scalar::Int(0), false)?, x)?;
+    let one_zero = mask(zeros.compare_scalar(CmpOp::Eq, Scalar::Int(1), false)?, x)?;
+    Tensor::where_cond(
+        &is_zero,
+        &nonzero_prod.mul(&one_zero)?,
+        &nonzero_prod.div(&safe)?.mul(&no_zero)?,
+    )
 }
 
 /// Gradient of `softmax(x, dim)` (`log`: of `log_softmax`) from its output `y`.

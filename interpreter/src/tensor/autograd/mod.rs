@@ -56,6 +56,27 @@ impl Drop for NoGradGuard {
     }
 }
 
+/// Grad mode set to a given value until dropped (then the previous mode
+/// comes back, also on an early return or an error).
+pub struct GradModeGuard {
+    prev: bool,
+}
+
+impl GradModeGuard {
+    /// Sets grad mode to `enabled` for this thread.
+    pub fn new(enabled: bool) -> Self {
+        GradModeGuard {
+            prev: set_grad_enabled(enabled),
+        }
+    }
+}
+
+impl Drop for GradModeGuard {
+    fn drop(&mut self) {
+        set_grad_enabled(self.prev);
+    }
+}
+
 /// Runs `f` with grad mode off.
 pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
     let _guard = NoGradGuard::new();

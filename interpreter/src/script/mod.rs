@@ -4,7 +4,8 @@
 //! arguments; all tensor semantics live in [`crate::tensor`]:
 //! [`creation`] (tensor, zeros, rand, ...), [`operators`] (`+ - * / % **`,
 //! `@`, comparisons, `+=`, indexing), [`methods`] (views, math, reductions,
-//! properties, printing), [`runtime_api`] (`seed`, devices, `time`, `args`,
+//! properties, printing), [`optim`] (cross_entropy and the fused optimizer
+//! steps), [`runtime_api`] (`seed`, devices, `time`, `args`,
 //! the `cuda::` namespace).
 //!
 //! The engine runs with Rhai's optimizer off: it rewrites `x = x + y` into
@@ -17,6 +18,7 @@ pub mod convert;
 pub mod creation;
 pub mod methods;
 pub mod operators;
+pub mod optim;
 pub mod runtime_api;
 mod stdlib;
 
@@ -150,6 +152,7 @@ impl Interpreter {
         operators::register(&mut engine, &runtime);
         methods::register(&mut engine, &runtime);
         runtime_api::register(&mut engine, &runtime);
+        optim::register(&mut engine);
         stdlib::install(&mut engine);
         Interpreter {
             engine,

@@ -372,7 +372,7 @@ mod tests {
                 init_buffer: false,
             };
             let mut p = P0.to_vec();
-            let mut buf = vec![0.0; 5];
+            let mut buf = [0.0; 5];
             for (s, g) in GRADS.iter().enumerate() {
                 for i in 0..5 {
                     let d = g[i] + o.weight_decay * p[i];

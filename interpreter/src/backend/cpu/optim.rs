@@ -82,8 +82,11 @@ fn sgd_loop<T: Element, R: Element + Real>(p: &mut [T], g: &[T], buf: Option<&mu
     }
 }
 
+/// One parallel chunk of an Adam step: parameter and gradient, then the two moments.
+type AdamChunk<'a, T, R> = ((&'a mut [T], &'a [T]), (&'a mut [R], &'a mut [R]));
+
 fn adam_loop<T: Element, R: Element + Real>(p: &mut [T], g: &[T], m: &mut [R], v: &mut [R], o: Adam<R>) {
-    let body = |((p, g), (m, v)): ((&mut [T], &[T]), (&mut [R], &mut [R]))| {
+    let body = |((p, g), (m, v)): AdamChunk<'_, T, R>| {
         for (((p, g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
             let (np, nm, nv) = o.step(up(*p), up(*g), *m, *v);
             *p = down(np);

@@ -1,7 +1,7 @@
 //! kiln's device code and the per-element math it shares with the host.
 //!
 //! This crate is `#![no_std]` plain Rust. The host build uses its math
-//! ([`math`], [`philox`]) directly, so the CPU backend computes exactly what the
+//! ([`math`], [`philox`], [`optim`]) directly, so the CPU backend computes exactly what the
 //! GPU kernels compute; the kernels themselves (compiled for
 //! `nvptx64-nvidia-cuda` by `interpreter/build.rs`) arrive with the CUDA
 //! backend and live behind `cfg(target_arch = "nvptx64")`.
@@ -22,6 +22,7 @@
 pub mod elem;
 pub mod half;
 pub mod math;
+pub mod optim;
 pub mod params;
 pub mod philox;
 pub mod reduce;

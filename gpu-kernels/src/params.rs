@@ -73,3 +73,104 @@ pub struct MatmulShape {
     /// column stride of `b`
     pub bcs: u32,
 }
+
+/// The cross-entropy row kernels' sizes and options (forward and backward).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CrossEntropyParams {
+    /// Number of rows (samples).
+    pub rows: u32,
+    /// Row length (classes).
+    pub classes: u32,
+    /// 1: one warp per row; 0: one block per row (set by the launch).
+    pub per_warp: u32,
+    /// Backward only: the stride of the per-row output gradient (0 broadcasts one value).
+    pub grad_stride: u32,
+    /// Rows whose label equals this contribute nothing (PyTorch's `ignore_index`).
+    pub ignore_index: i64,
+    /// Label smoothing in `[0, 1]`.
+    pub smoothing: f64,
+}
+
+/// [`SgdParams::flags`]: add `weight_decay * param` to the gradient.
+pub const SGD_WEIGHT_DECAY: u32 = 1;
+/// [`SgdParams::flags`]: keep a momentum buffer.
+pub const SGD_MOMENTUM: u32 = 2;
+/// [`SgdParams::flags`]: Nesterov momentum.
+pub const SGD_NESTEROV: u32 = 4;
+/// [`SgdParams::flags`]: the first step: the buffer takes the update
+/// (PyTorch's `momentum_buffer is None`).
+pub const SGD_INIT_BUFFER: u32 = 8;
+
+/// Hyperparameters of one SGD step (`torch.optim.SGD`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SgdParams {
+    /// Learning rate.
+    pub lr: f64,
+    /// Momentum factor.
+    pub momentum: f64,
+    /// Dampening of the momentum.
+    pub dampening: f64,
+    /// L2 penalty.
+    pub weight_decay: f64,
+    /// `SGD_*` bits.
+    pub flags: u32,
+}
+
+/// [`AdamParams::flags`]: add `weight_decay * param` to the gradient (Adam).
+pub const ADAM_WEIGHT_DECAY: u32 = 1;
+/// [`AdamParams::flags`]: decay the parameter by `1 - lr * weight_decay` (AdamW).
+pub const ADAM_DECOUPLED: u32 = 2;
+
+/// Hyperparameters of one Adam / AdamW step (`torch.optim.Adam`, `AdamW`),
+/// with the step's bias corrections computed on the host in f64.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AdamParams {
+    /// `1 - beta1`: the weight of the gradient in the first moment.
+    pub one_minus_beta1: f64,
+    /// Decay of the second moment.
+    pub beta2: f64,
+    /// `1 - beta2`.
+    pub one_minus_beta2: f64,
+    /// Added to the denominator.
+    pub eps: f64,
+    /// L2 penalty (Adam) or decoupled decay (AdamW).
+    pub weight_decay: f64,
+    /// `1 - lr * weight_decay` (AdamW's parameter decay).
+    pub decay: f64,
+    /// `lr / (1 - beta1^step)`.
+    pub step_size: f64,
+    /// `sqrt(1 - beta2^step)`.
+    pub bias_correction2_sqrt: f64,
+    /// `ADAM_*` bits.
+    pub flags: u32,
+}
+
+impl AdamParams {
+    /// The parameters of step `step` (counted from 1).
+    pub fn new(lr: f64, betas: (f64, f64), eps: f64, weight_decay: f64, step: u64, decoupled: bool) -> Self {
+        let (beta1, beta2) = betas;
+        let s = step as f64;
+        let mut flags = 0;
+        if weight_decay != 0.0 {
+            flags |= if decoupled {
+                ADAM_DECOUPLED
+            } else {
+                ADAM_WEIGHT_DECAY
+            };
+        }
+        AdamParams {
+            one_minus_beta1: 1.0 - beta1,
+            beta2,
+            one_minus_beta2: 1.0 - beta2,
+            eps,
+            weight_decay,
+            decay: 1.0 - lr * weight_decay,
+            step_size: lr / (1.0 - libm::pow(beta1, s)),
+            bias_correction2_sqrt: libm::sqrt(1.0 - libm::pow(beta2, s)),
+            flags,
+        }
+    }
+}

@@ -20,6 +20,8 @@ pub trait Acc:
     const NEG_INF: Self;
     /// +inf
     const INF: Self;
+    /// NaN
+    const NAN: Self;
     /// From a count.
     fn from_u32(n: u32) -> Self;
     /// From an f64 parameter (eps).
@@ -37,6 +39,7 @@ impl Acc for f32 {
     const ONE: Self = 1.0;
     const NEG_INF: Self = f32::NEG_INFINITY;
     const INF: Self = f32::INFINITY;
+    const NAN: Self = f32::NAN;
     #[inline(always)]
     fn from_u32(n: u32) -> Self {
         n as f32
@@ -64,6 +67,7 @@ impl Acc for f64 {
     const ONE: Self = 1.0;
     const NEG_INF: Self = f64::NEG_INFINITY;
     const INF: Self = f64::INFINITY;
+    const NAN: Self = f64::NAN;
     #[inline(always)]
     fn from_u32(n: u32) -> Self {
         n as f64

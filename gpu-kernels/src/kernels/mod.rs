@@ -10,6 +10,8 @@
 //!   (`reduce_partial_*`, `reduce_finish_*`) and the dense float reductions
 //!   (`reduce_lanes_*`, `reduce_cols_*`);
 //! - [`rows`]: softmax / log-softmax and layer norm over rows;
+//! - [`loss`]: cross-entropy from logits, forward and backward, over rows;
+//! - [`optim`]: fused SGD / Adam / AdamW steps, one launch per parameter;
 //! - [`copy`]: tiled transposes;
 //! - [`matmul`]: integer matmul (cuBLAS has none).
 //!
@@ -43,6 +45,8 @@ macro_rules! for_all_types {
 mod accum;
 mod copy;
 mod elementwise;
+mod loss;
 mod matmul;
+mod optim;
 mod reduce;
 mod rows;

@@ -1,4 +1,5 @@
-//! Row kernels: softmax / log-softmax and layer norm. Dense rows (the common
+//! Row kernels: softmax / log-softmax and layer norm (the row machinery
+//! here also serves the cross-entropy kernels of `loss`). Dense rows (the common
 //! case) are cached in registers, [`CACHE`] elements per thread, and reduced
 //! by a warp (rows up to `32 * CACHE`) or by a whole block (longer rows; past
 //! the block's `threads * CACHE` the row is re-read from memory instead), accumulating in
@@ -17,7 +18,7 @@ use crate::params::{Geometry, Operand};
 const CACHE: usize = 16;
 
 /// The threads that share one row: a warp, or the whole block.
-trait Group {
+pub(super) trait Group {
     /// This thread's index in the group.
     fn lane(&self) -> u32;
     /// Threads in the group.
@@ -29,7 +30,7 @@ trait Group {
     unsafe fn all_reduce<A: Shuffle>(&self, v: A, f: impl Fn(A, A) -> A + Copy) -> A;
 }
 
-struct Warp;
+pub(super) struct Warp;
 
 impl Group for Warp {
     #[inline(always)]
@@ -46,7 +47,7 @@ impl Group for Warp {
     }
 }
 
-struct Block;
+pub(super) struct Block;
 
 impl Group for Block {
     #[inline(always)]
@@ -64,7 +65,7 @@ impl Group for Block {
 }
 
 /// One dense row as accumulators: cached in registers when it fits.
-struct Row<T: FloatElem> {
+pub(super) struct Row<T: FloatElem> {
     x: *const T,
     len: u32,
     lane: u32,
@@ -75,7 +76,7 @@ struct Row<T: FloatElem> {
 
 impl<T: FloatElem> Row<T> {
     #[inline(always)]
-    unsafe fn load<G: Group>(g: &G, x: *const T, len: u32) -> Self {
+    pub(super) unsafe fn load<G: Group>(g: &G, x: *const T, len: u32) -> Self {
         let (lane, width) = (g.lane(), g.width());
         let cached = len <= width * CACHE as u32;
         let mut v = [T::Acc::ZERO; CACHE];
@@ -99,7 +100,7 @@ impl<T: FloatElem> Row<T> {
 
     /// Folds `f(acc, element)` over this thread's elements.
     #[inline(always)]
-    unsafe fn fold(&self, init: T::Acc, f: impl Fn(T::Acc, T::Acc) -> T::Acc) -> T::Acc {
+    pub(super) unsafe fn fold(&self, init: T::Acc, f: impl Fn(T::Acc, T::Acc) -> T::Acc) -> T::Acc {
         let mut a = init;
         if self.cached {
             unroll16(|k| {
@@ -227,7 +228,7 @@ unsafe fn layer_norm_row<T: FloatElem, G: Group>(
 /// kernel, not a closure: a closure this large is not always inlined, and its
 /// captures would then live in local memory.)
 #[inline(always)]
-fn row_walk(per_warp: bool) -> (u32, u32) {
+pub(super) fn row_walk(per_warp: bool) -> (u32, u32) {
     let (width, blocks, _) = dims();
     if per_warp {
         (global_index() / 32, blocks * (width / 32))

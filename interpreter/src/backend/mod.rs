@@ -14,6 +14,7 @@ pub use cuda::CudaStorage;
 use crate::error::{Error, Result};
 use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::tensor::{DType, Device, HostValues, Layout, Scalar};
+use kiln_kernels::params::{AdamParams, SgdParams};
 
 /// The elements of a tensor on one device.
 #[derive(Debug)]
@@ -327,6 +328,105 @@ impl Storage {
                 let (w, b) = (cuda_of(w), cuda_of(b));
                 Ok(Storage::Cuda(s.layer_norm(norm, w.as_ref(), b.as_ref(), eps)?))
             }
+        }
+    }
+
+    /// Cross-entropy of dense `[rows, classes]` logits against dense i64
+    /// `labels`: the per-row losses and log-sum-exps, in the accumulator dtype.
+    pub fn cross_entropy(
+        &self,
+        classes: usize,
+        labels: &Storage,
+        ignore_index: i64,
+        smoothing: f64,
+    ) -> Result<(Storage, Storage)> {
+        match (self, labels) {
+            (Storage::Cpu(x), Storage::Cpu(l)) => {
+                let (loss, lse) = cpu::cross_entropy(x, classes, l, ignore_index, smoothing)?;
+                Ok((Storage::Cpu(loss), Storage::Cpu(lse)))
+            }
+            (Storage::Cuda(x), Storage::Cuda(l)) => {
+                let (loss, lse) = x.cross_entropy(classes, l, ignore_index, smoothing)?;
+                Ok((Storage::Cuda(loss), Storage::Cuda(lse)))
+            }
+            _ => Err(mixed("cross_entropy")),
+        }
+    }
+
+    /// The gradient of [`Storage::cross_entropy`]'s per-row losses with respect to
+    /// the logits, scaled by `grad[r * grad_stride]`; dense, in the logits' dtype.
+    #[allow(clippy::too_many_arguments)]
+    pub fn cross_entropy_backward(
+        &self,
+        classes: usize,
+        labels: &Storage,
+        lse: &Storage,
+        grad: &Storage,
+        grad_stride: usize,
+        ignore_index: i64,
+        smoothing: f64,
+    ) -> Result<Storage> {
+        match (self, labels, lse, grad) {
+            (Storage::Cpu(x), Storage::Cpu(l), Storage::Cpu(s), Storage::Cpu(g)) => Ok(Storage::Cpu(
+                cpu::cross_entropy_backward(x, classes, l, s, g, grad_stride, ignore_index, smoothing)?,
+            )),
+            (Storage::Cuda(x), Storage::Cuda(l), Storage::Cuda(s), Storage::Cuda(g)) => Ok(Storage::Cuda(
+                x.cross_entropy_backward(classes, l, s, g, grad_stride, ignore_index, smoothing)?,
+            )),
+            _ => Err(mixed("cross_entropy")),
+        }
+    }
+
+    /// One SGD step in place over `n` dense elements of this parameter from
+    /// `offset`, its gradient and (with momentum) its buffer, each with its offset.
+    pub fn sgd_step(
+        &mut self,
+        offset: usize,
+        grad: (&Storage, usize),
+        buf: Option<(&mut Storage, usize)>,
+        n: usize,
+        h: &SgdParams,
+    ) -> Result<()> {
+        match (self, grad.0) {
+            (Storage::Cpu(p), Storage::Cpu(g)) => {
+                let buf = match buf {
+                    None => None,
+                    Some((Storage::Cpu(b), o)) => Some((b, o)),
+                    Some(_) => return Err(mixed("sgd_step_")),
+                };
+                cpu::sgd_step((p, offset), (g, grad.1), buf, n, h)
+            }
+            (Storage::Cuda(p), Storage::Cuda(g)) => {
+                let buf = match buf {
+                    None => None,
+                    Some((Storage::Cuda(b), o)) => Some((&*b, o)),
+                    Some(_) => return Err(mixed("sgd_step_")),
+                };
+                p.sgd_step(offset, (g, grad.1), buf, n, h)
+            }
+            _ => Err(mixed("sgd_step_")),
+        }
+    }
+
+    /// One Adam / AdamW step in place over `n` dense elements of this parameter
+    /// from `offset`, its gradient and its two moments, each with its offset.
+    pub fn adam_step(
+        &mut self,
+        offset: usize,
+        grad: (&Storage, usize),
+        m: (&mut Storage, usize),
+        v: (&mut Storage, usize),
+        n: usize,
+        h: &AdamParams,
+    ) -> Result<()> {
+        match (self, grad.0, m.0, v.0) {
+            (Storage::Cpu(p), Storage::Cpu(g), Storage::Cpu(ms), Storage::Cpu(vs)) => {
+                cpu::adam_step((p, offset), (g, grad.1), (ms, m.1), (vs, v.1), n, h)
+            }
+            (Storage::Cuda(p), Storage::Cuda(g), Storage::Cuda(ms), Storage::Cuda(vs)) => {
+                p.adam_step(offset, (g, grad.1), (ms, m.1), (vs, v.1), n, h)
+            }
+            _ => Err(mixed("adam_step_")),
         }
     }
 

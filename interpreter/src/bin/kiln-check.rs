@@ -2,6 +2,7 @@
 //! prints a table and `N passed, N failed` (exit code 1 on any failure).
 //! `--csv FILE` also writes the table as CSV; `--failures` prints only failures;
 //! `--resources` prints what the row and reduction kernels compiled to.
+//! `--group NAME` (repeatable) runs only those groups of `kiln::check::GROUPS`.
 
 use std::io::Write;
 
@@ -23,7 +24,23 @@ fn main() -> std::process::ExitCode {
             Err(e) => eprintln!("kiln-check: {e}"),
         }
     }
-    let cases = kiln::check::run();
+    let groups: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "--group")
+        .map(|w| w[1].as_str())
+        .collect();
+    if let Some(g) = groups.iter().find(|g| !kiln::check::GROUPS.contains(g)) {
+        eprintln!(
+            "kiln-check: unknown group '{g}' (expected one of {})",
+            kiln::check::GROUPS.join(", ")
+        );
+        return std::process::ExitCode::FAILURE;
+    }
+    let cases = if groups.is_empty() {
+        kiln::check::run()
+    } else {
+        kiln::check::run_groups(&groups)
+    };
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,

@@ -5,9 +5,10 @@
 //! [`creation`] (tensor, zeros, rand, ...), [`operators`] (`+ - * / % **`,
 //! `@`, comparisons, `+=`, indexing), [`methods`] (views, math, reductions,
 //! properties, printing), [`autograd`] (`requires_grad`, `grad`, `backward`,
-//! `detach`, `no_grad`), [`runtime_api`] (`seed`, devices, `time`, `args`,
-//! the `cuda::` namespace), [`files`] (CSV, `.npy`, safetensors),
-//! [`progress`] (the `progress(n)` bar).
+//! `detach`, `no_grad`), [`optim`] (cross_entropy and the fused optimizer
+//! steps), [`runtime_api`] (`seed`, devices, `time`, `args`, the `cuda::`
+//! namespace), [`files`] (CSV, `.npy`, safetensors), [`progress`] (the
+//! `progress(n)` bar).
 //!
 //! The engine runs with Rhai's optimizer off: it rewrites `x = x + y` into
 //! `x += y`, and `+=` on a tensor writes in place (as in PyTorch), which would
@@ -21,6 +22,7 @@ pub mod creation;
 pub mod files;
 pub mod methods;
 pub mod operators;
+pub mod optim;
 pub mod progress;
 pub mod runtime_api;
 mod stdlib;
@@ -165,6 +167,7 @@ impl Interpreter {
         runtime_api::register(&mut engine, &runtime);
         files::register(&mut engine, &runtime);
         progress::register(&mut engine);
+        optim::register(&mut engine);
         stdlib::install(&mut engine);
         Interpreter {
             engine,

@@ -6,7 +6,9 @@
 mod element;
 mod elementwise;
 pub mod linalg;
+mod loss;
 mod nn;
+mod optim;
 mod random;
 mod reduce;
 
@@ -15,7 +17,9 @@ pub(crate) use element::{with_dtype, with_storage};
 pub(crate) use elementwise::{binary, cast_to, compare, copy_into, unary, where_cond};
 pub(crate) use linalg::matmul;
 pub use linalg::MatmulDims;
+pub(crate) use loss::{cross_entropy, cross_entropy_backward};
 pub(crate) use nn::{layer_norm, softmax};
+pub(crate) use optim::{adam_step, sgd_step};
 pub(crate) use random::{rand_int, rand_normal, rand_uniform};
 pub(crate) use reduce::reduce;
 

@@ -10,7 +10,9 @@ use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::tensor::strided::Merged;
 use crate::tensor::{DType, Layout};
 use cudarc::driver::{result, sys, CudaFunction, CudaModule};
-use kiln_kernels::params::{Geometry, MatmulShape, Operand, MAX_DIMS};
+use kiln_kernels::params::{
+    AdamParams, CrossEntropyParams, Geometry, MatmulShape, Operand, SgdParams, MAX_DIMS,
+};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -74,6 +76,14 @@ pub enum Kernel {
     SoftmaxRows(DType),
     /// `transpose_b<bytes>`: tiled transposing copy of elements of that size
     Transpose(usize),
+    /// `cross_entropy_<dtype>`: per-row loss and log-sum-exp of dense logits
+    CrossEntropy(DType),
+    /// `cross_entropy_backward_<dtype>`: the logits' gradient
+    CrossEntropyBackward(DType),
+    /// `sgd_step_<param dtype>`: one fused SGD step
+    SgdStep(DType),
+    /// `adam_step_<param dtype>`: one fused Adam / AdamW step
+    AdamStep(DType),
 }
 
 /// The reductions with dense float kernels (value-only, one accumulator).
@@ -165,6 +175,10 @@ impl Kernel {
             Kernel::ReduceColsFinish(op, d) => format!("reduce_cols_finish_{}_{d}", op.name()),
             Kernel::SoftmaxRows(d) => format!("softmax_rows_{d}"),
             Kernel::Transpose(bytes) => format!("transpose_b{bytes}"),
+            Kernel::CrossEntropy(d) => format!("cross_entropy_{d}"),
+            Kernel::CrossEntropyBackward(d) => format!("cross_entropy_backward_{d}"),
+            Kernel::SgdStep(d) => format!("sgd_step_{d}"),
+            Kernel::AdamStep(d) => format!("adam_step_{d}"),
         }
     }
 
@@ -203,6 +217,10 @@ impl Kernel {
                 Kernel::SoftmaxRows(d),
                 Kernel::LayerNorm(d),
                 Kernel::MatmulInt(d),
+                Kernel::CrossEntropy(d),
+                Kernel::CrossEntropyBackward(d),
+                Kernel::SgdStep(d),
+                Kernel::AdamStep(d),
             ]);
         }
         v.extend([1, 2, 4, 8].map(Kernel::Transpose));
@@ -1249,6 +1267,164 @@ pub fn rand_int(
                 arg(&mut stream),
                 arg(&mut low),
                 arg(&mut range),
+            ],
+        )
+    }
+}
+
+/// Per-row cross-entropy of dense logits `x` (`h.rows` rows of `h.classes`)
+/// against i64 `labels`: losses and log-sum-exps (accumulator type) to `loss`, `lse`.
+pub fn cross_entropy(
+    rt: &CudaRuntime,
+    dtype: DType,
+    h: CrossEntropyParams,
+    x: sys::CUdeviceptr,
+    labels: sys::CUdeviceptr,
+    loss: sys::CUdeviceptr,
+    lse: sys::CUdeviceptr,
+) -> Result<()> {
+    let k = Kernel::CrossEntropy(dtype);
+    let f = rt.kernels.get(k)?;
+    let (per_warp, grid, block) = row_config(rt, k, h.rows, h.classes);
+    let mut h = CrossEntropyParams {
+        per_warp: per_warp as u32,
+        ..h
+    };
+    let (mut x, mut labels, mut loss, mut lse) = (x, labels, loss, lse);
+    // SAFETY: matches `cross_entropy_*(h, x, labels: *const i64, loss: *mut A, lse: *mut A)`;
+    // the block shape follows `h.per_warp` and carries the all-reduce scratch.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            grid,
+            block,
+            REDUCE_SCRATCH,
+            &mut [
+                arg(&mut h),
+                arg(&mut x),
+                arg(&mut labels),
+                arg(&mut loss),
+                arg(&mut lse),
+            ],
+        )
+    }
+}
+
+/// The logits' gradient of [`cross_entropy`]: dense `gx` from `x`, the labels, the
+/// saved log-sum-exps and the per-row output gradient (`h.grad_stride` apart).
+#[allow(clippy::too_many_arguments)]
+pub fn cross_entropy_backward(
+    rt: &CudaRuntime,
+    dtype: DType,
+    h: CrossEntropyParams,
+    x: sys::CUdeviceptr,
+    labels: sys::CUdeviceptr,
+    lse: sys::CUdeviceptr,
+    grad: sys::CUdeviceptr,
+    gx: sys::CUdeviceptr,
+) -> Result<()> {
+    let k = Kernel::CrossEntropyBackward(dtype);
+    let f = rt.kernels.get(k)?;
+    let (per_warp, grid, block) = row_config(rt, k, h.rows, h.classes);
+    let mut h = CrossEntropyParams {
+        per_warp: per_warp as u32,
+        ..h
+    };
+    let (mut x, mut labels, mut lse, mut grad, mut gx) = (x, labels, lse, grad, gx);
+    // SAFETY: matches `cross_entropy_backward_*(h, x, labels, lse: *const A, grad: *const A,
+    // gx: *mut T)`; the block shape follows `h.per_warp` (no shared memory is used).
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            grid,
+            block,
+            0,
+            &mut [
+                arg(&mut h),
+                arg(&mut x),
+                arg(&mut labels),
+                arg(&mut lse),
+                arg(&mut grad),
+                arg(&mut gx),
+            ],
+        )
+    }
+}
+
+/// Elements per pack of the optimizer kernels for parameters of `dtype` (16
+/// bytes of the wider of the parameter and its f32/f64 state).
+fn optim_pack(dtype: DType) -> u32 {
+    16 / dtype.size_in_bytes().max(if dtype == DType::F64 { 8 } else { 4 }) as u32
+}
+
+/// One SGD step over `n` dense elements: parameter `p`, gradient `g`, momentum
+/// buffer `buf` (0 without momentum); `packed` when every pointer is 16-byte aligned.
+#[allow(clippy::too_many_arguments)]
+pub fn sgd_step(
+    rt: &CudaRuntime,
+    dtype: DType,
+    n: u32,
+    packed: bool,
+    p: sys::CUdeviceptr,
+    g: sys::CUdeviceptr,
+    buf: sys::CUdeviceptr,
+    h: SgdParams,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::SgdStep(dtype))?;
+    let threads = if packed { n.div_ceil(optim_pack(dtype)) } else { n };
+    let (mut n, mut packed, mut p, mut g, mut buf, mut h) = (n, packed as u32, p, g, buf, h);
+    // SAFETY: matches `sgd_step_*(n, packed, p: *mut T, g: *const T, buf: *mut S, h: SgdParams)`;
+    // `buf` is only read when `h` asks for momentum; packed accesses need the alignment
+    // the caller checked, and the tail needs fewer threads than one block has.
+    unsafe {
+        launch(
+            rt,
+            f,
+            threads,
+            &mut [
+                arg(&mut n),
+                arg(&mut packed),
+                arg(&mut p),
+                arg(&mut g),
+                arg(&mut buf),
+                arg(&mut h),
+            ],
+        )
+    }
+}
+
+/// One Adam / AdamW step over `n` dense elements: parameter `p`, gradient `g`,
+/// moments `m` and `v`; `packed` when every pointer is 16-byte aligned.
+#[allow(clippy::too_many_arguments)]
+pub fn adam_step(
+    rt: &CudaRuntime,
+    dtype: DType,
+    n: u32,
+    packed: bool,
+    (p, g): (sys::CUdeviceptr, sys::CUdeviceptr),
+    (m, v): (sys::CUdeviceptr, sys::CUdeviceptr),
+    h: AdamParams,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::AdamStep(dtype))?;
+    let threads = if packed { n.div_ceil(optim_pack(dtype)) } else { n };
+    let (mut n, mut packed, mut p, mut g, mut m, mut v, mut h) = (n, packed as u32, p, g, m, v, h);
+    // SAFETY: matches `adam_step_*(n, packed, p: *mut T, g: *const T, m: *mut S, v: *mut S,
+    // h: AdamParams)`; packed accesses need the alignment the caller checked.
+    unsafe {
+        launch(
+            rt,
+            f,
+            threads,
+            &mut [
+                arg(&mut n),
+                arg(&mut packed),
+                arg(&mut p),
+                arg(&mut g),
+                arg(&mut m),
+                arg(&mut v),
+                arg(&mut h),
             ],
         )
     }

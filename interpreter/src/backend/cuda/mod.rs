@@ -4,13 +4,15 @@
 //!
 //! Modules: [`runtime`] (context, stream, module, cuBLAS handle), [`allocator`]
 //! (the caching allocator), [`kernels`] (kernel table and typed launches),
-//! [`blas`] (matmul through cuBLAS).
+//! [`blas`] (matmul through cuBLAS), `train` (cross-entropy and the fused
+//! optimizer steps).
 
 pub mod allocator;
 pub mod blas;
 pub mod kernels;
 pub mod runtime;
 mod staging;
+mod train;
 
 pub use allocator::MemoryStats;
 pub use runtime::CudaRuntime;

@@ -1,0 +1,133 @@
+//! Fused optimizer steps: one launch updates a whole dense parameter and its
+//! state in place (SGD with momentum, Adam, AdamW), with the per-element
+//! formulas of [`crate::optim`]. State buffers are in the accumulator type
+//! (f32 for f32, f16 and bf16 parameters; f64 for f64). A grid-stride loop
+//! over packs (16-byte accesses on the widest of the arrays) when every array
+//! is 16-byte aligned, else over single elements.
+
+use super::accum::FloatElem;
+use crate::device::{for_each_index, global_index, AlignTo, Aligned, Bytes};
+use crate::elem::{BF16, F16};
+use crate::optim::{Adam, Sgd};
+use crate::params::{AdamParams, SgdParams};
+
+/// Calls `f(0)`, ..., `f(V - 1)` for `V` of 2 or 4, written out so that the
+/// packs indexed by `e` stay in registers.
+#[inline(always)]
+fn each<const V: usize>(mut f: impl FnMut(usize)) {
+    f(0);
+    f(1);
+    if V > 2 {
+        f(2);
+        f(3);
+    }
+}
+
+macro_rules! optim_steps {
+    ($tn:ident, $t:ty) => {
+        const _: () = {
+            type S = <$t as FloatElem>::Acc;
+            const TS: usize = core::mem::size_of::<$t>();
+            const SS: usize = core::mem::size_of::<S>();
+            const V: usize = 16 / if TS > SS { TS } else { SS };
+            type PT = Aligned<<Bytes<{ V * TS }> as AlignTo>::A, [$t; V]>;
+            type PS = Aligned<<Bytes<{ V * SS }> as AlignTo>::A, [S; V]>;
+
+            #[export_name = concat!("sgd_step_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn sgd(
+                n: u32,
+                packed: u32,
+                p: *mut $t,
+                g: *const $t,
+                buf: *mut S,
+                h: SgdParams,
+            ) {
+                let o = Sgd::<S>::new(&h);
+                let with_buf = o.uses_buffer();
+                let one = |i: usize| {
+                    let b = if with_buf { *buf.add(i) } else { 0.0 };
+                    let (np, nb) = o.step((*p.add(i)).acc(), (*g.add(i)).acc(), b);
+                    *p.add(i) = <$t>::from_acc(np);
+                    if with_buf {
+                        *buf.add(i) = nb;
+                    }
+                };
+                if packed == 0 {
+                    for_each_index(n, |i| one(i as usize));
+                    return;
+                }
+                let packs = n / V as u32;
+                let (pv, gv, bv) = (p as *mut PT, g as *const PT, buf as *mut PS);
+                for_each_index(packs, |k| {
+                    let k = k as usize;
+                    let (mut x, d) = (*pv.add(k), *gv.add(k));
+                    let mut b = if with_buf {
+                        *bv.add(k)
+                    } else {
+                        PS::new([0.0; V])
+                    };
+                    each::<V>(|e| {
+                        let (np, nb) = o.step(x.value[e].acc(), d.value[e].acc(), b.value[e]);
+                        x.value[e] = <$t>::from_acc(np);
+                        b.value[e] = nb;
+                    });
+                    *pv.add(k) = x;
+                    if with_buf {
+                        *bv.add(k) = b;
+                    }
+                });
+                let tail = packs * V as u32;
+                let t = global_index();
+                if t < n - tail {
+                    one((tail + t) as usize);
+                }
+            }
+
+            #[export_name = concat!("adam_step_", stringify!($tn))]
+            unsafe extern "ptx-kernel" fn adam(
+                n: u32,
+                packed: u32,
+                p: *mut $t,
+                g: *const $t,
+                m: *mut S,
+                v: *mut S,
+                h: AdamParams,
+            ) {
+                let o = Adam::<S>::new(&h);
+                let one = |i: usize| {
+                    let (np, nm, nv) = o.step((*p.add(i)).acc(), (*g.add(i)).acc(), *m.add(i), *v.add(i));
+                    *p.add(i) = <$t>::from_acc(np);
+                    *m.add(i) = nm;
+                    *v.add(i) = nv;
+                };
+                if packed == 0 {
+                    for_each_index(n, |i| one(i as usize));
+                    return;
+                }
+                let packs = n / V as u32;
+                let (pv, gv) = (p as *mut PT, g as *const PT);
+                let (mv, vv) = (m as *mut PS, v as *mut PS);
+                for_each_index(packs, |k| {
+                    let k = k as usize;
+                    let (mut x, d) = (*pv.add(k), *gv.add(k));
+                    let (mut a, mut b) = (*mv.add(k), *vv.add(k));
+                    each::<V>(|e| {
+                        let (np, nm, nv) = o.step(x.value[e].acc(), d.value[e].acc(), a.value[e], b.value[e]);
+                        x.value[e] = <$t>::from_acc(np);
+                        a.value[e] = nm;
+                        b.value[e] = nv;
+                    });
+                    *pv.add(k) = x;
+                    *mv.add(k) = a;
+                    *vv.add(k) = b;
+                });
+                let tail = packs * V as u32;
+                let t = global_index();
+                if t < n - tail {
+                    one((tail + t) as usize);
+                }
+            }
+        };
+    };
+}
+for_float_types!(optim_steps!());

@@ -1,0 +1,141 @@
+//! CUDA training ops: cross-entropy from logits (forward and backward, one
+//! row kernel each) and the fused optimizer steps (one launch per parameter,
+//! in place). The op front-end has checked dtypes, shapes and density.
+
+use super::{kernels, CudaRuntime, CudaStorage};
+use crate::error::{Error, Result};
+use crate::tensor::DType;
+use kiln_kernels::params::{AdamParams, CrossEntropyParams, SgdParams};
+
+/// `n` as a kernel size, or a clear error.
+fn size32(op: &'static str, n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| {
+        Error::invalid(
+            op,
+            format!("{n} elements are too many for the CUDA kernels (32-bit indexing)"),
+        )
+    })
+}
+
+fn acc_dtype(dtype: DType) -> DType {
+    if dtype == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+impl CudaStorage {
+    /// Per-row loss and log-sum-exp (accumulator dtype) of dense `[rows, classes]`
+    /// logits against dense i64 `labels`. A label out of range gives its row a
+    /// NaN loss (the kernel never indexes with it).
+    pub fn cross_entropy(
+        &self,
+        classes: usize,
+        labels: &CudaStorage,
+        ignore_index: i64,
+        smoothing: f64,
+    ) -> Result<(CudaStorage, CudaStorage)> {
+        let rt = CudaRuntime::get()?;
+        let rows = labels.len;
+        size32("cross_entropy", rows * classes)?;
+        let acc = acc_dtype(self.dtype);
+        let (loss, lse) = (CudaStorage::alloc(acc, rows)?, CudaStorage::alloc(acc, rows)?);
+        if rows == 0 || classes == 0 {
+            return Ok((loss, lse));
+        }
+        let h = CrossEntropyParams {
+            rows: rows as u32,
+            classes: classes as u32,
+            ignore_index,
+            smoothing,
+            ..Default::default()
+        };
+        kernels::cross_entropy(rt, self.dtype, h, self.ptr(), labels.ptr(), loss.ptr(), lse.ptr())?;
+        Ok((loss, lse))
+    }
+
+    /// The logits' gradient: `(softmax - target) * grad[r * grad_stride]`, dense.
+    #[allow(clippy::too_many_arguments)]
+    pub fn cross_entropy_backward(
+        &self,
+        classes: usize,
+        labels: &CudaStorage,
+        lse: &CudaStorage,
+        grad: &CudaStorage,
+        grad_stride: usize,
+        ignore_index: i64,
+        smoothing: f64,
+    ) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let rows = labels.len;
+        size32("cross_entropy", rows * classes)?;
+        let gx = CudaStorage::alloc(self.dtype, rows * classes)?;
+        if rows == 0 || classes == 0 {
+            return Ok(gx);
+        }
+        let h = CrossEntropyParams {
+            rows: rows as u32,
+            classes: classes as u32,
+            grad_stride: size32("cross_entropy", grad_stride)?,
+            ignore_index,
+            smoothing,
+            ..Default::default()
+        };
+        kernels::cross_entropy_backward(
+            rt,
+            self.dtype,
+            h,
+            self.ptr(),
+            labels.ptr(),
+            lse.ptr(),
+            grad.ptr(),
+            gx.ptr(),
+        )?;
+        Ok(gx)
+    }
+
+    /// One SGD step in place over `n` elements from `offset` (see `Storage::sgd_step`).
+    pub fn sgd_step(
+        &mut self,
+        offset: usize,
+        grad: (&CudaStorage, usize),
+        buf: Option<(&CudaStorage, usize)>,
+        n: usize,
+        h: &SgdParams,
+    ) -> Result<()> {
+        let rt = CudaRuntime::get()?;
+        for o in [Some(offset), Some(grad.1), buf.map(|b| b.1)]
+            .into_iter()
+            .flatten()
+        {
+            size32("sgd_step_", o + n)?;
+        }
+        let p = self.at(offset as u32);
+        let g = grad.0.at(grad.1 as u32);
+        let b = buf.map_or(0, |(b, o)| b.at(o as u32));
+        let packed = [p, g, b].iter().all(|a| a % 16 == 0);
+        kernels::sgd_step(rt, self.dtype, n as u32, packed, p, g, b, *h)
+    }
+
+    /// One Adam / AdamW step in place over `n` elements from `offset`.
+    pub fn adam_step(
+        &mut self,
+        offset: usize,
+        grad: (&CudaStorage, usize),
+        m: (&CudaStorage, usize),
+        v: (&CudaStorage, usize),
+        n: usize,
+        h: &AdamParams,
+    ) -> Result<()> {
+        let rt = CudaRuntime::get()?;
+        for o in [offset, grad.1, m.1, v.1] {
+            size32("adam_step_", o + n)?;
+        }
+        let p = self.at(offset as u32);
+        let g = grad.0.at(grad.1 as u32);
+        let (mp, vp) = (m.0.at(m.1 as u32), v.0.at(v.1 as u32));
+        let packed = [p, g, mp, vp].iter().all(|a| a % 16 == 0);
+        kernels::adam_step(rt, self.dtype, n as u32, packed, (p, g), (mp, vp), *h)
+    }
+}

@@ -1,0 +1,139 @@
+//! The training API: `cross_entropy(logits, labels[, opts])` (also as a
+//! method) and the fused optimizer steps `sgd_step_`, `adam_step_` and
+//! `optimizer_state(p)`, with their options maps converted to the front-end's
+//! option structs. No math lives here (see `crate::tensor::loss` and
+//! `crate::tensor::optim`).
+
+use super::convert::{ok, script_error, RhaiResult};
+use crate::tensor::loss::{CrossEntropyOptions, Reduction};
+use crate::tensor::optim::{AdamOptions, SgdOptions};
+use crate::tensor::Tensor;
+use rhai::{Array, Dynamic, Engine, Map, INT};
+
+/// Registers the loss and optimizer-step functions.
+pub fn register(engine: &mut Engine) {
+    engine.register_fn("cross_entropy", |x: Tensor, y: Tensor| {
+        ok(x.cross_entropy(&y, &CrossEntropyOptions::default()))
+    });
+    engine.register_fn("cross_entropy", |x: Tensor, y: Tensor, m: Map| {
+        ok(x.cross_entropy(&y, &ce_options(&m)?))
+    });
+    engine.register_fn("optimizer_state", |p: Tensor| ok(p.optimizer_state()));
+    engine.register_fn(
+        "sgd_step_",
+        |p: Tensor, g: Tensor, buf: Dynamic, m: Map| -> RhaiResult<Tensor> {
+            let buf = if buf.is_unit() {
+                None
+            } else {
+                Some(buf.clone().try_cast::<Tensor>().ok_or_else(|| {
+                    script_error(format!(
+                        "sgd_step_: the momentum buffer must be a Tensor or (), got {}",
+                        buf.type_name()
+                    ))
+                })?)
+            };
+            ok(p.sgd_step_(&g, buf.as_ref(), &sgd_options(&m)?))?;
+            Ok(p)
+        },
+    );
+    engine.register_fn(
+        "adam_step_",
+        |p: Tensor, g: Tensor, mo: Tensor, vo: Tensor, step: INT, m: Map| -> RhaiResult<Tensor> {
+            ok(p.adam_step_(&g, &mo, &vo, step, &adam_options(&m)?))?;
+            Ok(p)
+        },
+    );
+}
+
+fn number(op: &str, key: &str, v: &Dynamic) -> RhaiResult<f64> {
+    if let Ok(f) = v.as_float() {
+        Ok(f)
+    } else if let Ok(i) = v.as_int() {
+        Ok(i as f64)
+    } else {
+        Err(script_error(format!(
+            "{op}: option '{key}' must be a number, got {}",
+            v.type_name()
+        )))
+    }
+}
+
+fn flag(op: &str, key: &str, v: &Dynamic) -> RhaiResult<bool> {
+    v.as_bool()
+        .map_err(|t| script_error(format!("{op}: option '{key}' must be true or false, got {t}")))
+}
+
+fn unknown(op: &str, key: &str, expected: &str) -> Box<rhai::EvalAltResult> {
+    script_error(format!("{op}: unknown option '{key}' (expected {expected})"))
+}
+
+fn ce_options(m: &Map) -> RhaiResult<CrossEntropyOptions> {
+    const OP: &str = "cross_entropy";
+    let mut o = CrossEntropyOptions::default();
+    for (k, v) in m {
+        match k.as_str() {
+            "reduction" => {
+                let s = v.clone().into_immutable_string().map_err(|t| {
+                    script_error(format!("{OP}: option 'reduction' must be a string, got {t}"))
+                })?;
+                o.reduction = ok(Reduction::parse(&s))?;
+            }
+            "ignore_index" => {
+                o.ignore_index = v.as_int().map_err(|t| {
+                    script_error(format!("{OP}: option 'ignore_index' must be an int, got {t}"))
+                })?
+            }
+            "label_smoothing" => o.label_smoothing = number(OP, k, v)?,
+            other => return Err(unknown(OP, other, "reduction, ignore_index, label_smoothing")),
+        }
+    }
+    Ok(o)
+}
+
+fn sgd_options(m: &Map) -> RhaiResult<SgdOptions> {
+    const OP: &str = "sgd_step_";
+    let mut o = SgdOptions::default();
+    for (k, v) in m {
+        match k.as_str() {
+            "lr" => o.lr = number(OP, k, v)?,
+            "momentum" => o.momentum = number(OP, k, v)?,
+            "dampening" => o.dampening = number(OP, k, v)?,
+            "weight_decay" => o.weight_decay = number(OP, k, v)?,
+            "nesterov" => o.nesterov = flag(OP, k, v)?,
+            "init_buffer" => o.init_buffer = flag(OP, k, v)?,
+            other => {
+                return Err(unknown(
+                    OP,
+                    other,
+                    "lr, momentum, dampening, weight_decay, nesterov, init_buffer",
+                ))
+            }
+        }
+    }
+    Ok(o)
+}
+
+fn adam_options(m: &Map) -> RhaiResult<AdamOptions> {
+    const OP: &str = "adam_step_";
+    let mut o = AdamOptions::default();
+    for (k, v) in m {
+        match k.as_str() {
+            "lr" => o.lr = number(OP, k, v)?,
+            "betas" => {
+                let a = v
+                    .clone()
+                    .try_cast::<Array>()
+                    .filter(|a| a.len() == 2)
+                    .ok_or_else(|| {
+                        script_error(format!("{OP}: option 'betas' must be an array of two numbers"))
+                    })?;
+                o.betas = (number(OP, "betas", &a[0])?, number(OP, "betas", &a[1])?);
+            }
+            "eps" => o.eps = number(OP, k, v)?,
+            "weight_decay" => o.weight_decay = number(OP, k, v)?,
+            "decoupled" => o.decoupled = flag(OP, k, v)?,
+            other => return Err(unknown(OP, other, "lr, betas, eps, weight_decay, decoupled")),
+        }
+    }
+    Ok(o)
+}

@@ -1,0 +1,452 @@
+//! Fused optimizer steps, in place: SGD with momentum, Adam and AdamW with
+//! PyTorch's formulas (`torch.optim.SGD`, `Adam`, `AdamW`, single-tensor
+//! form; no amsgrad). Each step is one backend op per parameter (one kernel
+//! launch on CUDA, one loop on the CPU), not a chain of elementwise ops.
+//!
+//! Parameters are f32, f64, f16 or bf16 and dense (contiguous); the gradient
+//! has the parameter's shape and dtype; optimizer state (momentum buffer,
+//! moments) is kept in [`state_dtype`] (f32 for half parameters). Steps run
+//! with grad mode off; every tensor written is bumped in version, so a saved
+//! tensor of a pending backward notices the update.
+
+use super::autograd;
+use super::{DType, Tensor};
+use crate::error::{Error, Result};
+use kiln_kernels::params::{AdamParams, SgdParams};
+use kiln_kernels::params::{SGD_INIT_BUFFER, SGD_MOMENTUM, SGD_NESTEROV, SGD_WEIGHT_DECAY};
+
+/// The dtype of optimizer state for parameters of `param`: f64 for f64, else f32.
+pub fn state_dtype(param: DType) -> DType {
+    if param == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+/// Hyperparameters of [`Tensor::sgd_step_`] (PyTorch's defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SgdOptions {
+    /// Learning rate.
+    pub lr: f64,
+    /// Momentum factor (0: plain SGD, no buffer).
+    pub momentum: f64,
+    /// Dampening of the momentum.
+    pub dampening: f64,
+    /// L2 penalty added to the gradient.
+    pub weight_decay: f64,
+    /// Nesterov momentum (needs momentum and zero dampening).
+    pub nesterov: bool,
+    /// The first step: the buffer is set to the update instead of decayed into
+    /// (PyTorch's `momentum_buffer is None`).
+    pub init_buffer: bool,
+}
+
+impl Default for SgdOptions {
+    fn default() -> Self {
+        SgdOptions {
+            lr: 1e-3,
+            momentum: 0.0,
+            dampening: 0.0,
+            weight_decay: 0.0,
+            nesterov: false,
+            init_buffer: false,
+        }
+    }
+}
+
+/// Hyperparameters of [`Tensor::adam_step_`] (PyTorch's Adam defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdamOptions {
+    /// Learning rate.
+    pub lr: f64,
+    /// Decay rates of the first and second moments.
+    pub betas: (f64, f64),
+    /// Added to the denominator.
+    pub eps: f64,
+    /// L2 penalty (Adam) or decoupled weight decay (AdamW).
+    pub weight_decay: f64,
+    /// AdamW: decay the parameter by `1 - lr * weight_decay` instead of adding
+    /// `weight_decay * param` to the gradient.
+    pub decoupled: bool,
+}
+
+impl Default for AdamOptions {
+    fn default() -> Self {
+        AdamOptions {
+            lr: 1e-3,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            weight_decay: 0.0,
+            decoupled: false,
+        }
+    }
+}
+
+fn check_hyper(op: &'static str, what: &str, v: f64, ok: bool) -> Result<()> {
+    if ok && v.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::invalid(op, format!("invalid {what}: {v}")))
+    }
+}
+
+/// Checks that `param` can be stepped with `grad` and state `states` (name,
+/// tensor): dtypes, shapes, devices, density, and no storage shared.
+fn check_operands(op: &'static str, param: &Tensor, grad: &Tensor, states: &[(&str, &Tensor)]) -> Result<()> {
+    let dtype = param.dtype();
+    if !dtype.is_float() {
+        return Err(Error::UnsupportedDType {
+            op,
+            dtype,
+            hint: " (parameters must be floating point)".into(),
+        });
+    }
+    if !param.is_leaf() {
+        return Err(Error::invalid(
+            op,
+            "the parameter is the result of a recorded op (part of an autograd graph); step leaf tensors only",
+        ));
+    }
+    let dense = |what: &str, t: &Tensor| -> Result<()> {
+        if t.is_contiguous() {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                op,
+                format!(
+                    "the {what} of shape {:?} is not contiguous; optimizer steps update dense tensors only (call contiguous() on the parameter before training)",
+                    t.shape()
+                ),
+            ))
+        }
+    };
+    dense("parameter", param)?;
+    let mut all = vec![("parameter", param), ("gradient", grad)];
+    all.extend(states.iter().copied());
+    for &(what, t) in &all[1..] {
+        if t.shape() != param.shape() {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "the {what} has shape {:?} but the parameter has shape {:?}",
+                    t.shape(),
+                    param.shape()
+                ),
+            ));
+        }
+        param.same_device(op, t)?;
+        let want = if what == "gradient" {
+            dtype
+        } else {
+            state_dtype(dtype)
+        };
+        if t.dtype() != want {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "the {what} has dtype {} but a {dtype} parameter needs {want}",
+                    t.dtype()
+                ),
+            ));
+        }
+        dense(what, t)?;
+        if what != "gradient" && t.requires_grad() {
+            return Err(Error::invalid(op, format!("the {what} must not require grad")));
+        }
+    }
+    for (i, &(a, ta)) in all.iter().enumerate() {
+        for &(b, tb) in &all[i + 1..] {
+            if ta.shares_storage(tb) {
+                return Err(Error::invalid(
+                    op,
+                    format!("the {a} and the {b} share storage; each must be its own tensor"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// Zeros in the optimizer-state dtype for this parameter, on its device.
+    pub fn optimizer_state(&self) -> Result<Tensor> {
+        Tensor::zeros(self.shape(), Some(state_dtype(self.dtype())), self.device())
+    }
+
+    /// One SGD step in place: `buf` is the momentum buffer (needed when
+    /// `o.momentum != 0`, in [`state_dtype`]).
+    pub fn sgd_step_(&self, grad: &Tensor, buf: Option<&Tensor>, o: &SgdOptions) -> Result<()> {
+        const OP: &str = "sgd_step_";
+        check_hyper(OP, "learning rate", o.lr, o.lr >= 0.0)?;
+        check_hyper(OP, "momentum value", o.momentum, o.momentum >= 0.0)?;
+        check_hyper(OP, "dampening value", o.dampening, true)?;
+        check_hyper(OP, "weight_decay value", o.weight_decay, o.weight_decay >= 0.0)?;
+        if o.nesterov && (o.momentum <= 0.0 || o.dampening != 0.0) {
+            return Err(Error::invalid(
+                OP,
+                "Nesterov momentum requires a momentum and zero dampening",
+            ));
+        }
+        let momentum = o.momentum != 0.0;
+        let buf = if momentum {
+            Some(buf.ok_or_else(|| {
+                Error::invalid(
+                    OP,
+                    format!(
+                        "momentum {} needs a momentum buffer (zeros in the state dtype: p.optimizer_state())",
+                        o.momentum
+                    ),
+                )
+            })?)
+        } else {
+            None
+        };
+        let states: Vec<(&str, &Tensor)> = buf.iter().map(|b| ("momentum buffer", *b)).collect();
+        check_operands(OP, self, grad, &states)?;
+        let mut flags = 0;
+        if o.weight_decay != 0.0 {
+            flags |= SGD_WEIGHT_DECAY;
+        }
+        if momentum {
+            flags |= SGD_MOMENTUM;
+            if o.nesterov {
+                flags |= SGD_NESTEROV;
+            }
+            if o.init_buffer {
+                flags |= SGD_INIT_BUFFER;
+            }
+        }
+        let h = SgdParams {
+            lr: o.lr,
+            momentum: o.momentum,
+            dampening: o.dampening,
+            weight_decay: o.weight_decay,
+            flags,
+        };
+        autograd::no_grad(|| {
+            let g = grad.storage();
+            let mut p = self.storage_mut();
+            let go = (&*g, grad.layout().offset());
+            let n = self.numel();
+            match buf {
+                Some(b) => {
+                    let mut bs = b.storage_mut();
+                    p.sgd_step(
+                        self.layout().offset(),
+                        go,
+                        Some((&mut bs, b.layout().offset())),
+                        n,
+                        &h,
+                    )
+                }
+                None => p.sgd_step(self.layout().offset(), go, None, n, &h),
+            }
+        })
+    }
+
+    /// One Adam (or AdamW, `o.decoupled`) step in place, the `step`-th (from 1):
+    /// `m` and `v` are the first and second moments, in [`state_dtype`].
+    pub fn adam_step_(
+        &self,
+        grad: &Tensor,
+        m: &Tensor,
+        v: &Tensor,
+        step: i64,
+        o: &AdamOptions,
+    ) -> Result<()> {
+        const OP: &str = "adam_step_";
+        let (b1, b2) = o.betas;
+        check_hyper(OP, "learning rate", o.lr, o.lr >= 0.0)?;
+        check_hyper(OP, "epsilon value", o.eps, o.eps >= 0.0)?;
+        check_hyper(OP, "beta parameter at index 0", b1, (0.0..1.0).contains(&b1))?;
+        check_hyper(OP, "beta parameter at index 1", b2, (0.0..1.0).contains(&b2))?;
+        check_hyper(OP, "weight_decay value", o.weight_decay, o.weight_decay >= 0.0)?;
+        if step < 1 {
+            return Err(Error::invalid(
+                OP,
+                format!("the step count starts at 1 (bias correction), got {step}"),
+            ));
+        }
+        check_operands(OP, self, grad, &[("first moment", m), ("second moment", v)])?;
+        let h = AdamParams::new(o.lr, o.betas, o.eps, o.weight_decay, step as u64, o.decoupled);
+        autograd::no_grad(|| {
+            let g = grad.storage();
+            let mut p = self.storage_mut();
+            let (mut ms, mut vs) = (m.storage_mut(), v.storage_mut());
+            p.adam_step(
+                self.layout().offset(),
+                (&*g, grad.layout().offset()),
+                (&mut ms, m.layout().offset()),
+                (&mut vs, v.layout().offset()),
+                self.numel(),
+                &h,
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::{Device, HostValues};
+
+    fn t(v: &[f64], dtype: DType) -> Tensor {
+        Tensor::from_host(&HostValues::Float(v.to_vec()), &[v.len()], dtype, Device::Cpu).unwrap()
+    }
+
+    fn values(t: &Tensor) -> Vec<f64> {
+        match t.to_host().unwrap() {
+            HostValues::Float(v) => v,
+            other => panic!("not floats: {other:?}"),
+        }
+    }
+
+    const P0: [f64; 5] = [0.5, -1.25, 2.0, 0.0, -0.75];
+    const GRADS: [[f64; 5]; 3] = [
+        [0.1, -0.2, 0.3, 1.5, -0.05],
+        [-0.4, 0.25, 0.0, 0.7, 0.9],
+        [0.33, -0.6, 0.12, -1.1, 0.2],
+    ];
+
+    /// torch.optim.Adam / AdamW written out in f64, step by step.
+    fn adam_reference(o: &AdamOptions) -> Vec<f64> {
+        let (b1, b2) = o.betas;
+        let mut p = P0.to_vec();
+        let (mut m, mut v) = (vec![0.0; 5], vec![0.0; 5]);
+        for (s, g) in GRADS.iter().enumerate() {
+            let step = (s + 1) as f64;
+            for i in 0..5 {
+                let mut gi = g[i];
+                if o.decoupled {
+                    p[i] *= 1.0 - o.lr * o.weight_decay;
+                } else {
+                    gi += o.weight_decay * p[i];
+                }
+                m[i] = b1 * m[i] + (1.0 - b1) * gi;
+                v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
+                let mhat = m[i] / (1.0 - b1.powf(step));
+                let vhat = v[i] / (1.0 - b2.powf(step));
+                p[i] -= o.lr * mhat / (vhat.sqrt() + o.eps);
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn adam_and_adamw_match_pytorch_formulas_over_three_steps() {
+        for decoupled in [false, true] {
+            let o = AdamOptions {
+                lr: 0.01,
+                betas: (0.8, 0.95),
+                eps: 1e-6,
+                weight_decay: 0.1,
+                decoupled,
+            };
+            let want = adam_reference(&o);
+            for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 1e-6), (DType::BF16, 1e-2)] {
+                let p = t(&P0, dtype);
+                let (m, v) = (p.optimizer_state().unwrap(), p.optimizer_state().unwrap());
+                for (s, g) in GRADS.iter().enumerate() {
+                    p.adam_step_(&t(g, dtype), &m, &v, s as i64 + 1, &o).unwrap();
+                }
+                for (a, b) in values(&p).iter().zip(&want) {
+                    assert!(
+                        (a - b).abs() <= tol * b.abs().max(1.0),
+                        "{dtype} decoupled={decoupled}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sgd_momentum_nesterov_and_decay_match_pytorch_formulas() {
+        for nesterov in [false, true] {
+            let o = SgdOptions {
+                lr: 0.1,
+                momentum: 0.9,
+                dampening: if nesterov { 0.0 } else { 0.25 },
+                weight_decay: 0.01,
+                nesterov,
+                init_buffer: false,
+            };
+            let mut p = P0.to_vec();
+            let mut buf = [0.0; 5];
+            for (s, g) in GRADS.iter().enumerate() {
+                for i in 0..5 {
+                    let d = g[i] + o.weight_decay * p[i];
+                    buf[i] = if s == 0 {
+                        d
+                    } else {
+                        o.momentum * buf[i] + (1.0 - o.dampening) * d
+                    };
+                    let d = if nesterov { d + o.momentum * buf[i] } else { buf[i] };
+                    p[i] -= o.lr * d;
+                }
+            }
+            for dtype in [DType::F64, DType::F32, DType::F16] {
+                let param = t(&P0, dtype);
+                let b = param.optimizer_state().unwrap();
+                for (s, g) in GRADS.iter().enumerate() {
+                    let o = SgdOptions {
+                        init_buffer: s == 0,
+                        ..o
+                    };
+                    param.sgd_step_(&t(g, dtype), Some(&b), &o).unwrap();
+                }
+                let tol = if dtype == DType::F16 { 2e-3 } else { 1e-6 };
+                for (a, w) in values(&param).iter().zip(&p) {
+                    assert!((a - w).abs() <= tol * w.abs().max(1.0), "{dtype}: {a} vs {w}");
+                }
+                assert_eq!(b.dtype(), state_dtype(dtype));
+            }
+        }
+        // plain SGD needs no buffer
+        let p = t(&P0, DType::F64);
+        p.sgd_step_(
+            &t(&GRADS[0], DType::F64),
+            None,
+            &SgdOptions {
+                lr: 0.5,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let want: Vec<f64> = P0.iter().zip(&GRADS[0]).map(|(p, g)| p - 0.5 * g).collect();
+        assert_eq!(values(&p), want);
+    }
+
+    #[test]
+    fn bad_operands_are_errors() {
+        let p = t(&P0, DType::F32);
+        let g = t(&GRADS[0], DType::F32);
+        let (m, v) = (p.optimizer_state().unwrap(), p.optimizer_state().unwrap());
+        let o = AdamOptions::default();
+        let err = |r: Result<()>| r.unwrap_err().to_string();
+        assert!(err(p.adam_step_(&g, &m, &m, 1, &o)).contains("share storage"));
+        assert!(err(p.adam_step_(&p, &m, &v, 1, &o)).contains("share storage"));
+        assert!(err(p.adam_step_(&g.narrow(0, 0, 4).unwrap(), &m, &v, 1, &o)).contains("has shape [4]"));
+        assert!(err(p.adam_step_(&g.to_dtype(DType::F64).unwrap(), &m, &v, 1, &o)).contains("dtype f64"));
+        assert!(err(p.adam_step_(&g, &m, &v, 0, &o)).contains("starts at 1"));
+        let wide = Tensor::zeros(&[5, 2], None, Device::Cpu).unwrap();
+        let strided = wide.select(1, 0).unwrap();
+        assert!(err(strided.adam_step_(&g, &m, &v, 1, &o)).contains("not contiguous"));
+        let bad = AdamOptions {
+            betas: (1.0, 0.999),
+            ..o
+        };
+        assert!(err(p.adam_step_(&g, &m, &v, 1, &bad)).contains("beta parameter at index 0"));
+        let sgd = SgdOptions {
+            momentum: 0.9,
+            ..Default::default()
+        };
+        assert!(err(p.sgd_step_(&g, None, &sgd)).contains("needs a momentum buffer"));
+        let nest = SgdOptions {
+            nesterov: true,
+            ..Default::default()
+        };
+        assert!(err(p.sgd_step_(&g, None, &nest)).contains("Nesterov"));
+        assert!(err(t(&P0, DType::F64).sgd_step_(&g, None, &SgdOptions::default())).contains("dtype f32"));
+    }
+}

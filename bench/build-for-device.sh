@@ -5,4 +5,6 @@ set -euo pipefail
 cargo build --release --bins
 mkdir -p .device/bin
 cp target/release/kiln target/release/kiln-check .device/bin/
+# the carry limit is 64 MiB: symbols are not needed there
+strip .device/bin/kiln .device/bin/kiln-check
 ls -la .device/bin

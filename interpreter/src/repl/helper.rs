@@ -497,6 +497,8 @@ mod tests {
         assert_eq!(start, 8);
         assert!(c.contains(&"zeros".to_string()), "{c:?}");
         assert!(c.contains(&"zeros_like".to_string()), "{c:?}");
+        assert!(c.iter().all(|n| n.starts_with("zer")), "{c:?}");
+        let (_, c) = h.candidates("let z = zeros");
         assert!(c.iter().all(|n| n.starts_with("zeros")), "{c:?}");
         let (start, c) = h.candidates("t.sof");
         assert_eq!((start, c), (2, vec!["softmax".to_string()]));

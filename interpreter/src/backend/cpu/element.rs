@@ -135,7 +135,7 @@ impl_element!(
     |v: i64| v
 );
 impl_element!(@half f16, F16, |x: f16| x.to_f64(), f16::from_f64, |x: f16| x.to_f64() as i64, |v: i64| f16::from_f64(v as f64));
-impl_element!(@half bf16, BF16, |x: bf16| x.to_f64(), bf16::from_f64, |x: bf16| x.to_f64() as i64, |v: i64| bf16::from_f64(v as f64));
+impl_element!(@half bf16, BF16, |x: bf16| x.to_f64(), bf16_from_f64, |x: bf16| x.to_f64() as i64, |v: i64| bf16_from_f64(v as f64));
 impl_element!(
     f32,
     F32,
@@ -245,3 +245,47 @@ macro_rules! with_dtype {
 }
 
 pub(crate) use {with_dtype, with_storage};
+
+/// f64 to bf16, rounded once to nearest even (`half`'s own `from_f64` rounds
+/// some values down that lie above the halfway point, e.g. 6.650228e-9).
+/// The f32 step rounds to odd, so the second rounding cannot round twice.
+pub(crate) fn bf16_from_f64(v: f64) -> bf16 {
+    let mut f = v as f32;
+    if f.is_finite() && f as f64 != v && f.to_bits() & 1 == 0 {
+        // one step toward `v`: away from zero when |v| > |f|, else toward it
+        let away = (v.abs()) > (f as f64).abs();
+        let mag = f.to_bits() & 0x7fff_ffff;
+        let mag = if away { mag + 1 } else { mag - 1 };
+        f = f32::from_bits(mag | if v < 0.0 { 0x8000_0000 } else { 0 });
+    }
+    bf16::from_f32(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bf16_from_f64_rounds_once() {
+        let mut s = 0x1234_5678u64;
+        for _ in 0..200_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let x = f32::from_bits(s as u32);
+            if !x.is_nan() {
+                assert_eq!(
+                    bf16_from_f64(x as f64).to_bits(),
+                    bf16::from_f32(x).to_bits(),
+                    "{x:e}"
+                );
+            }
+        }
+        // just above the halfway point between 1 and the next bf16: up, not to even
+        assert_eq!(bf16_from_f64(1.00390625 + 1e-12).to_f64(), 1.0078125);
+        assert_eq!(bf16_from_f64(1.00390625).to_f64(), 1.0);
+        assert_eq!(bf16_from_f64(-1.00390625 - 1e-12).to_f64(), -1.0078125);
+        assert!(bf16_from_f64(f64::NAN).is_nan());
+        assert_eq!(bf16_from_f64(1e300).to_f64(), f64::INFINITY);
+    }
+}

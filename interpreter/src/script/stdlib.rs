@@ -40,7 +40,7 @@ mod tests {
         let mut kiln = crate::Interpreter::with_device(crate::Device::Cpu).unwrap();
         for (name, _) in MODULES {
             let src = format!("import \"{name}\" as m;");
-            kiln.run(&src, "<test>").unwrap_or_else(|e| panic!("{name}: {e}"));
+            let _ = kiln.run(&src, "<test>").unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
 }

@@ -206,3 +206,31 @@ fn files_load_relative_to_the_working_directory() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "[1797, 65]\n");
 }
+
+#[test]
+fn train_digits_reaches_97_percent() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let weights = std::env::temp_dir().join(format!("kiln-digits-{}.safetensors", std::process::id()));
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .current_dir(root)
+        .args(["--device", "cpu", "scripts/train_digits.rhai"])
+        .args(["--out", weights.to_str().unwrap()])
+        .env_remove("KILN_DEVICE")
+        .env("KILN_PROGRESS", "off")
+        .output()
+        .expect("run kiln");
+    std::fs::remove_file(&weights).ok();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let last = |key: &str| -> f64 {
+        let line = out
+            .lines()
+            .rev()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no '{key}' in {out}"));
+        line[key.len()..].trim().parse().unwrap()
+    };
+    let acc = last("final test accuracy");
+    assert!(acc >= 0.97, "accuracy {acc}:\n{out}");
+    assert_eq!(last("reloaded test accuracy"), acc, "{out}");
+}

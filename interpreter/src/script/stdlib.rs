@@ -4,7 +4,13 @@
 use rhai::module_resolvers::{FileModuleResolver, ModuleResolversCollection, StaticModuleResolver};
 use rhai::{Engine, Module, Scope};
 
-const MODULES: &[(&str, &str)] = &[("nn", include_str!("../../../stdlib/nn.rhai"))];
+const MODULES: &[(&str, &str)] = &[
+    ("nn", include_str!("../../../stdlib/nn.rhai")),
+    ("optim", include_str!("../../../stdlib/optim.rhai")),
+    ("losses", include_str!("../../../stdlib/losses.rhai")),
+    ("data", include_str!("../../../stdlib/data.rhai")),
+    ("metrics", include_str!("../../../stdlib/metrics.rhai")),
+];
 
 /// Compiles the embedded modules and installs a resolver that serves them
 /// first and `.rhai` files relative to the working directory after.
@@ -23,4 +29,18 @@ pub(super) fn install(engine: &mut Engine) {
     all.push(resolver);
     all.push(FileModuleResolver::new());
     engine.set_module_resolver(all);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MODULES;
+
+    #[test]
+    fn every_module_compiles_and_imports() {
+        let mut kiln = crate::Interpreter::with_device(crate::Device::Cpu).unwrap();
+        for (name, _) in MODULES {
+            let src = format!("import \"{name}\" as m;");
+            let _ = kiln.run(&src, "<test>").unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
 }

@@ -2,7 +2,7 @@
 
 usage: compare.py KILN_OUTPUT TORCH_OUTPUT CSV_PATH
 Higher is better for GB/s and TFLOP/s (ratio = kiln / torch); lower is better
-for us/op (ratio = kiln / torch as well, so < 1 means kiln is cheaper).
+for us/op and ms/step (ratio = kiln / torch as well, so < 1 means kiln is cheaper).
 """
 import sys
 

@@ -98,3 +98,39 @@ report("device->host", gbs(4 * N * 5, wall(lambda: d.cpu(), 5)), "GB/s")
 hp = h.pin_memory()
 report("host->device (pinned source)", gbs(4 * N * 5, wall(lambda: hp.cuda(non_blocking=True), 5)), "GB/s")
 report("device->host (pinned target)", gbs(4 * N * 5, wall(lambda: hp.copy_(d), 5)), "GB/s")
+
+
+# Training steps: forward + backward + Adam of a 3-layer ReLU MLP with
+# cross-entropy, wall time per step (as a user's loop runs it).
+def train_ms(sizes, batch, dtype, steps):
+    torch.manual_seed(0)
+    layers = []
+    for i in range(len(sizes) - 1):
+        if i:
+            layers.append(torch.nn.ReLU())
+        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+    model = torch.nn.Sequential(*layers).to(dev, dtype)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(batch, sizes[0], device=dev, dtype=dtype)
+    y = torch.randint(0, sizes[-1], (batch,), device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / steps * 1e3
+
+
+torch.backends.cuda.matmul.allow_tf32 = False
+report("train step MLP 64-256-256-10 b256 f32", train_ms([64, 256, 256, 10], 256, torch.float32, 200), "ms/step")
+report("train step MLP 1024-4096-4096-1024 b4096 f32", train_ms([1024, 4096, 4096, 1024], 4096, torch.float32, 20), "ms/step")
+report("train step MLP 1024-4096-4096-1024 b4096 bf16", train_ms([1024, 4096, 4096, 1024], 4096, torch.bfloat16, 50), "ms/step")

@@ -340,6 +340,7 @@ impl Checker {
                 })
             })();
             self.record("copy_/cat", src, "sliced", r);
+            self.cross_device_copies(src);
             let make = |d: Device| -> Result<Tensor> {
                 let (a, b, s) = (Scalar::Int(0), Scalar::Int(7), Scalar::Int(1));
                 let row = Tensor::arange(a, b, s, Some(src), d)?;
@@ -347,6 +348,50 @@ impl Checker {
             };
             let r = make(Device::Cpu).and_then(|c| Ok((c, make(Device::Cuda(0))?)));
             self.record("full+arange", src, "broadcast", r);
+        }
+    }
+
+    /// `copy_` across devices, both ways: into whole and sliced destinations,
+    /// from every checked layout, small (through the driver) and large
+    /// (through the pinned staging buffers, several chunks).
+    fn cross_device_copies(&mut self, dtype: DType) {
+        let gpu = Device::Cuda(0);
+        let mut cases: Vec<(&'static str, Vec<usize>, View)> = layouts();
+        cases.push(("large", vec![5000, 1700], |t| Ok(t.clone())));
+        for (name, shape, view) in cases {
+            // (destination on `to`, written in place)
+            let copy = |x: &Tensor, to: Device, sliced: bool| -> Result<Tensor> {
+                let v = view(x)?;
+                let dst = Tensor::full(&[v.shape()[0], v.shape()[1] + 4], Scalar::Int(3), Some(dtype), to)?;
+                let target = if sliced {
+                    dst.narrow(1, 2, v.shape()[1] as i64)?
+                } else {
+                    dst.narrow(1, 0, v.shape()[1] as i64)?.contiguous()?
+                };
+                target.copy_(&v)?;
+                Ok(if sliced { dst } else { target })
+            };
+            for sliced in [false, true] {
+                let label = if sliced {
+                    format!("{name}, into a slice")
+                } else {
+                    name.to_string()
+                };
+                let r = input(&mut self.gen, &shape, dtype, false).and_then(|x| {
+                    let c = copy(&x, Device::Cpu, sliced)?;
+                    let down = copy(&x.to_device(gpu)?, Device::Cpu, sliced)?;
+                    let up = copy(&x, gpu, sliced)?;
+                    let (c1, d1) = (c.to_host()?, down.to_host()?);
+                    if c1 != d1 {
+                        return Err(crate::Error::invalid(
+                            "copy_",
+                            "host.copy_(device) differs from the CPU copy",
+                        ));
+                    }
+                    Ok((c, up))
+                });
+                self.record("copy_ across devices", dtype, &label, r);
+            }
         }
     }
 

@@ -279,12 +279,35 @@ impl Storage {
         })
     }
 
-    /// Writes `src` (same dtype and shape) into the elements of `self` at `l`.
+    /// Writes `src` (same dtype and shape) into the elements of `self` at `l`;
+    /// `src` may live on the other device (a host↔device copy).
     pub fn copy_from(&mut self, l: &Layout, src: &Storage, ls: &Layout) -> Result<()> {
         match (self, src) {
             (Storage::Cpu(d), Storage::Cpu(s)) => cpu::copy_into(d, l, s, ls),
             (Storage::Cuda(d), Storage::Cuda(s)) => d.copy_from(l, s, ls),
-            _ => Err(mixed("copy")),
+            (Storage::Cpu(d), Storage::Cuda(s)) => match l.contiguous_range() {
+                // a dense destination takes the download as it is
+                Some((at, _)) if !ls.has_internal_overlap() => s.download_into(ls, d, at),
+                _ => cpu::copy_into(d, l, &s.to_cpu(ls)?, &Layout::contiguous(ls.shape())),
+            },
+            (Storage::Cuda(d), Storage::Cpu(s)) => {
+                let dense;
+                let (src, range) = match ls.contiguous_range() {
+                    Some((a, b)) if !ls.has_internal_overlap() => (s, a..b),
+                    _ => {
+                        dense = cpu::cast_to(s, ls, s.dtype());
+                        (&dense, 0..ls.numel())
+                    }
+                };
+                match l.contiguous_range() {
+                    Some((at, _)) => d.upload_range(at, src, range),
+                    None => {
+                        let mut part = CudaStorage::alloc(src.dtype(), range.len())?;
+                        part.upload_range(0, src, range)?;
+                        d.copy_from(l, &part, &Layout::contiguous(ls.shape()))
+                    }
+                }
+            }
         }
     }
 

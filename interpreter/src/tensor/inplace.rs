@@ -16,13 +16,19 @@ fn can_cast(from: DType, to: DType) -> bool {
 
 impl Tensor {
     /// Writes `src` (broadcast to this shape, converted to this dtype) into this tensor.
+    /// `src` may be on another device: `host.copy_(gpu)` downloads straight
+    /// into the host tensor's memory (no new allocation), and the other way
+    /// round uploads into the device tensor.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
-        self.write_from("copy_", src)
+        self.write_from("copy_", src, true)
     }
 
-    /// `copy_` on behalf of the in-place op `op` (named in errors).
-    fn write_from(&self, op: &'static str, src: &Tensor) -> Result<()> {
-        self.same_device(op, src)?;
+    /// `copy_` on behalf of the in-place op `op` (named in errors); a `src` on
+    /// another device is an error unless `cross_device`.
+    fn write_from(&self, op: &'static str, src: &Tensor, cross_device: bool) -> Result<()> {
+        if !cross_device {
+            self.same_device(op, src)?;
+        }
         super::autograd::check_inplace(op, self, Some(src))?;
         if self.layout().has_internal_overlap() {
             return Err(Error::invalid(
@@ -47,7 +53,7 @@ impl Tensor {
     /// Sets every element to `value`.
     pub fn fill_(&self, value: Scalar) -> Result<()> {
         let v = Tensor::scalar(value, self.dtype(), self.device())?;
-        self.write_from("fill_", &v)
+        self.write_from("fill_", &v, false)
     }
 
     /// `self = self op rhs`, written into this tensor's storage.
@@ -96,6 +102,6 @@ impl Tensor {
                 ),
             ));
         }
-        self.write_from(op.name(), &r)
+        self.write_from(op.name(), &r, false)
     }
 }

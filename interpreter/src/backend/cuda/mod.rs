@@ -4,6 +4,7 @@
 //!
 //! Modules: [`runtime`] (context, stream, module, cuBLAS handle), [`allocator`]
 //! (the caching allocator), [`kernels`] (kernel table and typed launches),
+//! `transfer` (host↔device copies, staged through `staging`'s pinned buffers),
 //! [`blas`] (matmul through cuBLAS), `train` (cross-entropy and the fused
 //! optimizer steps).
 
@@ -13,11 +14,12 @@ pub mod kernels;
 pub mod runtime;
 mod staging;
 mod train;
+mod transfer;
 
 pub use allocator::MemoryStats;
 pub use runtime::CudaRuntime;
 
-use super::cpu::{with_dtype, with_storage, CpuStorage, Element};
+use super::cpu::{with_dtype, Element};
 use crate::error::{Error, Result};
 use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::tensor::{DType, Layout, Scalar};
@@ -93,67 +95,6 @@ impl CudaStorage {
     /// The address of element `offset`.
     fn at(&self, offset: u32) -> sys::CUdeviceptr {
         self.buf.ptr + offset as u64 * self.dtype.size_in_bytes() as u64
-    }
-
-    /// Uploads a CPU storage.
-    pub fn from_cpu(cpu: &CpuStorage) -> Result<CudaStorage> {
-        let rt = CudaRuntime::get()?;
-        let out = CudaStorage::alloc(cpu.dtype(), cpu.len())?;
-        if cpu.is_empty() {
-            return Ok(out);
-        }
-        with_storage!(cpu, v: T => {
-            let bytes = std::mem::size_of_val(v.as_slice());
-            if bytes >= staging::STAGE_MIN {
-                // SAFETY: a plain-data slice viewed as its bytes.
-                let src = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), bytes) };
-                let mut st = rt.staging.lock().unwrap_or_else(|p| p.into_inner());
-                // SAFETY: `out` holds `bytes` bytes and lives in the stream-ordered cache.
-                unsafe { st.upload(rt.stream.cu_stream(), out.ptr(), src) }?;
-            } else {
-                // SAFETY: `out` holds `len` elements of T's size; a pageable source is
-                // staged by the driver before this call returns.
-                unsafe { result::memcpy_htod_async(out.ptr(), v.as_slice(), rt.stream.cu_stream()) }
-                    .map_err(|e| cuda_error("host-to-device copy", e))?;
-            }
-        });
-        Ok(out)
-    }
-
-    /// The elements of `l` in logical order, copied to the host (waits for the GPU).
-    pub fn to_cpu(&self, l: &Layout) -> Result<CpuStorage> {
-        let rt = CudaRuntime::get()?;
-        let dense_src;
-        let src = if l.is_contiguous() && l.offset() == 0 && l.numel() == self.len {
-            self
-        } else {
-            dense_src = self.cast(l, self.dtype)?;
-            &dense_src
-        };
-        let n = l.numel();
-        let out = with_dtype!(self.dtype, T => {
-            let bytes = n * std::mem::size_of::<T>();
-            if bytes >= staging::STAGE_MIN {
-                let mut v: Vec<T> = Vec::with_capacity(n);
-                let mut st = rt.staging.lock().unwrap_or_else(|p| p.into_inner());
-                // SAFETY: `src` holds `n` elements and `v` has room for them; every byte
-                // is written before `set_len` from device values of T (bools are 0 or 1).
-                unsafe {
-                    st.download(rt.stream.cu_stream(), v.as_mut_ptr().cast(), bytes, src.ptr())?;
-                    v.set_len(n);
-                }
-                return Ok(T::into_storage(v));
-            }
-            let mut v: Vec<T> = vec![T::default(); n];
-            if n > 0 {
-                // SAFETY: `src` holds at least `n` elements of T.
-                unsafe { result::memcpy_dtoh_async(v.as_mut_slice(), src.ptr(), rt.stream.cu_stream()) }
-                    .map_err(|e| cuda_error("device-to-host copy", e))?;
-            }
-            rt.synchronize()?;
-            T::into_storage(v)
-        });
-        Ok(out)
     }
 
     /// `n` copies of `value`.

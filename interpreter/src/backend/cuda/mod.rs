@@ -5,10 +5,11 @@
 //! Modules: [`runtime`] (context, stream, module, cuBLAS handle), [`allocator`]
 //! (the caching allocator), [`kernels`] (kernel table and typed launches),
 //! [`blas`] (matmul through cuBLAS), `train` (cross-entropy and the fused
-//! optimizer steps).
+//! optimizer steps), `index` (gather and scatter-add along a dim).
 
 pub mod allocator;
 pub mod blas;
+mod index;
 pub mod kernels;
 pub mod runtime;
 mod staging;

@@ -616,16 +616,42 @@ fn index(v: &[i64], shape: &[usize]) -> Tensor {
 fn index_select_with_repeated_indices() {
     let idx = index(&[2, 0, 2, 2, 3], &[5]);
     // strided (every other element of a longer index) and i32
-    let strided = index(&[1, 9, 1, 9, 0, 9], &[6]).slice(0, Some(0), None, 2).unwrap();
+    let strided = index(&[1, 9, 1, 9, 0, 9], &[6])
+        .slice(0, Some(0), None, 2)
+        .unwrap();
     let small = index(&[1, 1, 0], &[3]).to_dtype(DType::I32).unwrap();
     type Case<'a> = (&'a str, &'a [usize], Box<dyn Fn(&Tensor) -> Result<Tensor> + 'a>);
     let cases: Vec<Case> = vec![
-        ("index_select dim 0", &[4, 3], Box::new(|x: &Tensor| x.index_select(0, &idx))),
-        ("index_select dim -1", &[3, 4], Box::new(|x: &Tensor| x.index_select(-1, &idx))),
-        ("index_select dim 1 of 3", &[2, 4, 3], Box::new(|x: &Tensor| x.index_select(1, &idx))),
-        ("index_select of a transpose", &[3, 2], Box::new(|x: &Tensor| x.t()?.index_select(1, &strided))),
-        ("index_select with an i32 index", &[2, 3], Box::new(|x: &Tensor| x.index_select(0, &small))),
-        ("index_select of a 0-dim", &[], Box::new(|x: &Tensor| x.index_select(0, &index(&[0], &[])))),
+        (
+            "index_select dim 0",
+            &[4, 3],
+            Box::new(|x: &Tensor| x.index_select(0, &idx)),
+        ),
+        (
+            "index_select dim -1",
+            &[3, 4],
+            Box::new(|x: &Tensor| x.index_select(-1, &idx)),
+        ),
+        (
+            "index_select dim 1 of 3",
+            &[2, 4, 3],
+            Box::new(|x: &Tensor| x.index_select(1, &idx)),
+        ),
+        (
+            "index_select of a transpose",
+            &[3, 2],
+            Box::new(|x: &Tensor| x.t()?.index_select(1, &strided)),
+        ),
+        (
+            "index_select with an i32 index",
+            &[2, 3],
+            Box::new(|x: &Tensor| x.index_select(0, &small)),
+        ),
+        (
+            "index_select of a 0-dim",
+            &[],
+            Box::new(|x: &Tensor| x.index_select(0, &index(&[0], &[]))),
+        ),
     ];
     for (name, shape, f) in &cases {
         let x = sgn(&mut Rng::new(name), shape, 0.2, 1.0);
@@ -643,9 +669,21 @@ fn gather_with_repeated_indices() {
     let cases: Vec<Case> = vec![
         ("gather dim 0", &[3, 3], Box::new(|x: &Tensor| x.gather(0, &i0))),
         ("gather dim 1", &[4, 3], Box::new(|x: &Tensor| x.gather(1, &i1))),
-        ("gather dim -1 of a transpose", &[3, 4], Box::new(|x: &Tensor| x.t()?.gather(-1, &i1))),
-        ("gather with a transposed index", &[3, 2], Box::new(|x: &Tensor| x.gather(0, &it))),
-        ("gather smaller than the input", &[5, 4], Box::new(|x: &Tensor| x.gather(1, &i1))),
+        (
+            "gather dim -1 of a transpose",
+            &[3, 4],
+            Box::new(|x: &Tensor| x.t()?.gather(-1, &i1)),
+        ),
+        (
+            "gather with a transposed index",
+            &[3, 2],
+            Box::new(|x: &Tensor| x.gather(0, &it)),
+        ),
+        (
+            "gather smaller than the input",
+            &[5, 4],
+            Box::new(|x: &Tensor| x.gather(1, &i1)),
+        ),
     ];
     for (name, shape, f) in &cases {
         let x = sgn(&mut Rng::new(name), shape, 0.2, 1.0);
@@ -657,20 +695,32 @@ fn gather_with_repeated_indices() {
 fn index_add_and_scatter_add() {
     let idx = index(&[2, 0, 2], &[3]);
     let mut rng = Rng::new("index_add");
-    let inputs = [uni(&mut rng, &[3, 4], -1.0, 1.0), uni(&mut rng, &[3, 4], -1.0, 1.0)];
+    let inputs = [
+        uni(&mut rng, &[3, 4], -1.0, 1.0),
+        uni(&mut rng, &[3, 4], -1.0, 1.0),
+    ];
     gradcheck("index_add dim 0", &inputs, |x| {
         x[0].index_add(0, &idx, &x[1])?.exp()
     });
-    let inputs = [uni(&mut rng, &[2, 4], -1.0, 1.0), uni(&mut rng, &[2, 3], -1.0, 1.0)];
+    let inputs = [
+        uni(&mut rng, &[2, 4], -1.0, 1.0),
+        uni(&mut rng, &[2, 3], -1.0, 1.0),
+    ];
     gradcheck("index_add dim 1, src transposed", &inputs, |x| {
         x[0].index_add(1, &idx, &x[1].t()?.contiguous()?.t()?)?.exp()
     });
     let si = index(&[1, 1, 0, 1, 0, 0], &[2, 3]);
-    let inputs = [uni(&mut rng, &[2, 3], -1.0, 1.0), uni(&mut rng, &[3, 4], -1.0, 1.0)];
+    let inputs = [
+        uni(&mut rng, &[2, 3], -1.0, 1.0),
+        uni(&mut rng, &[3, 4], -1.0, 1.0),
+    ];
     gradcheck("scatter_add dim 0, src larger than the index", &inputs, |x| {
         x[0].scatter_add(0, &si, &x[1])?.exp()
     });
-    let inputs = [uni(&mut rng, &[2, 2], -1.0, 1.0), uni(&mut rng, &[2, 3], -1.0, 1.0)];
+    let inputs = [
+        uni(&mut rng, &[2, 2], -1.0, 1.0),
+        uni(&mut rng, &[2, 3], -1.0, 1.0),
+    ];
     gradcheck("scatter_add dim 1", &inputs, |x| {
         x[0].scatter_add(1, &si, &x[1])?.exp()
     });
@@ -682,7 +732,12 @@ fn repeated_indices_accumulate_exactly() {
     let w = param(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]);
     let ids = index(&[2, 2, 0, 2], &[2, 2]);
     let rows = w.index_select(0, &ids.flatten(0, -1).unwrap()).unwrap();
-    rows.reshape(&[2, 2, 2]).unwrap().sum().unwrap().backward().unwrap();
+    rows.reshape(&[2, 2, 2])
+        .unwrap()
+        .sum()
+        .unwrap()
+        .backward()
+        .unwrap();
     assert_eq!(grad_of(&w), vec![1.0, 1.0, 0.0, 0.0, 3.0, 3.0]);
     let x = param(&[1.0, 2.0, 3.0], &[3]);
     let g = x.gather(0, &index(&[1, 1, 1, 0], &[4])).unwrap();

@@ -783,7 +783,9 @@ impl Checker {
         fn index(gen: &mut Generator, kind: &str, size: usize, n: usize) -> Result<Tensor> {
             let hi = size as i64;
             match kind {
-                "strided idx" => Tensor::randint(0, hi, &[2 * n], None, Device::Cpu, gen)?.slice(0, Some(1), None, 2),
+                "strided idx" => {
+                    Tensor::randint(0, hi, &[2 * n], None, Device::Cpu, gen)?.slice(0, Some(1), None, 2)
+                }
                 "i32 idx" => Tensor::randint(0, hi, &[n], Some(DType::I32), Device::Cpu, gen),
                 _ => Tensor::randint(0, hi, &[n], None, Device::Cpu, gen),
             }
@@ -814,7 +816,11 @@ impl Checker {
                             let src_shape = if dim == 0 { [50, 65] } else { [37, 50] };
                             let src = input(&mut self.gen, &src_shape, dtype, false)?;
                             let c = view(&x)?.index_add(dim as i64, &i, &src)?;
-                            let g = view(&x.to_device(dev)?)?.index_add(dim as i64, &i.to_device(dev)?, &src.to_device(dev)?)?;
+                            let g = view(&x.to_device(dev)?)?.index_add(
+                                dim as i64,
+                                &i.to_device(dev)?,
+                                &src.to_device(dev)?,
+                            )?;
                             Ok((c, g))
                         })();
                         self.record_scaled("index_add", dtype, &what, r, 10.0);
@@ -822,10 +828,21 @@ impl Checker {
                     // gather with an index of [30, 65] (dim 0) or [37, 40] (dim 1), dense or transposed
                     for transposed in [false, true] {
                         let ishape = if dim == 0 { [30, 65] } else { [37, 40] };
-                        let what = format!("{lname} dim{dim} {}", if transposed { "transposed idx" } else { "idx" });
+                        let what = format!(
+                            "{lname} dim{dim} {}",
+                            if transposed { "transposed idx" } else { "idx" }
+                        );
                         let make = |gen: &mut Generator| -> Result<Tensor> {
                             if transposed {
-                                Tensor::randint(0, size as i64, &[ishape[1], ishape[0]], None, Device::Cpu, gen)?.t()
+                                Tensor::randint(
+                                    0,
+                                    size as i64,
+                                    &[ishape[1], ishape[0]],
+                                    None,
+                                    Device::Cpu,
+                                    gen,
+                                )?
+                                .t()
                             } else {
                                 Tensor::randint(0, size as i64, &ishape, None, Device::Cpu, gen)
                             }
@@ -847,7 +864,11 @@ impl Checker {
                             let i = make(&mut self.gen)?;
                             let src = input(&mut self.gen, &[70, 45], dtype, false)?.t()?;
                             let c = view(&x)?.scatter_add(dim as i64, &i, &src)?;
-                            let g = view(&x.to_device(dev)?)?.scatter_add(dim as i64, &i.to_device(dev)?, &src.to_device(dev)?)?;
+                            let g = view(&x.to_device(dev)?)?.scatter_add(
+                                dim as i64,
+                                &i.to_device(dev)?,
+                                &src.to_device(dev)?,
+                            )?;
                             Ok((c, g))
                         })();
                         self.record_scaled("scatter_add", dtype, &what, r, 10.0);
@@ -856,13 +877,43 @@ impl Checker {
             }
         }
         // gradients: x.grad of (op(x) * w).sum(), repeated indices accumulating
-        type Grad = (&'static str, Vec<usize>, fn(&mut Generator) -> Result<Tensor>, fn(&Tensor, &Tensor) -> Result<Tensor>);
+        type Grad = (
+            &'static str,
+            Vec<usize>,
+            fn(&mut Generator) -> Result<Tensor>,
+            fn(&Tensor, &Tensor) -> Result<Tensor>,
+        );
         let grads: Vec<Grad> = vec![
-            ("index_select dim0", vec![37, 65], |g| Tensor::randint(0, 37, &[200], None, Device::Cpu, g), |x, i| x.index_select(0, i)),
-            ("index_select dim1", vec![37, 65], |g| Tensor::randint(0, 65, &[90], None, Device::Cpu, g), |x, i| x.t()?.index_select(0, i)),
-            ("gather dim0", vec![37, 65], |g| Tensor::randint(0, 37, &[100, 65], None, Device::Cpu, g), |x, i| x.gather(0, i)),
-            ("gather dim-1 transposed", vec![37, 65], |g| Tensor::randint(0, 65, &[50, 37], None, Device::Cpu, g)?.t(), |x, i| x.gather(-1, i)),
-            ("embedding [1000, 64] 8192 ids in 0..50", vec![1000, 64], |g| Tensor::randint(0, 50, &[8192], None, Device::Cpu, g), |x, i| x.index_select(0, i)),
+            (
+                "index_select dim0",
+                vec![37, 65],
+                |g| Tensor::randint(0, 37, &[200], None, Device::Cpu, g),
+                |x, i| x.index_select(0, i),
+            ),
+            (
+                "index_select dim1",
+                vec![37, 65],
+                |g| Tensor::randint(0, 65, &[90], None, Device::Cpu, g),
+                |x, i| x.t()?.index_select(0, i),
+            ),
+            (
+                "gather dim0",
+                vec![37, 65],
+                |g| Tensor::randint(0, 37, &[100, 65], None, Device::Cpu, g),
+                |x, i| x.gather(0, i),
+            ),
+            (
+                "gather dim-1 transposed",
+                vec![37, 65],
+                |g| Tensor::randint(0, 65, &[50, 37], None, Device::Cpu, g)?.t(),
+                |x, i| x.gather(-1, i),
+            ),
+            (
+                "embedding [1000, 64] 8192 ids in 0..50",
+                vec![1000, 64],
+                |g| Tensor::randint(0, 50, &[8192], None, Device::Cpu, g),
+                |x, i| x.index_select(0, i),
+            ),
         ];
         for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
             for (what, shape, make, f) in &grads {
@@ -878,7 +929,9 @@ impl Checker {
                             None => y.ones_like()?,
                         };
                         y.mul(&w)?.sum()?.backward()?;
-                        let g = x.grad().ok_or_else(|| crate::Error::invalid("check", "no gradient"))?;
+                        let g = x
+                            .grad()
+                            .ok_or_else(|| crate::Error::invalid("check", "no gradient"))?;
                         Ok((y.detach(), g))
                     };
                     let (y, _) = run(Device::Cpu, None)?;

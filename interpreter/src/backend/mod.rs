@@ -458,7 +458,9 @@ impl Storage {
         ls: &Layout,
     ) -> Result<()> {
         match (self, idx, src) {
-            (Storage::Cpu(d), Storage::Cpu(i), Storage::Cpu(s)) => cpu::scatter_add(d, ld, along, i, li, s, ls),
+            (Storage::Cpu(d), Storage::Cpu(i), Storage::Cpu(s)) => {
+                cpu::scatter_add(d, ld, along, i, li, s, ls)
+            }
             (Storage::Cuda(d), Storage::Cuda(i), Storage::Cuda(s)) => d.scatter_add_(ld, along, i, li, s, ls),
             _ => Err(mixed(along.op)),
         }

@@ -101,18 +101,14 @@ fn check_fits(
     if index.len() != shape.len() {
         return Err(Error::shape(
             op,
-            format!(
-                "the index of shape {index:?} must have as many dims as the {what} of shape {shape:?}"
-            ),
+            format!("the index of shape {index:?} must have as many dims as the {what} of shape {shape:?}"),
         ));
     }
     match (0..shape.len()).find(|&k| Some(k) != dim && index[k] > shape[k]) {
         None => Ok(()),
         Some(k) => Err(Error::shape(
             op,
-            format!(
-                "the index of shape {index:?} is larger than the {what} of shape {shape:?} in dim {k}"
-            ),
+            format!("the index of shape {index:?} is larger than the {what} of shape {shape:?} in dim {k}"),
         )),
     }
 }
@@ -202,13 +198,13 @@ impl Tensor {
             if idx.numel() != 1 {
                 return Err(Error::shape(
                     OP,
-                    format!(
-                        "a 0-dim tensor takes exactly one index, got {}",
-                        idx.numel()
-                    ),
+                    format!("a 0-dim tensor takes exactly one index, got {}", idx.numel()),
                 ));
             }
-            return self.reshape(&[1])?.index_select(0, &idx.reshape(&[1])?)?.reshape(&[]);
+            return self
+                .reshape(&[1])?
+                .index_select(0, &idx.reshape(&[1])?)?
+                .reshape(&[]);
         }
         let d = normalize_dim(OP, dim, self.shape())?;
         let mut shape = self.shape().to_vec();
@@ -222,7 +218,16 @@ impl Tensor {
             let idx = is.get(OP)?;
             let li = along_dim(idx.layout(), g.shape(), d);
             let meta = (xshape.as_slice(), g.dtype(), g.device());
-            Ok(vec![Some(scatter_raw(OP, None, meta, d, idx, &li, g, g.layout())?)])
+            Ok(vec![Some(scatter_raw(
+                OP,
+                None,
+                meta,
+                d,
+                idx,
+                &li,
+                g,
+                g.layout(),
+            )?)])
         }))
     }
 
@@ -256,7 +261,16 @@ impl Tensor {
         Ok(autograd::record(OP, &[self], out, move |g, _| {
             let idx = is.get(OP)?;
             let meta = (xshape.as_slice(), g.dtype(), g.device());
-            Ok(vec![Some(scatter_raw(OP, None, meta, d, idx, idx.layout(), g, g.layout())?)])
+            Ok(vec![Some(scatter_raw(
+                OP,
+                None,
+                meta,
+                d,
+                idx,
+                idx.layout(),
+                g,
+                g.layout(),
+            )?)])
         }))
     }
 
@@ -449,7 +463,13 @@ mod tests {
         let ones = Tensor::ones(&[4], Some(DType::BF16), Device::Cpu).unwrap();
         let r = h.scatter_add(0, &idx.flatten(0, -1).unwrap(), &ones).unwrap();
         assert_eq!((r.dtype(), floats(&r)), (DType::BF16, vec![3., 0., 1.]));
-        let u = Tensor::full(&[2], crate::tensor::Scalar::Int(250), Some(DType::U8), Device::Cpu).unwrap();
+        let u = Tensor::full(
+            &[2],
+            crate::tensor::Scalar::Int(250),
+            Some(DType::U8),
+            Device::Cpu,
+        )
+        .unwrap();
         let r = u.index_add(0, &ints(&[0, 0], &[2]), &u).unwrap();
         assert_eq!(floats(&r), [(250 * 3 % 256) as f64, 250.]);
     }
@@ -465,26 +485,35 @@ mod tests {
         let e = x.index_select(1, &ints(&[-1], &[1])).unwrap_err().to_string();
         assert!(e.contains("index -1 is out of range for dimension 1"), "{e}");
         let e = x.index_select(0, &x).unwrap_err().to_string();
-        assert!(e.contains("index_select: not supported for dtype f32 as an index"), "{e}");
+        assert!(
+            e.contains("index_select: not supported for dtype f32 as an index"),
+            "{e}"
+        );
         let e = x.index_select(2, &ints(&[0], &[1])).unwrap_err().to_string();
         assert!(e.contains("dimension 2 is out of range"), "{e}");
-        let e = x.index_select(0, &ints(&[0, 1], &[1, 2])).unwrap_err().to_string();
+        let e = x
+            .index_select(0, &ints(&[0, 1], &[1, 2]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("must be a 1-D tensor"), "{e}");
         let e = x.gather(1, &ints(&[0, 1], &[2])).unwrap_err().to_string();
         assert!(e.contains("as many dims as the input of shape [3, 4]"), "{e}");
         let e = x.gather(1, &ints(&[0; 5], &[5, 1])).unwrap_err().to_string();
-        assert!(e.contains("larger than the input of shape [3, 4] in dim 0"), "{e}");
+        assert!(
+            e.contains("larger than the input of shape [3, 4] in dim 0"),
+            "{e}"
+        );
         let e = x.gather(0, &ints(&[4, 0], &[1, 2])).unwrap_err().to_string();
-        assert!(e.contains("gather: index 4 is out of range for dimension 0"), "{e}");
+        assert!(
+            e.contains("gather: index 4 is out of range for dimension 0"),
+            "{e}"
+        );
         let e = x
             .scatter_add(0, &ints(&[0; 8], &[2, 4]), &x.narrow(0, 0, 1).unwrap())
             .unwrap_err()
             .to_string();
         assert!(e.contains("larger than the src of shape [1, 4]"), "{e}");
-        let e = x
-            .index_add(1, &ints(&[0, 1], &[2]), &x)
-            .unwrap_err()
-            .to_string();
+        let e = x.index_add(1, &ints(&[0, 1], &[2]), &x).unwrap_err().to_string();
         assert!(e.contains("need src of shape [3, 2]"), "{e}");
         let e = x
             .to_dtype(DType::Bool)

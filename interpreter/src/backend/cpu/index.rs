@@ -48,7 +48,13 @@ fn check(ids: &[i64], li: &Layout, a: &Along) -> Result<()> {
 }
 
 /// `x[lx(i) + idx[li(i)] * stride]` for every element of `lx`'s shape; dense.
-pub(crate) fn gather(x: &CpuStorage, lx: &Layout, a: &Along, idx: &CpuStorage, li: &Layout) -> Result<CpuStorage> {
+pub(crate) fn gather(
+    x: &CpuStorage,
+    lx: &Layout,
+    a: &Along,
+    idx: &CpuStorage,
+    li: &Layout,
+) -> Result<CpuStorage> {
     let ids = ids_of(a.op, idx)?;
     check(ids, li, a)?;
     let stride = a.stride;
@@ -101,10 +107,7 @@ pub(crate) fn scatter_add(
         CpuStorage::I64(d) => run!(d, i64, i64::wrapping_add),
         other => Err(Error::invalid(
             a.op,
-            format!(
-                "internal: no {} accumulator for scatter-add",
-                other.dtype()
-            ),
+            format!("internal: no {} accumulator for scatter-add", other.dtype()),
         )),
     }
 }

@@ -153,6 +153,15 @@ fn no_input_reaches_a_panic() {
         "ones([1 << 62, 1 << 62])",
         "tensor([1, 2]).sum([0, 0])",
         "where(ones([2]) > 0, ones([3]), 0)",
+        "ones([2, 3]).index_select(0, [2])",
+        "ones([2, 3]).index_select(5, [0])",
+        "ones([2, 3]).index_select(0, ones([1]))",
+        "ones([2, 3]).index_select(0, [[0]])",
+        "ones([2, 3]).gather(1, [0])",
+        "ones([2, 3]).gather(1, [[7]])",
+        "ones([2, 3]).scatter_add(0, [[0]], ones([0, 0]))",
+        "ones([2, 3]).index_add(0, [0], ones([2, 3]))",
+        "randperm(-5)",
         "cuda::device_name()",
     ];
     for code in cases {
@@ -233,4 +242,28 @@ fn train_digits_reaches_97_percent() {
     let acc = last("final test accuracy");
     assert!(acc >= 0.97, "accuracy {acc}:\n{out}");
     assert_eq!(last("reloaded test accuracy"), acc, "{out}");
+}
+
+#[test]
+fn iris_reaches_90_percent() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .current_dir(root)
+        .args(["--device", "cpu", "scripts/iris.rhai"])
+        .env_remove("KILN_DEVICE")
+        .env("KILN_PROGRESS", "off")
+        .output()
+        .expect("run kiln");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("train 120 rows, test 30 rows\n"), "{out}");
+    assert!(out.contains("\nepoch 10: loss "), "{out}");
+    let acc: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("final test accuracy "))
+        .unwrap_or_else(|| panic!("no final accuracy in {out}"))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(acc >= 0.9, "accuracy {acc}:\n{out}");
 }

@@ -606,6 +606,158 @@ fn views() {
     }
 }
 
+// ------------------------------------------------------------------ indexing
+
+fn index(v: &[i64], shape: &[usize]) -> Tensor {
+    Tensor::from_host(&HostValues::Int(v.to_vec()), shape, DType::I64, Device::Cpu).unwrap()
+}
+
+#[test]
+fn index_select_with_repeated_indices() {
+    let idx = index(&[2, 0, 2, 2, 3], &[5]);
+    // strided (every other element of a longer index) and i32
+    let strided = index(&[1, 9, 1, 9, 0, 9], &[6])
+        .slice(0, Some(0), None, 2)
+        .unwrap();
+    let small = index(&[1, 1, 0], &[3]).to_dtype(DType::I32).unwrap();
+    type Case<'a> = (&'a str, &'a [usize], Box<dyn Fn(&Tensor) -> Result<Tensor> + 'a>);
+    let cases: Vec<Case> = vec![
+        (
+            "index_select dim 0",
+            &[4, 3],
+            Box::new(|x: &Tensor| x.index_select(0, &idx)),
+        ),
+        (
+            "index_select dim -1",
+            &[3, 4],
+            Box::new(|x: &Tensor| x.index_select(-1, &idx)),
+        ),
+        (
+            "index_select dim 1 of 3",
+            &[2, 4, 3],
+            Box::new(|x: &Tensor| x.index_select(1, &idx)),
+        ),
+        (
+            "index_select of a transpose",
+            &[3, 2],
+            Box::new(|x: &Tensor| x.t()?.index_select(1, &strided)),
+        ),
+        (
+            "index_select with an i32 index",
+            &[2, 3],
+            Box::new(|x: &Tensor| x.index_select(0, &small)),
+        ),
+        (
+            "index_select of a 0-dim",
+            &[],
+            Box::new(|x: &Tensor| x.index_select(0, &index(&[0], &[]))),
+        ),
+    ];
+    for (name, shape, f) in &cases {
+        let x = sgn(&mut Rng::new(name), shape, 0.2, 1.0);
+        gradcheck(name, &[x], |x| f(&x[0])?.exp());
+    }
+}
+
+#[test]
+fn gather_with_repeated_indices() {
+    let i0 = index(&[2, 0, 1, 2, 2, 2], &[2, 3]);
+    let i1 = index(&[1, 1, 0, 1, 0, 0, 1, 1], &[4, 2]);
+    // a transposed index: its elements are read through its strides
+    let it = index(&[0, 2, 2, 1, 0, 0], &[2, 3]).t().unwrap();
+    type Case<'a> = (&'a str, &'a [usize], Box<dyn Fn(&Tensor) -> Result<Tensor> + 'a>);
+    let cases: Vec<Case> = vec![
+        ("gather dim 0", &[3, 3], Box::new(|x: &Tensor| x.gather(0, &i0))),
+        ("gather dim 1", &[4, 3], Box::new(|x: &Tensor| x.gather(1, &i1))),
+        (
+            "gather dim -1 of a transpose",
+            &[3, 4],
+            Box::new(|x: &Tensor| x.t()?.gather(-1, &i1)),
+        ),
+        (
+            "gather with a transposed index",
+            &[3, 2],
+            Box::new(|x: &Tensor| x.gather(0, &it)),
+        ),
+        (
+            "gather smaller than the input",
+            &[5, 4],
+            Box::new(|x: &Tensor| x.gather(1, &i1)),
+        ),
+    ];
+    for (name, shape, f) in &cases {
+        let x = sgn(&mut Rng::new(name), shape, 0.2, 1.0);
+        gradcheck(name, &[x], |x| f(&x[0])?.exp());
+    }
+}
+
+#[test]
+fn index_add_and_scatter_add() {
+    let idx = index(&[2, 0, 2], &[3]);
+    let mut rng = Rng::new("index_add");
+    let inputs = [
+        uni(&mut rng, &[3, 4], -1.0, 1.0),
+        uni(&mut rng, &[3, 4], -1.0, 1.0),
+    ];
+    gradcheck("index_add dim 0", &inputs, |x| {
+        x[0].index_add(0, &idx, &x[1])?.exp()
+    });
+    let inputs = [
+        uni(&mut rng, &[2, 4], -1.0, 1.0),
+        uni(&mut rng, &[2, 3], -1.0, 1.0),
+    ];
+    gradcheck("index_add dim 1, src transposed", &inputs, |x| {
+        x[0].index_add(1, &idx, &x[1].t()?.contiguous()?.t()?)?.exp()
+    });
+    let si = index(&[1, 1, 0, 1, 0, 0], &[2, 3]);
+    let inputs = [
+        uni(&mut rng, &[2, 3], -1.0, 1.0),
+        uni(&mut rng, &[3, 4], -1.0, 1.0),
+    ];
+    gradcheck("scatter_add dim 0, src larger than the index", &inputs, |x| {
+        x[0].scatter_add(0, &si, &x[1])?.exp()
+    });
+    let inputs = [
+        uni(&mut rng, &[2, 2], -1.0, 1.0),
+        uni(&mut rng, &[2, 3], -1.0, 1.0),
+    ];
+    gradcheck("scatter_add dim 1", &inputs, |x| {
+        x[0].scatter_add(1, &si, &x[1])?.exp()
+    });
+}
+
+#[test]
+fn repeated_indices_accumulate_exactly() {
+    // the embedding pattern: rows picked many times get the sum of their gradients
+    let w = param(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]);
+    let ids = index(&[2, 2, 0, 2], &[2, 2]);
+    let rows = w.index_select(0, &ids.flatten(0, -1).unwrap()).unwrap();
+    rows.reshape(&[2, 2, 2])
+        .unwrap()
+        .sum()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad_of(&w), vec![1.0, 1.0, 0.0, 0.0, 3.0, 3.0]);
+    let x = param(&[1.0, 2.0, 3.0], &[3]);
+    let g = x.gather(0, &index(&[1, 1, 1, 0], &[4])).unwrap();
+    assert_eq!(g.grad_fn_name(), Some("gather"));
+    g.mul_scalar(2.0).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(grad_of(&x), vec![2.0, 6.0, 0.0]);
+    // through a script, with the stdlib embedding layer
+    let mut k = Interpreter::with_device(Device::Cpu).unwrap();
+    let r: rhai::Array = k
+        .eval(
+            r#"import "nn" as nn;
+               let e = nn::embedding(4, 3);
+               let y = nn::apply(e, tensor([[3, 1], [3, 3]]));
+               y.sum().backward();
+               [y.shape, e.weight.grad.sum(1).to_list(), y.grad_fn]"#,
+        )
+        .unwrap();
+    assert_eq!(format!("{r:?}"), "[[2, 2, 3], [0.0, 3.0, 0.0, 9.0], \"reshape\"]");
+}
+
 #[test]
 fn script_indexing_records_select_and_slice() {
     let mut k = Interpreter::with_device(Device::Cpu).unwrap();

@@ -174,3 +174,15 @@ impl AdamParams {
         }
     }
 }
+
+/// The indexed dim of a gather or scatter-add kernel (`gather_*`,
+/// `scatter_add_*`): the element an index `k` picks lies `k * stride` past
+/// the base operand's offset, and only `0 <= k < size` is used.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IndexDim {
+    /// Stride of the indexed dim in the indexed tensor, in elements.
+    pub stride: u32,
+    /// Size of the indexed dim (indices at or above it are out of range).
+    pub size: u32,
+}

@@ -13,6 +13,8 @@
 //! - [`loss`]: cross-entropy from logits, forward and backward, over rows;
 //! - [`optim`]: fused SGD / Adam / AdamW steps, one launch per parameter;
 //! - [`copy`]: tiled transposes;
+//! - [`index`]: `gather_*` (index_select, gather) and its atomic adjoint
+//!   `scatter_add_*`;
 //! - [`matmul`]: integer matmul (cuBLAS has none).
 //!
 //! [`Geometry::offset`]: crate::params::Geometry::offset
@@ -45,6 +47,7 @@ macro_rules! for_all_types {
 mod accum;
 mod copy;
 mod elementwise;
+mod index;
 mod loss;
 mod matmul;
 mod optim;

@@ -12,6 +12,7 @@ pub use cpu::MatmulDims;
 pub use cuda::CudaStorage;
 
 use crate::error::{Error, Result};
+use crate::tensor::index::Along;
 use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::tensor::{DType, Device, HostValues, Layout, Scalar};
 use kiln_kernels::params::{AdamParams, SgdParams};
@@ -450,6 +451,41 @@ impl Storage {
                 p.adam_step(offset, (g, grad.1), (ms, m.1), (vs, v.1), n, h)
             }
             _ => Err(mixed("adam_step_")),
+        }
+    }
+
+    /// For each element `i` of `lx`'s shape, `self` at `lx(i) + k * along.stride`
+    /// with `k = idx[li(i)]` (`idx` is i64, `li` over the same shape); dense
+    /// output. An index outside `0..along.size()` is an error on the CPU and
+    /// reads NaN / 0 on CUDA (see `crate::tensor::index`).
+    pub fn gather(&self, lx: &Layout, along: &Along, idx: &Storage, li: &Layout) -> Result<Storage> {
+        match (self, idx) {
+            (Storage::Cpu(x), Storage::Cpu(i)) => Ok(Storage::Cpu(cpu::gather(x, lx, along, i, li)?)),
+            (Storage::Cuda(x), Storage::Cuda(i)) => Ok(Storage::Cuda(x.gather(lx, along, i, li)?)),
+            _ => Err(mixed(along.op)),
+        }
+    }
+
+    /// For each element `i` of `ls`'s shape, adds `src[ls(i)]` into `self` at
+    /// `ld(i) + k * along.stride` with `k = idx[li(i)]` (all three layouts over
+    /// that shape). `self` holds the accumulator dtype of `src`'s dtype
+    /// (`crate::tensor::index::scatter_dtype`). An index outside
+    /// `0..along.size()` is an error on the CPU and skipped on CUDA.
+    pub fn scatter_add_(
+        &mut self,
+        ld: &Layout,
+        along: &Along,
+        idx: &Storage,
+        li: &Layout,
+        src: &Storage,
+        ls: &Layout,
+    ) -> Result<()> {
+        match (self, idx, src) {
+            (Storage::Cpu(d), Storage::Cpu(i), Storage::Cpu(s)) => {
+                cpu::scatter_add(d, ld, along, i, li, s, ls)
+            }
+            (Storage::Cuda(d), Storage::Cuda(i), Storage::Cuda(s)) => d.scatter_add_(ld, along, i, li, s, ls),
+            _ => Err(mixed(along.op)),
         }
     }
 

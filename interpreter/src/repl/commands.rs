@@ -94,7 +94,8 @@ Ctrl-C interrupts a running script, or clears the line being typed.
 
 The tensor API (docs/API.md has the details):
   creation    tensor zeros ones empty full arange linspace eye rand randn
-              randint seed zeros_like ones_like full_like rand_like randn_like
+              randint randperm seed zeros_like ones_like full_like rand_like
+              randn_like
   properties  .shape .dtype .device .ndim .numel .T .grad .requires_grad
               .is_leaf .grad_fn size dim len is_contiguous shares_storage
   operators   + - * / % ** @ == != < <= > >= & | ^  (in place: += -= *= /=)
@@ -102,6 +103,7 @@ The tensor API (docs/API.md has the details):
   views       reshape view flatten t transpose permute squeeze unsqueeze
               expand expand_as broadcast_to narrow slice select contiguous
               clone detach cat stack
+  indexing    index_select gather index_add scatter_add
   math        abs neg exp log log2 log1p expm1 sqrt rsqrt sin cos tan tanh
               sigmoid relu gelu silu erf floor ceil round sign square
               reciprocal pow clamp maximum minimum where add_ sub_ mul_ div_

@@ -1,5 +1,5 @@
 //! Script functions that create tensors: `tensor`, `zeros`, `ones`, `full`,
-//! `arange`, `linspace`, `eye`, `rand`, `randn`, `randint` and the `*_like`
+//! `arange`, `linspace`, `eye`, `rand`, `randn`, `randint`, `randperm` and the `*_like`
 //! forms. Each accepts an optional options map `#{dtype: .., device: ..,
 //! requires_grad: ..}`.
 
@@ -250,6 +250,18 @@ fn register_random(engine: &mut Engine, rt: &Arc<Runtime>) {
     volatile!(engine, "randint", move |hi: INT, s: Dynamic| {
         randint(&r, 0, hi, shape("randint", &s)?, Opts::default())
     });
+    let randperm = |rt: &Runtime, n: INT, o: Opts| {
+        let d = device(rt, &o);
+        o.finish(ok(rt.with_rng(|g| Tensor::randperm(n, o.dtype, d, g))))
+    };
+    let r = rt.clone();
+    volatile!(engine, "randperm", move |n: INT| randperm(&r, n, Opts::default()));
+    let r = rt.clone();
+    volatile!(engine, "randperm", move |n: INT, m: Map| randperm(
+        &r,
+        n,
+        opts("randperm", &m)?
+    ));
 }
 
 fn register_like(engine: &mut Engine, _rt: &Arc<Runtime>) {

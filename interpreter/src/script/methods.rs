@@ -1,10 +1,11 @@
 //! Tensor methods (each also callable as a function, `exp(t)` = `t.exp()`):
-//! properties, views, math, reductions, nn ops, joins, dtype/device moves,
-//! in-place writes, conversions back to Rhai values, and printing.
+//! properties, views, math, reductions, nn ops, indexing (index_select,
+//! gather, index_add, scatter_add), joins, dtype/device moves, in-place
+//! writes, conversions back to Rhai values, and printing.
 
 use super::convert::{
-    ints, ok, operand, scalar, scalar_to_dynamic, script_error, shape, shape_to_dynamic, tensor_list,
-    tensor_to_nested, RhaiResult,
+    ints, nested_to_tensor, ok, operand, scalar, scalar_to_dynamic, script_error, shape, shape_to_dynamic,
+    tensor_list, tensor_to_nested, RhaiResult,
 };
 use super::Runtime;
 use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
@@ -19,6 +20,7 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     register_math(engine);
     register_reductions(engine);
     register_nn(engine);
+    register_indexing(engine);
     register_conversions(engine);
     register_inplace(engine, rt);
 }
@@ -314,6 +316,41 @@ fn register_nn(engine: &mut Engine) {
             ok(t.layer_norm(&shape("layer_norm", &s)?, w.as_ref(), b.as_ref(), eps))
         },
     );
+}
+
+/// An index argument: an integer tensor, an int, or a (nested) array of ints,
+/// made on `x`'s device (an empty array is an empty i64 index).
+fn index_arg(op: &str, x: &Tensor, d: &Dynamic) -> RhaiResult<Tensor> {
+    if let Some(t) = d.clone().try_cast::<Tensor>() {
+        return Ok(t);
+    }
+    if d.is_int() || d.is_array() {
+        let t = nested_to_tensor(d, None, x.device())?;
+        return if t.numel() == 0 {
+            ok(t.to_dtype(DType::I64))
+        } else {
+            Ok(t)
+        };
+    }
+    Err(script_error(format!(
+        "{op}: the index must be an integer tensor or an array of ints, got {}",
+        d.type_name()
+    )))
+}
+
+fn register_indexing(engine: &mut Engine) {
+    engine.register_fn("index_select", |t: Tensor, d: INT, i: Dynamic| {
+        ok(t.index_select(d, &index_arg("index_select", &t, &i)?))
+    });
+    engine.register_fn("gather", |t: Tensor, d: INT, i: Dynamic| {
+        ok(t.gather(d, &index_arg("gather", &t, &i)?))
+    });
+    engine.register_fn("index_add", |t: Tensor, d: INT, i: Dynamic, s: Tensor| {
+        ok(t.index_add(d, &index_arg("index_add", &t, &i)?, &s))
+    });
+    engine.register_fn("scatter_add", |t: Tensor, d: INT, i: Dynamic, s: Tensor| {
+        ok(t.scatter_add(d, &index_arg("scatter_add", &t, &i)?, &s))
+    });
 }
 
 fn register_conversions(engine: &mut Engine) {

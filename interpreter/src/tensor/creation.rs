@@ -1,5 +1,5 @@
 //! Creating tensors: from host values, constant fills, ranges, identity
-//! matrices and random draws, plus the `*_like` forms.
+//! matrices and random draws (`randperm` included), plus the `*_like` forms.
 
 use super::shape::{check_alloc, numel};
 use super::{DType, Device, Generator, HostValues, Scalar, Tensor};
@@ -199,6 +199,41 @@ impl Tensor {
         check_alloc("randint", shape, dtype)?;
         let s = Storage::rand_int(device, dtype, numel(shape), low, high, seed, stream)?;
         Ok(Tensor::from_storage(s, shape))
+    }
+
+    /// A random permutation of `0..n` (i64 by default; see
+    /// [`super::random::permutation`]): identical on every device for one seed.
+    pub fn randperm(n: i64, dtype: Option<DType>, device: Device, gen: &mut Generator) -> Result<Tensor> {
+        let dtype = dtype.unwrap_or(DType::I64);
+        // the largest n whose values 0..n all have an exact representation
+        let limit: u64 = match dtype {
+            DType::Bool => 2,
+            DType::U8 => 1 << 8,
+            DType::BF16 => (1 << 8) + 1,
+            DType::F16 => (1 << 11) + 1,
+            DType::F32 => (1 << 24) + 1,
+            DType::I32 => 1 << 31,
+            DType::F64 => (1 << 53) + 1,
+            DType::I64 => u64::MAX,
+        };
+        if n < 0 {
+            return Err(Error::invalid(
+                "randperm",
+                format!("n must be non-negative, got {n}"),
+            ));
+        }
+        if n as u64 > limit {
+            return Err(Error::UnsupportedDType {
+                op: "randperm",
+                dtype,
+                hint: format!(" for n = {n} (its values cannot hold 0..{n} exactly; use i64)"),
+            });
+        }
+        let n = n as usize;
+        check_alloc("randperm", &[n], dtype)?;
+        let (seed, stream) = gen.next_stream();
+        let p = super::random::permutation(n, seed, stream);
+        Tensor::from_host(&HostValues::Int(p), &[n], dtype, device)
     }
 }
 

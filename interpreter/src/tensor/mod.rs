@@ -10,6 +10,7 @@ pub mod device;
 pub mod dtype;
 pub mod elementwise;
 pub mod format;
+pub mod index;
 pub mod inplace;
 pub mod join;
 pub mod layout;

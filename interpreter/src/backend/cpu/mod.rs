@@ -5,6 +5,7 @@
 
 mod element;
 mod elementwise;
+mod index;
 pub mod linalg;
 mod loss;
 mod nn;
@@ -15,6 +16,7 @@ mod reduce;
 pub use element::{cast, Element};
 pub(crate) use element::{with_dtype, with_storage};
 pub(crate) use elementwise::{binary, cast_to, compare, copy_into, unary, where_cond};
+pub(crate) use index::{gather, scatter_add};
 pub(crate) use linalg::matmul;
 pub use linalg::MatmulDims;
 pub(crate) use loss::{cross_entropy, cross_entropy_backward};

@@ -11,7 +11,7 @@ use crate::tensor::strided::Merged;
 use crate::tensor::{DType, Layout};
 use cudarc::driver::{result, sys, CudaFunction, CudaModule};
 use kiln_kernels::params::{
-    AdamParams, CrossEntropyParams, Geometry, MatmulShape, Operand, SgdParams, MAX_DIMS,
+    AdamParams, CrossEntropyParams, Geometry, IndexDim, MatmulShape, Operand, SgdParams, MAX_DIMS,
 };
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -84,6 +84,10 @@ pub enum Kernel {
     SgdStep(DType),
     /// `adam_step_<param dtype>`: one fused Adam / AdamW step
     AdamStep(DType),
+    /// `gather_<dtype>`: reads along a dim through an i64 index (index_select, gather)
+    Gather(DType),
+    /// `scatter_add_<source dtype>`: atomic adds along a dim through an i64 index
+    ScatterAdd(DType),
 }
 
 /// The reductions with dense float kernels (value-only, one accumulator).
@@ -179,6 +183,8 @@ impl Kernel {
             Kernel::CrossEntropyBackward(d) => format!("cross_entropy_backward_{d}"),
             Kernel::SgdStep(d) => format!("sgd_step_{d}"),
             Kernel::AdamStep(d) => format!("adam_step_{d}"),
+            Kernel::Gather(d) => format!("gather_{d}"),
+            Kernel::ScatterAdd(d) => format!("scatter_add_{d}"),
         }
     }
 
@@ -221,6 +227,8 @@ impl Kernel {
                 Kernel::CrossEntropyBackward(d),
                 Kernel::SgdStep(d),
                 Kernel::AdamStep(d),
+                Kernel::Gather(d),
+                Kernel::ScatterAdd(d),
             ]);
         }
         v.extend([1, 2, 4, 8].map(Kernel::Transpose));
@@ -1424,6 +1432,76 @@ pub fn adam_step(
                 arg(&mut g),
                 arg(&mut m),
                 arg(&mut v),
+                arg(&mut h),
+            ],
+        )
+    }
+}
+
+/// `y[i] = x[xo(i) + idx[io(i)] * h.stride]` over `g` into dense `y`; an index
+/// outside `[0, h.size)` gives NaN (floats) or 0.
+pub fn gather(
+    rt: &CudaRuntime,
+    dtype: DType,
+    g: Geometry,
+    x: (sys::CUdeviceptr, Operand),
+    idx: (sys::CUdeviceptr, Operand),
+    h: IndexDim,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::Gather(dtype))?;
+    let (mut g, mut h, mut y) = (g, h, y);
+    let ((mut x, mut xo), (mut idx, mut io)) = (x, idx);
+    // SAFETY: matches `gather_*(g, x: *const T, xo, idx: *const i64, io, h: IndexDim, y: *mut T)`;
+    // the kernel only reads `x` at indices inside `[0, h.size)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            g.n,
+            &mut [
+                arg(&mut g),
+                arg(&mut x),
+                arg(&mut xo),
+                arg(&mut idx),
+                arg(&mut io),
+                arg(&mut h),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// `dst[dso(i) + idx[io(i)] * h.stride] += src[so(i)]` over `g`, with atomic adds
+/// into `dst` (the accumulator type of the source `dtype`); an index outside
+/// `[0, h.size)` is skipped.
+pub fn scatter_add(
+    rt: &CudaRuntime,
+    dtype: DType,
+    g: Geometry,
+    dst: (sys::CUdeviceptr, Operand),
+    idx: (sys::CUdeviceptr, Operand),
+    src: (sys::CUdeviceptr, Operand),
+    h: IndexDim,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::ScatterAdd(dtype))?;
+    let (mut g, mut h) = (g, h);
+    let ((mut dst, mut dso), (mut idx, mut io), (mut src, mut so)) = (dst, idx, src);
+    // SAFETY: matches `scatter_add_*(g, dst: *mut A, dso, idx: *const i64, io, src: *const T, so,
+    // h: IndexDim)`; the kernel only writes `dst` at indices inside `[0, h.size)`.
+    unsafe {
+        launch(
+            rt,
+            f,
+            g.n,
+            &mut [
+                arg(&mut g),
+                arg(&mut dst),
+                arg(&mut dso),
+                arg(&mut idx),
+                arg(&mut io),
+                arg(&mut src),
+                arg(&mut so),
                 arg(&mut h),
             ],
         )

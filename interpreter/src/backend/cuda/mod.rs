@@ -6,10 +6,11 @@
 //! (the caching allocator), [`kernels`] (kernel table and typed launches),
 //! `transfer` (host↔device copies, staged through `staging`'s pinned buffers),
 //! [`blas`] (matmul through cuBLAS), `train` (cross-entropy and the fused
-//! optimizer steps).
+//! optimizer steps), `index` (gather and scatter-add along a dim).
 
 pub mod allocator;
 pub mod blas;
+mod index;
 pub mod kernels;
 pub mod runtime;
 mod staging;

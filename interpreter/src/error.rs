@@ -8,7 +8,7 @@ use crate::tensor::{DType, Device};
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// A typed kiln error; its `Display` is the one-line message a user sees.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// Two shapes that cannot be broadcast together.
     #[error("{op}: shapes {lhs:?} and {rhs:?} cannot be broadcast together")]

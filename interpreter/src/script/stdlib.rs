@@ -47,7 +47,10 @@ impl ModuleResolver for GatedFiles {
         pos: Position,
     ) -> std::result::Result<Shared<Module>, Box<EvalAltResult>> {
         if !self.runtime.files().allowed() {
-            return Err(kiln_error_at(Error::FilesDisabled { op: "import" }, pos));
+            // a resolver in a collection must fail with one of these two
+            // errors (Rhai treats any other as unreachable)
+            let cause = kiln_error_at(Error::FilesDisabled { op: "import" }, pos);
+            return Err(EvalAltResult::ErrorInModule(path.to_string(), cause, pos).into());
         }
         self.files.resolve(engine, source, path, pos)
     }

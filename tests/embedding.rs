@@ -18,7 +18,10 @@ fn tensors_cross_the_script_boundary() {
     let y: Tensor = k.eval("x.t() @ x").unwrap();
     assert_eq!(y.shape(), &[2, 2]);
     assert_eq!(y.dtype(), DType::F32);
-    assert_eq!(y.to_host().unwrap(), HostValues::Float(vec![10.0, 14.0, 14.0, 20.0]));
+    assert_eq!(
+        y.to_host().unwrap(),
+        HostValues::Float(vec![10.0, 14.0, 14.0, 20.0])
+    );
 }
 
 #[test]
@@ -37,15 +40,18 @@ fn own_functions_and_persistent_state() {
 #[test]
 fn host_functions_take_and_return_tensors_and_fail_with_typed_errors() {
     let mut k = cpu();
-    k.register_fn("affine", |x: Tensor, w: Tensor, b: Tensor| -> kiln::RhaiResult<Tensor> {
-        Ok(x.matmul(&w)?.add(&b)?)
-    });
+    k.register_fn(
+        "affine",
+        |x: Tensor, w: Tensor, b: Tensor| -> kiln::RhaiResult<Tensor> { Ok(x.matmul(&w)?.add(&b)?) },
+    );
     let w = Tensor::from_slice(&[1.0f32, 0.0, 0.0, 2.0], &[2, 2], Device::Cpu).unwrap();
     k.set_var("w", w);
     let y: Tensor = k.eval("affine(ones([3, 2]), w, tensor([10.0, 20.0]))").unwrap();
     assert_eq!(y.to_vec::<f32>().unwrap(), [11.0, 22.0, 11.0, 22.0, 11.0, 22.0]);
 
-    let e = k.run("let y = 1;\naffine(ones([3, 5]), w, ones([2]))", "host.rhai").unwrap_err();
+    let e = k
+        .run("let y = 1;\naffine(ones([3, 5]), w, ones([2]))", "host.rhai")
+        .unwrap_err();
     assert_eq!((e.source.as_deref(), e.line), (Some("host.rhai"), Some(2)));
     match e.tensor_error() {
         Some(Error::ShapeMismatch { op: "matmul", .. }) => {}
@@ -62,11 +68,16 @@ fn host_functions_take_and_return_tensors_and_fail_with_typed_errors() {
 fn scope_reads_and_writes() {
     let mut k = cpu();
     k.set_var("n", 3_i64).set_var("name", "kiln".to_string());
-    let _ = k.run("let t = ones([n, 2]) * 2; let label = name + \"!\"; n += 1;", "s").unwrap();
+    let _ = k
+        .run("let t = ones([n, 2]) * 2; let label = name + \"!\"; n += 1;", "s")
+        .unwrap();
     assert_eq!(k.get_var::<i64>("n"), Some(4));
     assert_eq!(k.get_var::<String>("label").as_deref(), Some("kiln!"));
     let t: Tensor = k.get_var("t").unwrap();
-    assert_eq!((t.shape(), t.to_vec::<f32>().unwrap()), (&[3, 2][..], vec![2.0; 6]));
+    assert_eq!(
+        (t.shape(), t.to_vec::<f32>().unwrap()),
+        (&[3, 2][..], vec![2.0; 6])
+    );
     assert!(k.get_var::<Tensor>("n").is_none());
     assert_eq!(k.get_var::<i64>("missing"), None);
     // a variable set again is replaced, not shadowed
@@ -91,11 +102,15 @@ fn compiled_scripts_run_many_times() {
     let t = Tensor::from_slice(&[1i32, -2, 3], &[3], Device::Cpu).unwrap();
     let y: Tensor = k.call_fn("sq", (t,)).unwrap();
     assert_eq!(y.to_vec::<i32>().unwrap(), [1, 4, 9]);
-    let y: Tensor = k.eval_ast(&k.compile("sq(arange(3))", "use.rhai").unwrap()).unwrap();
+    let y: Tensor = k
+        .eval_ast(&k.compile("sq(arange(3))", "use.rhai").unwrap())
+        .unwrap();
     assert_eq!(y.to_vec::<i64>().unwrap(), [0, 1, 4]);
     let e = k.call_fn::<Tensor>("nope", ()).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Runtime);
-    let e = k.call_fn::<String>("sq", (Tensor::from_slice(&[1u8], &[1], Device::Cpu).unwrap(),)).unwrap_err();
+    let e = k
+        .call_fn::<String>("sq", (Tensor::from_slice(&[1u8], &[1], Device::Cpu).unwrap(),))
+        .unwrap_err();
     assert_eq!(e.kind, ErrorKind::ResultType, "{e}");
 }
 
@@ -114,7 +129,11 @@ fn to_vec_for_each_dtype() {
     ];
     for (src, dtype) in cases {
         let t: Tensor = k.eval(src).unwrap();
-        assert_eq!((t.dtype(), t.shape(), t.device()), (dtype, &[4][..], Device::Cpu), "{src}");
+        assert_eq!(
+            (t.dtype(), t.shape(), t.device()),
+            (dtype, &[4][..], Device::Cpu),
+            "{src}"
+        );
         match dtype {
             DType::Bool => assert_eq!(t.to_vec::<bool>().unwrap(), [true, false, true, true]),
             DType::U8 => assert_eq!(t.to_vec::<u8>().unwrap(), [0, 1, 200, 255]),
@@ -132,7 +151,11 @@ fn to_vec_for_each_dtype() {
             DType::F64 => assert_eq!(t.to_vec::<f64>().unwrap(), [0.1, -2.5, 1e300, 1.0]),
         }
         // any other element type is a typed error naming both dtypes
-        let wrong = if dtype == DType::F64 { DType::F32 } else { DType::F64 };
+        let wrong = if dtype == DType::F64 {
+            DType::F32
+        } else {
+            DType::F64
+        };
         let e = if wrong == DType::F32 {
             t.to_vec::<f32>().unwrap_err()
         } else {
@@ -150,7 +173,10 @@ fn to_vec_for_each_dtype() {
         assert_eq!(t.to_vec_as::<f64>().unwrap().len(), 4);
     }
     // host-made tensors of every type go into a script and come back unchanged
-    k.set_var("h", Tensor::from_slice(&[f16::from_f32(1.5), f16::from_f32(-0.25)], &[2], Device::Cpu).unwrap());
+    k.set_var(
+        "h",
+        Tensor::from_slice(&[f16::from_f32(1.5), f16::from_f32(-0.25)], &[2], Device::Cpu).unwrap(),
+    );
     let back: Tensor = k.eval("h.clone()").unwrap();
     assert_eq!(back.to_vec_as::<f32>().unwrap(), [1.5, -0.25]);
 }
@@ -162,12 +188,24 @@ fn builder_options() {
     let _ = k.run("import \"nn\" as nn;", "ok.rhai").unwrap();
     // (with files off, a module that is not in the stdlib cannot be read)
     let e = k.run("import \"optim\" as optim;", "no.rhai").unwrap_err();
-    assert_eq!(e.tensor_error(), Some(&Error::FilesDisabled { op: "import" }), "{e}");
-    let mut k = Builder::new().device(Device::Cpu).no_stdlib().allow_files(true).build().unwrap();
+    assert_eq!(
+        e.tensor_error(),
+        Some(&Error::FilesDisabled { op: "import" }),
+        "{e}"
+    );
+    let mut k = Builder::new()
+        .device(Device::Cpu)
+        .no_stdlib()
+        .allow_files(true)
+        .build()
+        .unwrap();
     let e = k.run("import \"nn\" as nn;", "no.rhai").unwrap_err();
     assert!(e.message.contains("nn"), "{e}");
     let e = Builder::new().stdlib(["nn", "vision"]).build().unwrap_err();
-    assert_eq!(e.to_string(), "stdlib: unknown module 'vision' (expected one of nn, optim, losses, data, metrics)");
+    assert_eq!(
+        e.to_string(),
+        "stdlib: unknown module 'vision' (expected one of nn, optim, losses, data, metrics)"
+    );
 
     // device: a CUDA device is refused when there is none
     if !kiln::backend::cuda::CudaRuntime::is_available() {
@@ -185,7 +223,11 @@ fn builder_options() {
     let mut k = Builder::new().device(Device::Cpu).build().unwrap();
     let e = k.run(&save, "io.rhai").unwrap_err();
     assert_eq!(e.tensor_error(), Some(&Error::FilesDisabled { op: "save_npy" }));
-    let mut k = Builder::new().device(Device::Cpu).allow_files(true).build().unwrap();
+    let mut k = Builder::new()
+        .device(Device::Cpu)
+        .allow_files(true)
+        .build()
+        .unwrap();
     let _ = k.run(&save, "io.rhai").unwrap();
     let t: Tensor = k.eval(&format!("load_npy(\"{path}\")")).unwrap();
     assert_eq!(t.to_vec::<i64>().unwrap(), [0, 1, 2, 3]);
@@ -194,9 +236,16 @@ fn builder_options() {
     // imports of .rhai files pass the same gate
     let module = dir.join("helper.rhai");
     std::fs::write(&module, "fn three() { 3 }").unwrap();
-    let import = format!("import \"{}\" as h; h::three()", module.with_extension("").display());
+    let import = format!(
+        "import \"{}\" as h; h::three()",
+        module.with_extension("").display()
+    );
     let e = k.run(&import, "imp.rhai").unwrap_err();
-    assert_eq!(e.tensor_error(), Some(&Error::FilesDisabled { op: "import" }), "{e}");
+    assert_eq!(
+        e.tensor_error(),
+        Some(&Error::FilesDisabled { op: "import" }),
+        "{e}"
+    );
     k.set_allow_files(true);
     assert_eq!(k.run(&import, "imp.rhai").unwrap().as_int(), Ok(3));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -238,7 +287,11 @@ fn hits(k: &mut Interpreter, src: &str, limit: Limit) -> kiln::ScriptError {
     assert!(e.message.contains(limit.name()), "{}", e.message);
     assert!(e.message.contains(&limit.value().to_string()), "{}", e.message);
     assert_eq!(e.source.as_deref(), Some("limit.rhai"));
-    assert_eq!(k.eval::<i64>("arange(3).sum().item()").unwrap(), 3, "usable after {src}");
+    assert_eq!(
+        k.eval::<i64>("arange(3).sum().item()").unwrap(),
+        3,
+        "usable after {src}"
+    );
     e
 }
 
@@ -260,15 +313,27 @@ fn each_limit_gives_a_typed_error() {
     );
     assert_eq!(e.line, Some(2));
     hits(&mut k, "fn f(n) { f(n + 1) } f(0)", Limit::CallDepth(16));
-    hits(&mut k, "let s = \"\"; for i in 0..200 { s += \"ab\"; } s", Limit::StringSize(100));
-    hits(&mut k, "let a = []; for i in 0..100 { a.push(i); } a", Limit::ArraySize(50));
+    hits(
+        &mut k,
+        "let s = \"\"; for i in 0..200 { s += \"ab\"; } s",
+        Limit::StringSize(100),
+    );
+    hits(
+        &mut k,
+        "let a = []; for i in 0..100 { a.push(i); } a",
+        Limit::ArraySize(50),
+    );
     hits(
         &mut k,
         "let m = #{}; for i in 0..20 { let n = #{}; n[`k${i}`] = i; m += n; } m",
         Limit::MapSize(10),
     );
     // a script cannot catch a limit
-    hits(&mut k, "try { loop {} } catch (e) { 0 }", Limit::Operations(10_000));
+    hits(
+        &mut k,
+        "try { loop {} } catch (e) { 0 }",
+        Limit::Operations(10_000),
+    );
     // the limits hold inside stdlib functions and tensor-to-array conversions too
     hits(&mut k, "zeros([100]).to_list()", Limit::ArraySize(50));
 }
@@ -287,19 +352,28 @@ fn deep_recursion_is_an_error_on_a_small_stack() {
         .unwrap()
         .join()
         .unwrap();
-    assert_eq!(r, ErrorKind::Limit(Limit::CallDepth(kiln::engine::DEFAULT_CALL_DEPTH)));
+    assert_eq!(
+        r,
+        ErrorKind::Limit(Limit::CallDepth(kiln::engine::DEFAULT_CALL_DEPTH))
+    );
 }
 
 #[test]
 fn memory_budget_is_charged_and_released() {
-    let mut k = Builder::new().device(Device::Cpu).max_memory(1 << 20).build().unwrap();
+    let mut k = Builder::new()
+        .device(Device::Cpu)
+        .max_memory(1 << 20)
+        .build()
+        .unwrap();
     let budget = k.memory_budget().unwrap().clone();
     assert_eq!((budget.limit(), budget.in_use()), (1 << 20, 0));
 
     // 600 KiB fits; a second 600 KiB does not
     let _ = k.run("let a = zeros([153600]);", "a.rhai").unwrap();
     assert_eq!(budget.in_use(), 614_400);
-    let e = k.run("let x = 1;\nlet b = ones([153600]);", "b.rhai").unwrap_err();
+    let e = k
+        .run("let x = 1;\nlet b = ones([153600]);", "b.rhai")
+        .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Limit(Limit::Memory(1 << 20)));
     assert_eq!(e.line, Some(2));
     assert_eq!(
@@ -316,7 +390,9 @@ fn memory_budget_is_charged_and_released() {
     assert_eq!(e.limit(), Some(Limit::Memory(1 << 20)), "{e}");
     assert_eq!(budget.in_use(), 614_400, "failed ops give their memory back");
     // views are free
-    let _ = k.run("let v = a.reshape([480, 320]).t(); let w = a[0..10];", "v.rhai").unwrap();
+    let _ = k
+        .run("let v = a.reshape([480, 320]).t(); let w = a[0..10];", "v.rhai")
+        .unwrap();
     assert_eq!(budget.in_use(), 614_400);
 
     // freeing the tensor (dropping the last handle) gives its bytes back
@@ -355,7 +431,9 @@ fn memory_budget_is_charged_and_released() {
     assert_eq!(g, [2.0; 4]);
     assert!(budget.in_use() > 0);
     // a caught memory error leaves the script running (like out of memory)
-    let v: i64 = k.eval("let v = 0; try { zeros([1000000]); } catch (e) { v = 1; } v").unwrap();
+    let v: i64 = k
+        .eval("let v = 0; try { zeros([1000000]); } catch (e) { v = 1; } v")
+        .unwrap();
     assert_eq!(v, 1);
 }
 
@@ -380,23 +458,34 @@ fn errors_carry_positions() {
     assert_eq!(e.to_string(), format!("pos.rhai:2:11: {}", e.message));
 
     let e = k.run("let x = ;", "syntax.rhai").unwrap_err();
-    assert_eq!((e.kind.clone(), e.line, e.column), (ErrorKind::Syntax, Some(1), Some(9)));
+    assert_eq!(
+        (e.kind.clone(), e.line, e.column),
+        (ErrorKind::Syntax, Some(1), Some(9))
+    );
     let e = k.run("\n\nundefined_thing + 1", "rt.rhai").unwrap_err();
     assert_eq!((e.kind.clone(), e.line), (ErrorKind::Runtime, Some(3)));
     let e = k.run("throw \"mine\"", "t.rhai").unwrap_err();
     assert_eq!((e.kind.clone(), e.message.as_str()), (ErrorKind::Runtime, "mine"));
     let e = k.eval::<Tensor>("1 + 1").unwrap_err();
     assert_eq!(e.kind, ErrorKind::ResultType);
-    let e = k.run_file(std::path::Path::new("/nonexistent/x.rhai")).unwrap_err();
+    let e = k
+        .run_file(std::path::Path::new("/nonexistent/x.rhai"))
+        .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Io);
     // an error inside a script function is typed by its cause
     let e = k
         .run("fn g(t) { t.reshape([7]) }\ng(ones([2, 3]))", "fn.rhai")
         .unwrap_err();
-    assert!(matches!(e.tensor_error(), Some(Error::InvalidReshape { .. })), "{e:?}");
+    assert!(
+        matches!(e.tensor_error(), Some(Error::InvalidReshape { .. })),
+        "{e:?}"
+    );
     // a caught error is not reported later as the cause of another one
     let e = k
-        .run("try { ones([2]) + ones([3]) } catch (e) {}\nthrow \"other\"", "c.rhai")
+        .run(
+            "try { ones([2]) + ones([3]) } catch (e) {}\nthrow \"other\"",
+            "c.rhai",
+        )
         .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Runtime);
 }
@@ -439,7 +528,10 @@ fn expected(i: usize) -> (Vec<f32>, f64, Vec<f32>, i64) {
     let argmax = c
         .iter()
         .enumerate()
-        .fold((0, f32::MIN), |(bi, bv), (j, &v)| if v > bv { (j, v) } else { (bi, bv) })
+        .fold(
+            (0, f32::MIN),
+            |(bi, bv), (j, &v)| if v > bv { (j, v) } else { (bi, bv) },
+        )
         .0 as i64;
     (c, sum, grad, argmax)
 }
@@ -449,7 +541,11 @@ fn interpreters_run_on_several_threads() {
     let handles: Vec<_> = (0..4)
         .map(|i| {
             std::thread::spawn(move || {
-                let mut k = Builder::new().device(Device::Cpu).max_memory(16 << 20).build().unwrap();
+                let mut k = Builder::new()
+                    .device(Device::Cpu)
+                    .max_memory(16 << 20)
+                    .build()
+                    .unwrap();
                 let n = 8;
                 let a: Vec<f32> = (0..n * n).map(|j| ((j + i) % 7) as f32 - 3.0).collect();
                 let b: Vec<f32> = (0..n * n).map(|j| ((j * 3 + i) % 5) as f32 - 2.0).collect();
@@ -503,6 +599,29 @@ fn tensors_move_between_threads() {
     // an interpreter itself can move to another thread
     let mut k = cpu();
     k.set_var("t", t);
-    let v = std::thread::spawn(move || k.eval::<i64>("t.max().item()").unwrap()).join().unwrap();
+    let v = std::thread::spawn(move || k.eval::<i64>("t.max().item()").unwrap())
+        .join()
+        .unwrap();
     assert_eq!(v, 10);
+}
+
+/// The README's embedding example, verbatim.
+#[test]
+fn readme_example() -> Result<(), Box<dyn std::error::Error>> {
+    use kiln::RhaiResult;
+    let mut kiln = Interpreter::builder() // files off unless .allow_files(true)
+        .device(Device::Cpu)
+        .limits(Limits::sandbox()) // operations, call depth, sizes, tensor memory
+        .build()?;
+    kiln.register_fn("scale", |t: Tensor, k: f64| -> RhaiResult<Tensor> {
+        Ok(t.mul_scalar(k)?)
+    });
+    kiln.set_var(
+        "x",
+        Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2], Device::Cpu)?,
+    );
+    let step = kiln.compile("scale(x @ x.t(), 0.5)", "step.rhai")?; // compile once, run many
+    let y: Tensor = kiln.eval_ast(&step)?;
+    assert_eq!(y.to_vec::<f32>()?, [2.5, 5.5, 5.5, 12.5]);
+    Ok(())
 }

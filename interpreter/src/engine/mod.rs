@@ -159,7 +159,13 @@ impl Interpreter {
     /// let v: f64 = kiln.eval("scale(ones([4]), 2.5).sum().item()").unwrap();
     /// assert_eq!(v, 10.0);
     /// ```
-    pub fn register_fn<A: 'static, const N: usize, const X: bool, R: Clone + Send + Sync + 'static, const F: bool>(
+    pub fn register_fn<
+        A: 'static,
+        const N: usize,
+        const X: bool,
+        R: Clone + Send + Sync + 'static,
+        const F: bool,
+    >(
         &mut self,
         name: &str,
         func: impl RhaiNativeFunc<A, N, X, R, F> + Send + Sync + 'static,
@@ -251,9 +257,8 @@ impl Interpreter {
     /// Runs a script file (read by the host: the file gate is for scripts).
     pub fn run_file(&mut self, path: &Path) -> Result<Dynamic, ScriptError> {
         let name = path.display().to_string();
-        let source = std::fs::read_to_string(path).map_err(|e| {
-            ScriptError::new(ErrorKind::Io, format!("cannot read script: {e}"), Some(&name))
-        })?;
+        let source = std::fs::read_to_string(path)
+            .map_err(|e| ScriptError::new(ErrorKind::Io, format!("cannot read script: {e}"), Some(&name)))?;
         self.run(&source, &name)
     }
 
@@ -280,7 +285,11 @@ impl Interpreter {
     /// assert_eq!(kiln.call_fn::<f64>("norm2", (t,)).unwrap(), 25.0);
     /// # Ok::<(), kiln::Error>(())
     /// ```
-    pub fn call_fn<T: Clone + Send + Sync + 'static>(&mut self, name: &str, args: impl FuncArgs) -> Result<T, ScriptError> {
+    pub fn call_fn<T: Clone + Send + Sync + 'static>(
+        &mut self,
+        name: &str,
+        args: impl FuncArgs,
+    ) -> Result<T, ScriptError> {
         let _run = self.runtime.enter();
         self.engine
             .call_fn::<T>(&mut self.scope, &self.functions, name, args)
@@ -293,7 +302,10 @@ fn cast<T: Clone + Send + Sync + 'static>(v: Dynamic, source: Option<&str>) -> R
     v.try_cast::<T>().ok_or_else(|| {
         ScriptError::new(
             ErrorKind::ResultType,
-            format!("expected a {} result, got {type_name}", std::any::type_name::<T>()),
+            format!(
+                "expected a {} result, got {type_name}",
+                std::any::type_name::<T>()
+            ),
             source,
         )
     })

@@ -134,7 +134,7 @@ impl Runtime {
 /// Puts the kiln script API on `engine`: the `Tensor` type, creation
 /// functions, operators, methods, autograd, runtime and file functions, the
 /// `cuda::` module (the stdlib modules are served by a module resolver that
-/// [`stdlib`] installs).
+/// the builder installs).
 ///
 /// It also turns Rhai's optimizer off: the optimizer rewrites `x = x + y`
 /// into `x += y`, and `+=` on a tensor writes in place (as in PyTorch),
@@ -151,4 +151,3 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     progress::register(engine);
     optim::register(engine);
 }
-

@@ -25,7 +25,10 @@ pub(crate) fn check_names(names: &[String]) -> Result<()> {
     match names.iter().find(|n| !MODULE_NAMES.contains(&n.as_str())) {
         Some(n) => Err(Error::invalid(
             "stdlib",
-            format!("unknown module '{n}' (expected one of {})", MODULE_NAMES.join(", ")),
+            format!(
+                "unknown module '{n}' (expected one of {})",
+                MODULE_NAMES.join(", ")
+            ),
         )),
         None => Ok(()),
     }

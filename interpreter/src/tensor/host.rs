@@ -70,7 +70,10 @@ impl Tensor {
         let t = self.detach().to_device(Device::Cpu)?;
         let s = t.storage();
         let Storage::Cpu(c) = &*s else {
-            return Err(Error::invalid("to_vec", "internal: tensor not on the host after a copy"));
+            return Err(Error::invalid(
+                "to_vec",
+                "internal: tensor not on the host after a copy",
+            ));
         };
         let v = T::slice(c).ok_or_else(mismatch)?;
         let l = t.layout();
@@ -112,8 +115,19 @@ mod tests {
         roundtrip(&[0u8, 7, 200, 255], DType::U8);
         roundtrip(&[-5i32, 0, 7, i32::MAX], DType::I32);
         roundtrip(&[i64::MIN, -1, 0, (1 << 60) + 1], DType::I64);
-        roundtrip(&[f16::from_f32(0.5), f16::from_f32(-2.0), f16::MAX, f16::MIN_POSITIVE], DType::F16);
-        roundtrip(&[bf16::from_f32(0.5), bf16::from_f32(-3.0), bf16::MAX, bf16::ONE], DType::BF16);
+        roundtrip(
+            &[
+                f16::from_f32(0.5),
+                f16::from_f32(-2.0),
+                f16::MAX,
+                f16::MIN_POSITIVE,
+            ],
+            DType::F16,
+        );
+        roundtrip(
+            &[bf16::from_f32(0.5), bf16::from_f32(-3.0), bf16::MAX, bf16::ONE],
+            DType::BF16,
+        );
         roundtrip(&[0.1f32, -2.5, f32::MAX, 1e-30], DType::F32);
         roundtrip(&[0.1f64, -2.5, f64::MAX, 1e-300], DType::F64);
     }
@@ -121,8 +135,14 @@ mod tests {
     #[test]
     fn views_and_conversions() {
         let t = Tensor::from_slice(&[1.5f64, 2.5, 3.5, 4.5, 5.5, 6.5], &[3, 2], Device::Cpu).unwrap();
-        assert_eq!(t.t().unwrap().to_vec::<f64>().unwrap(), [1.5, 3.5, 5.5, 2.5, 4.5, 6.5]);
-        assert_eq!(t.narrow(0, 1, 2).unwrap().to_vec::<f64>().unwrap(), [3.5, 4.5, 5.5, 6.5]);
+        assert_eq!(
+            t.t().unwrap().to_vec::<f64>().unwrap(),
+            [1.5, 3.5, 5.5, 2.5, 4.5, 6.5]
+        );
+        assert_eq!(
+            t.narrow(0, 1, 2).unwrap().to_vec::<f64>().unwrap(),
+            [3.5, 4.5, 5.5, 6.5]
+        );
         assert_eq!(t.to_vec_as::<i64>().unwrap(), [1, 2, 3, 4, 5, 6]);
         assert_eq!(
             t.to_vec::<f32>().unwrap_err(),
@@ -133,6 +153,9 @@ mod tests {
             }
         );
         let e = Tensor::from_slice(&[1u8, 2, 3], &[2, 2], Device::Cpu).unwrap_err();
-        assert_eq!(e.to_string(), "from_slice: 3 values cannot fill shape [2, 2] (4 elements)");
+        assert_eq!(
+            e.to_string(),
+            "from_slice: 3 values cannot fill shape [2, 2] (4 elements)"
+        );
     }
 }

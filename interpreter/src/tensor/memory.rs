@@ -58,10 +58,7 @@ impl MemoryBudget {
     /// returned guard is dropped (then the budget entered before, if any,
     /// is back).
     pub fn enter(self: &Arc<Self>) -> BudgetScope {
-        let prev = CURRENT
-            .try_with(|c| c.replace(Some(self.clone())))
-            .ok()
-            .flatten();
+        let prev = CURRENT.try_with(|c| c.replace(Some(self.clone()))).ok().flatten();
         BudgetScope {
             prev,
             _thread: PhantomData,

@@ -14,7 +14,9 @@ mod sealed {
 /// A host element type of a CPU storage: `bool`, `u8`, `i32`, `i64`,
 /// [`half::f16`], [`half::bf16`], `f32`, `f64`, one per [`DType`]. Sealed:
 /// kiln implements it for these types and no others.
-pub trait Element: sealed::Sealed + Copy + Send + Sync + Default + PartialOrd + std::fmt::Debug + 'static {
+pub trait Element:
+    sealed::Sealed + Copy + Send + Sync + Default + PartialOrd + std::fmt::Debug + 'static
+{
     /// The dtype this type stores.
     const DTYPE: DType;
     /// Converts to `f64` (exact for every type but i64 beyond 2^53).

@@ -449,11 +449,11 @@ fn errors_carry_positions() {
     assert!(e.message.contains("[2] and [3]"), "{}", e.message);
     assert_eq!(
         e.kind,
-        ErrorKind::Tensor(Error::BroadcastMismatch {
+        ErrorKind::Tensor(Box::new(Error::BroadcastMismatch {
             op: "add",
             lhs: vec![2],
             rhs: vec![3]
-        })
+        }))
     );
     assert_eq!(e.to_string(), format!("pos.rhai:2:11: {}", e.message));
 

@@ -81,8 +81,8 @@ pub enum ErrorKind {
     /// The source does not parse.
     Syntax,
     /// A tensor op, a conversion or a file access failed (a script may catch
-    /// these; this one was not caught).
-    Tensor(Error),
+    /// these; this one was not caught). Boxed to keep results small.
+    Tensor(Box<Error>),
     /// A sandbox limit stopped the script (scripts cannot catch these, except
     /// [`Limit::Memory`], which is a tensor op's error like out of memory).
     Limit(Limit),
@@ -159,7 +159,7 @@ impl ScriptError {
     /// The typed error of the tensor op that failed, if one did.
     pub fn tensor_error(&self) -> Option<&Error> {
         match &self.kind {
-            ErrorKind::Tensor(e) => Some(e),
+            ErrorKind::Tensor(e) => Some(&**e),
             _ => None,
         }
     }
@@ -195,7 +195,7 @@ fn classify(err: &EvalAltResult, engine: &Engine) -> ErrorKind {
         E::ErrorRuntime(v, _) => match v.clone().into_immutable_string() {
             Ok(msg) => match crate::script::convert::typed_error(&msg) {
                 Some(Error::MemoryLimit { limit, .. }) => ErrorKind::Limit(Limit::Memory(limit)),
-                Some(e) => ErrorKind::Tensor(e),
+                Some(e) => ErrorKind::Tensor(Box::new(e)),
                 None => ErrorKind::Runtime,
             },
             Err(_) => ErrorKind::Runtime,

@@ -536,21 +536,33 @@ fn expected(i: usize) -> (Vec<f32>, f64, Vec<f32>, i64) {
     (c, sum, grad, argmax)
 }
 
+fn cuda_available() -> bool {
+    kiln::backend::cuda::CudaRuntime::is_available()
+}
+
 #[test]
 fn interpreters_run_on_several_threads() {
+    run_on_threads(Device::Cpu);
+    if cuda_available() {
+        run_on_threads(Device::Cuda(0));
+    }
+}
+
+/// Four interpreters at once on `device`, each checked exactly against Rust.
+fn run_on_threads(device: Device) {
     let handles: Vec<_> = (0..4)
         .map(|i| {
             std::thread::spawn(move || {
                 let mut k = Builder::new()
-                    .device(Device::Cpu)
+                    .device(device)
                     .max_memory(16 << 20)
                     .build()
                     .unwrap();
                 let n = 8;
                 let a: Vec<f32> = (0..n * n).map(|j| ((j + i) % 7) as f32 - 3.0).collect();
                 let b: Vec<f32> = (0..n * n).map(|j| ((j * 3 + i) % 5) as f32 - 2.0).collect();
-                k.set_var("a", Tensor::from_vec(a, &[n, n], Device::Cpu).unwrap());
-                k.set_var("b", Tensor::from_vec(b, &[n, n], Device::Cpu).unwrap());
+                k.set_var("a", Tensor::from_vec(a, &[n, n], device).unwrap());
+                k.set_var("b", Tensor::from_vec(b, &[n, n], device).unwrap());
                 let step = k
                     .compile(
                         "let w = a.clone().requires_grad(true);
@@ -579,7 +591,7 @@ fn interpreters_run_on_several_threads() {
         let (i, runs) = h.join().unwrap();
         let want = expected(i);
         for got in runs {
-            assert_eq!(got, want, "thread {i}");
+            assert_eq!(got, want, "thread {i} on {device}");
         }
     }
 }
@@ -624,4 +636,40 @@ fn readme_example() -> Result<(), Box<dyn std::error::Error>> {
     let y: Tensor = kiln.eval_ast(&step)?;
     assert_eq!(y.to_vec::<f32>()?, [2.5, 5.5, 5.5, 12.5]);
     Ok(())
+}
+
+/// The same host API on a GPU, when there is one: typed data in and out,
+/// and the memory budget charged for device storage.
+#[test]
+fn gpu_tensors_and_budget_when_available() {
+    if !cuda_available() {
+        return;
+    }
+    let gpu = Device::Cuda(0);
+    let t = Tensor::from_slice(&[1.5f32, -2.0, 3.25, 4.0, 0.5, 6.0], &[2, 3], gpu).unwrap();
+    assert_eq!(t.device(), gpu);
+    assert_eq!(
+        t.t().unwrap().to_vec::<f32>().unwrap(),
+        [1.5, 4.0, -2.0, 0.5, 3.25, 6.0]
+    );
+    let b = Tensor::from_vec(vec![bf16::from_f32(2.0), bf16::from_f32(-0.5)], &[2], gpu).unwrap();
+    assert_eq!(
+        b.to_vec::<bf16>().unwrap(),
+        [bf16::from_f32(2.0), bf16::from_f32(-0.5)]
+    );
+    let i = Tensor::from_slice(&[i64::MAX, -1, 7], &[3], gpu).unwrap();
+    assert_eq!(i.to_vec::<i64>().unwrap(), [i64::MAX, -1, 7]);
+
+    let mut k = Builder::new().device(gpu).max_memory(1 << 20).build().unwrap();
+    let budget = k.memory_budget().unwrap().clone();
+    let _ = k.run("let a = zeros([153600]);", "a.rhai").unwrap();
+    assert_eq!(budget.in_use(), 614_400);
+    let e = k.run("let b = a + 1;", "b.rhai").unwrap_err();
+    assert_eq!(e.limit(), Some(Limit::Memory(1 << 20)), "{e}");
+    let _ = k.run("a = ();", "free.rhai").unwrap();
+    assert_eq!(budget.in_use(), 0);
+    let y: Tensor = k.eval("(ones([64, 32]) @ ones([32, 16])).sum(0)").unwrap();
+    assert_eq!((y.device(), y.to_vec::<f32>().unwrap()), (gpu, vec![2048.0; 16]));
+    drop(y);
+    assert_eq!(budget.in_use(), 0);
 }

@@ -8,24 +8,36 @@ use crate::tensor::{DType, Device};
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// A typed kiln error; its `Display` is the one-line message a user sees.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// Two shapes that cannot be broadcast together.
     #[error("{op}: shapes {lhs:?} and {rhs:?} cannot be broadcast together")]
     BroadcastMismatch {
+        /// The op that failed.
         op: &'static str,
+        /// The left operand's shape.
         lhs: Vec<usize>,
+        /// The right operand's shape.
         rhs: Vec<usize>,
     },
     /// Operand shapes that do not fit the op (matmul inner sizes, cat, ...).
     #[error("{op}: {msg}")]
-    ShapeMismatch { op: &'static str, msg: String },
+    ShapeMismatch {
+        /// The op that failed.
+        op: &'static str,
+        /// What does not fit.
+        msg: String,
+    },
     /// A reshape/view whose element count or layout does not fit.
     #[error("{op}: cannot reshape a tensor of shape {from:?} ({numel} elements) into shape {to:?}")]
     InvalidReshape {
+        /// The op that failed.
         op: &'static str,
+        /// The tensor's shape.
         from: Vec<usize>,
+        /// The tensor's element count.
         numel: usize,
+        /// The shape asked for (`-1` inferred).
         to: Vec<i64>,
     },
     /// A dimension argument outside `-ndim..ndim`.
@@ -35,44 +47,67 @@ pub enum Error {
         *ndim as i64 - 1
     )]
     DimOutOfRange {
+        /// The op that failed.
         op: &'static str,
+        /// The dim given.
         dim: i64,
+        /// The tensor's number of dims.
         ndim: usize,
+        /// The tensor's shape.
         shape: Vec<usize>,
     },
     /// An index outside the size of its dimension.
     #[error("{op}: index {index} is out of range for dimension {dim} of size {size} (shape {shape:?})")]
     IndexOutOfRange {
+        /// The op that failed.
         op: &'static str,
+        /// The index given.
         index: i64,
+        /// The dim indexed.
         dim: usize,
+        /// The size of that dim.
         size: usize,
+        /// The tensor's shape.
         shape: Vec<usize>,
     },
     /// An op that does not support the operand's dtype.
     #[error("{op}: not supported for dtype {dtype}{hint}")]
     UnsupportedDType {
+        /// The op that failed.
         op: &'static str,
+        /// The operand's dtype.
         dtype: DType,
+        /// What to do instead (may be empty).
         hint: String,
     },
     /// An in-place op whose result dtype cannot be stored in the destination.
     #[error("{op}: result of dtype {result} cannot be written in place into a tensor of dtype {dest}")]
     InPlaceDType {
+        /// The op that failed.
         op: &'static str,
+        /// The op's result dtype.
         result: DType,
+        /// The destination's dtype.
         dest: DType,
     },
     /// Operands on different devices.
     #[error("{op}: expected all tensors on one device, found {lhs} and {rhs}")]
     DeviceMismatch {
+        /// The op that failed.
         op: &'static str,
+        /// The first operand's device.
         lhs: Device,
+        /// The other operand's device.
         rhs: Device,
     },
     /// A device that this build or machine cannot use.
     #[error("device {device} is not available: {reason}")]
-    DeviceUnavailable { device: String, reason: String },
+    DeviceUnavailable {
+        /// The device asked for.
+        device: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// A name that is not a dtype.
     #[error("unknown dtype '{0}' (expected one of f32, f64, f16, bf16, i64, i32, u8, bool)")]
     UnknownDType(String),
@@ -81,24 +116,62 @@ pub enum Error {
     UnknownDevice(String),
     /// Any other invalid argument, with the op's name.
     #[error("{op}: {msg}")]
-    InvalidArgument { op: &'static str, msg: String },
+    InvalidArgument {
+        /// The op that failed.
+        op: &'static str,
+        /// What is wrong with the argument.
+        msg: String,
+    },
     /// A file that cannot be opened, read or written.
     #[error("{op}: cannot access '{path}': {msg}")]
     FileAccess {
+        /// The op that failed.
         op: &'static str,
+        /// The file's path.
         path: String,
+        /// What went wrong.
         msg: String,
     },
     /// A file whose contents do not follow its format.
     #[error("{op}: '{path}': {msg}")]
     FileFormat {
+        /// The op that failed.
         op: &'static str,
+        /// The file's path.
         path: String,
+        /// What went wrong.
         msg: String,
     },
     /// File access switched off by the embedder.
     #[error("{op}: file access is disabled in this interpreter")]
-    FilesDisabled { op: &'static str },
+    FilesDisabled {
+        /// The op that tried to read or write a file.
+        op: &'static str,
+    },
+    /// A new tensor that does not fit in the engine's memory budget.
+    #[error(
+        "{op}: memory limit exceeded: a new tensor of {requested} bytes does not fit in this engine's budget of {limit} bytes ({in_use} bytes in use)"
+    )]
+    MemoryLimit {
+        /// The op that allocated.
+        op: &'static str,
+        /// Bytes the new tensor needs.
+        requested: usize,
+        /// Bytes held by the engine's live tensors before the request.
+        in_use: usize,
+        /// The budget, in bytes.
+        limit: usize,
+    },
+    /// A tensor read or written as an element type other than its dtype.
+    #[error("{op}: the tensor has dtype {found}, not {expected} (convert it first with to_dtype)")]
+    DTypeMismatch {
+        /// The op.
+        op: &'static str,
+        /// The dtype the caller asked for.
+        expected: DType,
+        /// The tensor's dtype.
+        found: DType,
+    },
 }
 
 impl Error {

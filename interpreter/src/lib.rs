@@ -1,30 +1,61 @@
 //! kiln: a Rust-hosted, embeddable scripting interpreter for tensor programs.
 //!
 //! A [Rhai](https://rhai.rs) script orchestrates; Rust computes. The layers,
-//! from the script down:
+//! from the host down:
 //!
+//! - [`engine`]: the embedding API: the [`Interpreter`] that runs scripts,
+//!   its [`Builder`] and sandbox [`Limits`], the typed [`ScriptError`], and
+//!   [`register`] to put kiln on a Rhai engine the host already has.
 //! - [`script`]: the Rhai script API (functions, methods, operators) and the
-//!   [`Interpreter`] that runs scripts; it only converts arguments.
+//!   per-engine [`Runtime`]; it only converts arguments.
 //! - [`tensor`]: the [`Tensor`] handle, its [`Layout`], [`DType`] and
-//!   [`Device`], and the op front-end (validation, broadcasting, promotion).
-//! - [`backend`]: device storage and the primitive kernels (the CPU backend
-//!   today; the CUDA backend slots in beside it).
+//!   [`Device`], the op front-end (validation, broadcasting, promotion,
+//!   autograd), host data in and out ([`Tensor::from_slice`],
+//!   [`Tensor::to_vec`]) and memory budgets ([`MemoryBudget`]).
+//! - [`backend`]: device storage and the primitive kernels (CPU and CUDA).
+//!
+//! A host passes tensors in, runs a script, and reads tensors back:
 //!
 //! ```
-//! let mut kiln = kiln::Interpreter::new();
-//! let v: f64 = kiln.eval("(ones([2, 3]) @ ones([3, 4])).sum().item()").unwrap();
-//! assert_eq!(v, 24.0);
+//! use kiln::{Device, Interpreter, Tensor};
+//! let mut kiln = Interpreter::builder().device(Device::Cpu).build()?;
+//! let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], Device::Cpu)?;
+//! kiln.set_var("x", x);
+//! let y: Tensor = kiln.eval("(x @ x.t()).relu()").unwrap();
+//! assert_eq!(y.shape(), &[2, 2]);
+//! assert_eq!(y.to_vec::<f32>()?, [14.0, 32.0, 32.0, 77.0]);
+//! # Ok::<(), kiln::Error>(())
 //! ```
+//!
+//! Tensors are cheap `Arc` handles and `Send + Sync`; so is an
+//! [`Interpreter`], and several of them may run on several threads at once.
+
+#![warn(missing_docs)]
 
 pub mod backend;
 pub mod check;
+pub mod engine;
 pub mod error;
 pub mod io;
 pub mod progress;
 pub mod script;
 pub mod tensor;
 
+pub use engine::{register, Builder, ErrorKind, Interpreter, Limit, Limits, ScriptError};
 pub use error::{Error, Result};
-pub use script::{Interpreter, ScriptError};
+pub use half::{bf16, f16};
+pub use script::convert::RhaiResult;
+pub use script::Runtime;
+pub use tensor::{BudgetScope, DType, Device, Element, Layout, MemoryBudget, Scalar, Tensor};
 
-pub use tensor::{DType, Device, Layout, Scalar, Tensor};
+/// Compile-time checks that the handles a host shares between threads can be.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Tensor>();
+    send_sync::<Interpreter>();
+    send_sync::<Runtime>();
+    send_sync::<MemoryBudget>();
+    send_sync::<ScriptError>();
+    send_sync::<Error>();
+    send_sync::<rhai::AST>();
+};

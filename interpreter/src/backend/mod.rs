@@ -117,6 +117,15 @@ impl Storage {
         })
     }
 
+    /// A host storage moved to `device` (kept as it is for the CPU).
+    pub fn from_cpu(device: Device, cpu: CpuStorage) -> Result<Storage> {
+        check_device(device)?;
+        Ok(match device {
+            Device::Cpu => Storage::Cpu(cpu),
+            Device::Cuda(_) => Storage::Cuda(CudaStorage::from_cpu(&cpu)?),
+        })
+    }
+
     /// The elements of `layout` in logical order, on the host (waits for the device).
     pub fn to_host(&self, layout: &Layout) -> Result<HostValues> {
         match self {

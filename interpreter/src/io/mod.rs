@@ -121,7 +121,7 @@ pub(crate) fn tensor_from_cpu(storage: CpuStorage, shape: &[usize], device: Devi
             format!("{} values cannot fill shape {shape:?}", storage.len()),
         ));
     }
-    Tensor::from_storage(Storage::Cpu(storage), shape).to_device(device)
+    Tensor::from_storage("load", Storage::Cpu(storage), shape)?.to_device(device)
 }
 
 /// The elements of `t` in row-major order, as a host storage of its dtype

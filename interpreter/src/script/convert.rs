@@ -2,20 +2,67 @@
 //! dims, numbers to scalars, nested arrays to tensors and back, option maps to
 //! dtype/device, and kiln errors to Rhai errors. No math lives here.
 
+use crate::error::Error;
 use crate::tensor::{DType, Device, HostValues, Scalar, Tensor};
 use rhai::{Array, Dynamic, EvalAltResult, Map, Position, INT};
+use std::cell::RefCell;
 
-/// The result type of every registered function.
+/// The result type of every registered function (host functions too).
 pub type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
+
+thread_local! {
+    /// The last kiln error raised into a script on this thread, with its message.
+    static LAST_ERROR: RefCell<Option<(String, Error)>> = const { RefCell::new(None) };
+}
 
 /// A script-visible runtime error with `msg`; Rhai attaches the call position.
 pub fn script_error(msg: impl Into<String>) -> Box<EvalAltResult> {
     EvalAltResult::ErrorRuntime(Dynamic::from(msg.into()), Position::NONE).into()
 }
 
+/// A kiln error raised into a script. Scripts see its message as a string
+/// (`catch (e)` gets the text); the typed error is kept aside on this thread
+/// so that the interpreter can hand it back to the host
+/// ([`ErrorKind::Tensor`](crate::ErrorKind::Tensor)) when the script fails
+/// with it.
+pub fn kiln_error(e: Error) -> Box<EvalAltResult> {
+    kiln_error_at(e, Position::NONE)
+}
+
+/// [`kiln_error`] at a known position.
+pub(crate) fn kiln_error_at(e: Error, pos: Position) -> Box<EvalAltResult> {
+    let msg = e.to_string();
+    let _gone = LAST_ERROR.try_with(|l| *l.borrow_mut() = Some((msg.clone(), e)));
+    EvalAltResult::ErrorRuntime(Dynamic::from(msg), pos).into()
+}
+
+/// The typed kiln error whose message is `msg`, if it was the last one
+/// raised on this thread.
+pub(crate) fn typed_error(msg: &str) -> Option<Error> {
+    LAST_ERROR
+        .try_with(|l| match &*l.borrow() {
+            Some((m, e)) if m == msg => Some(e.clone()),
+            _ => None,
+        })
+        .ok()
+        .flatten()
+}
+
+/// Forgets the last kiln error raised on this thread.
+pub(crate) fn clear_typed_error() {
+    let _gone = LAST_ERROR.try_with(|l| *l.borrow_mut() = None);
+}
+
+/// Lets host functions use `?` on kiln results (see [`kiln_error`]).
+impl From<Error> for Box<EvalAltResult> {
+    fn from(e: Error) -> Self {
+        kiln_error(e)
+    }
+}
+
 /// Converts a kiln result into a Rhai result.
 pub fn ok<T>(r: crate::Result<T>) -> RhaiResult<T> {
-    r.map_err(|e| script_error(e.to_string()))
+    r.map_err(kiln_error)
 }
 
 /// A number or bool as a scalar.

@@ -15,26 +15,20 @@ impl Tensor {
                 format!("{} values cannot fill shape {shape:?}", values.len()),
             ));
         }
-        Ok(Tensor::from_storage(
-            Storage::from_host(device, values, dtype)?,
-            shape,
-        ))
+        check_alloc("tensor", shape, dtype)?;
+        Tensor::from_storage("tensor", Storage::from_host(device, values, dtype)?, shape)
     }
 
-    /// A 1-D f32 tensor from a slice (a convenience for embedding code).
+    /// An f32 tensor of `shape` from a slice: [`Tensor::from_slice`] for `f32`.
     pub fn from_f32(values: &[f32], shape: &[usize], device: Device) -> Result<Tensor> {
-        let v = HostValues::Float(values.iter().map(|&x| x as f64).collect());
-        Tensor::from_host(&v, shape, DType::F32, device)
+        Tensor::from_slice(values, shape, device)
     }
 
     /// `shape` filled with `value`; the dtype defaults to the scalar's (f32, i64, bool).
     pub fn full(shape: &[usize], value: Scalar, dtype: Option<DType>, device: Device) -> Result<Tensor> {
         let dtype = dtype.unwrap_or(value.default_dtype());
         check_alloc("full", shape, dtype)?;
-        Ok(Tensor::from_storage(
-            Storage::full(device, dtype, numel(shape), value)?,
-            shape,
-        ))
+        Tensor::from_storage("full", Storage::full(device, dtype, numel(shape), value)?, shape)
     }
 
     /// A 0-dim tensor holding `value` as `dtype`.
@@ -56,10 +50,7 @@ impl Tensor {
     pub fn empty(shape: &[usize], dtype: Option<DType>, device: Device) -> Result<Tensor> {
         let dtype = dtype.unwrap_or(DType::F32);
         check_alloc("empty", shape, dtype)?;
-        Ok(Tensor::from_storage(
-            Storage::uninit(device, dtype, numel(shape))?,
-            shape,
-        ))
+        Tensor::from_storage("empty", Storage::uninit(device, dtype, numel(shape))?, shape)
     }
 
     /// Zeros with this tensor's shape, dtype and device.
@@ -109,10 +100,7 @@ impl Tensor {
         };
         let n = n.max(0) as usize;
         check_alloc("arange", &[n], dtype)?;
-        Ok(Tensor::from_storage(
-            Storage::arange(device, dtype, start, step, n)?,
-            &[n],
-        ))
+        Tensor::from_storage("arange", Storage::arange(device, dtype, start, step, n)?, &[n])
     }
 
     /// `n` evenly spaced values from `start` to `end` inclusive (f32 by default).
@@ -162,7 +150,7 @@ impl Tensor {
         check_alloc("rand", shape, dtype)?;
         let (seed, stream) = gen.next_stream();
         let s = Storage::rand_uniform(device, dtype, numel(shape), seed, stream)?;
-        Ok(Tensor::from_storage(s, shape))
+        Tensor::from_storage("rand", s, shape)
     }
 
     /// Standard normal values (f32 by default).
@@ -176,7 +164,7 @@ impl Tensor {
         check_alloc("randn", shape, dtype)?;
         let (seed, stream) = gen.next_stream();
         let s = Storage::rand_normal(device, dtype, numel(shape), seed, stream)?;
-        Ok(Tensor::from_storage(s, shape))
+        Tensor::from_storage("randn", s, shape)
     }
 
     /// Integers uniform in `[low, high)` (i64 by default).
@@ -198,7 +186,7 @@ impl Tensor {
         let dtype = dtype.unwrap_or(DType::I64);
         check_alloc("randint", shape, dtype)?;
         let s = Storage::rand_int(device, dtype, numel(shape), low, high, seed, stream)?;
-        Ok(Tensor::from_storage(s, shape))
+        Tensor::from_storage("randint", s, shape)
     }
 
     /// A random permutation of `0..n` (i64 by default; see

@@ -105,7 +105,7 @@ impl Tensor {
             self.clone()
         };
         let out = src.storage().unary(op, src.layout())?;
-        Ok(Tensor::from_storage(out, self.shape()))
+        Tensor::from_storage(op.name(), out, self.shape())
     }
 
     /// Broadcasts both operands to one shape.
@@ -138,7 +138,7 @@ impl Tensor {
         check_binary_values(op, dtype, &b)?;
         let (_, la, lb) = a.broadcast_pair(op.name(), &b)?;
         let out = with_storages(&a, &b, |sa, sb| sa.binary(op, &la, sb, &lb))?;
-        Ok(Tensor::from_storage(out, &shape))
+        Tensor::from_storage(op.name(), out, &shape)
     }
 
     /// `self op s` (or `s op self` when `reversed`) with a host scalar.
@@ -172,7 +172,7 @@ impl Tensor {
         check_binary_values(op, dtype, &st)?;
         let a = self.to_dtype(dtype)?;
         let out = a.storage().binary_scalar(op, a.layout(), s, reversed)?;
-        Ok(Tensor::from_storage(out, self.shape()))
+        Tensor::from_storage(op.name(), out, self.shape())
     }
 
     /// A comparison with broadcasting; returns a bool tensor.
@@ -183,14 +183,14 @@ impl Tensor {
         let (shape, la, lb) = a.broadcast_pair(op.name(), &b)?;
         super::shape::check_alloc(op.name(), &shape, DType::Bool)?;
         let out = with_storages(&a, &b, |sa, sb| sa.compare(op, &la, sb, &lb))?;
-        Ok(Tensor::from_storage(out, &shape))
+        Tensor::from_storage(op.name(), out, &shape)
     }
 
     /// A comparison with a host scalar (`reversed`: `s op self`).
     pub fn compare_scalar(&self, op: CmpOp, s: Scalar, reversed: bool) -> Result<Tensor> {
         let a = self.to_dtype(s.promote_with(self.dtype()))?;
         let out = a.storage().compare_scalar(op, a.layout(), s, reversed)?;
-        Ok(Tensor::from_storage(out, self.shape()))
+        Tensor::from_storage(op.name(), out, self.shape())
     }
 
     /// `cond ? a : b` elementwise, broadcasting all three (`cond` is read as bool).
@@ -231,7 +231,7 @@ impl Tensor {
             let (sc, sa, sb) = (c.storage(), a.storage(), b.storage());
             sc.where_cond(&lc, &sa, &la, &sb, &lb)?
         };
-        Ok(Tensor::from_storage(out, &shape))
+        Tensor::from_storage("where", out, &shape)
     }
 
     /// Clamps into `[min, max]` (either bound optional); NaN stays NaN.
@@ -268,8 +268,9 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
+        super::shape::check_alloc("to_dtype", self.shape(), dtype)?;
         let out = self.storage().cast(self.layout(), dtype)?;
-        let out = Tensor::from_storage(out, self.shape());
+        let out = Tensor::from_storage("to_dtype", out, self.shape())?;
         if !autograd::needs_grad(&[self]) {
             return Ok(out);
         }
@@ -298,8 +299,9 @@ impl Tensor {
 
     /// A copy of the data in new, contiguous storage.
     pub fn clone_data(&self) -> Result<Tensor> {
+        super::shape::check_alloc("clone", self.shape(), self.dtype())?;
         let out = self.storage().cast(self.layout(), self.dtype())?;
-        let out = Tensor::from_storage(out, self.shape());
+        let out = Tensor::from_storage("clone", out, self.shape())?;
         if !autograd::needs_grad(&[self]) {
             return Ok(out);
         }
@@ -313,8 +315,9 @@ impl Tensor {
         if device == self.device() {
             return Ok(self.clone());
         }
+        super::shape::check_alloc("to", self.shape(), self.dtype())?;
         let out = self.storage().to_device(self.layout(), device)?;
-        let out = Tensor::from_storage(out, self.shape());
+        let out = Tensor::from_storage("to", out, self.shape())?;
         if !autograd::needs_grad(&[self]) {
             return Ok(out);
         }

@@ -125,7 +125,7 @@ fn gather_raw(op: &'static str, x: &Tensor, dim: usize, idx: &Tensor, li: &Layou
     };
     let lx = base(x.layout(), shape, dim);
     let out = x.storage().gather(&lx, &along, &idx.storage(), li)?;
-    Ok(Tensor::from_storage(out, shape))
+    Tensor::from_storage(op, out, shape)
 }
 
 /// `dest` (zeros of `shape` when `None`) with `src` (of `dtype`, read through
@@ -148,7 +148,7 @@ fn scatter_raw(
         hint: " (bool tensors cannot be summed; convert to an integer dtype)".into(),
     })?;
     let d = match dest {
-        Some(t) => Tensor::from_storage(t.storage().cast(t.layout(), acc)?, shape),
+        Some(t) => Tensor::from_storage(op, t.storage().cast(t.layout(), acc)?, shape)?,
         None => Tensor::zeros(shape, Some(acc), device)?,
     };
     let along = Along {

@@ -140,6 +140,6 @@ impl Tensor {
             n,
         };
         let out = with_storages(&a, &b, |x, y| x.matmul(&la, y, &lb, &dims))?;
-        Ok(Tensor::from_storage(out, &full(m, n)))
+        Tensor::from_storage(op, out, &full(m, n))
     }
 }

@@ -150,7 +150,7 @@ impl Tensor {
                 o.ignore_index,
                 o.label_smoothing,
             )?;
-            Ok(vec![Some(Tensor::from_storage(gx, x.shape()))])
+            Ok(vec![Some(Tensor::from_storage("cross_entropy", gx, x.shape())?)])
         }))
     }
 }
@@ -168,8 +168,8 @@ fn ce_forward(
         .storage()
         .cross_entropy(classes, &y.storage(), o.ignore_index, o.label_smoothing)?;
     let (loss, lse) = (
-        Tensor::from_storage(loss, &[rows]),
-        Tensor::from_storage(lse, &[rows]),
+        Tensor::from_storage("cross_entropy", loss, &[rows])?,
+        Tensor::from_storage("cross_entropy", lse, &[rows])?,
     );
     let acc = acc_dtype(x.dtype());
     let count = if o.reduction == Reduction::Mean {

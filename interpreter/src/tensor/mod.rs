@@ -10,12 +10,14 @@ pub mod device;
 pub mod dtype;
 pub mod elementwise;
 pub mod format;
+pub mod host;
 pub mod index;
 pub mod inplace;
 pub mod join;
 pub mod layout;
 pub mod linalg;
 pub mod loss;
+pub mod memory;
 pub mod nn;
 pub mod op;
 pub mod optim;
@@ -27,7 +29,9 @@ pub mod view;
 
 pub use device::Device;
 pub use dtype::{DType, Scalar};
+pub use host::Element;
 pub use layout::Layout;
+pub use memory::{BudgetScope, MemoryBudget};
 pub use random::Generator;
 
 use crate::backend::Storage;
@@ -76,6 +80,8 @@ impl HostValues {
 pub(crate) struct StorageCell {
     data: RwLock<Storage>,
     version: AtomicU64,
+    /// The bytes this storage holds of a memory budget, given back on drop.
+    _charge: Option<memory::Charge>,
 }
 
 /// Shared storage; views of one tensor hold the same `Arc`.
@@ -96,13 +102,18 @@ struct TensorImpl {
 pub struct Tensor(Arc<TensorImpl>);
 
 impl Tensor {
-    /// A tensor over a whole new storage with a contiguous layout of `shape`.
-    pub(crate) fn from_storage(storage: Storage, shape: &[usize]) -> Tensor {
+    /// A tensor over a whole new storage with a contiguous layout of `shape`;
+    /// the storage is charged to the memory budget entered on this thread,
+    /// if any (`op` names the allocating op in the error when it does not fit).
+    pub(crate) fn from_storage(op: &'static str, storage: Storage, shape: &[usize]) -> Result<Tensor> {
+        let bytes = storage.len().saturating_mul(storage.dtype().size_in_bytes());
+        let charge = memory::charge(op, bytes)?;
         let cell = StorageCell {
             data: RwLock::new(storage),
             version: AtomicU64::new(0),
+            _charge: charge,
         };
-        Tensor::from_parts(Arc::new(cell), Layout::contiguous(shape))
+        Ok(Tensor::from_parts(Arc::new(cell), Layout::contiguous(shape)))
     }
 
     pub(crate) fn from_parts(storage: SharedStorage, layout: Layout) -> Tensor {

@@ -37,7 +37,7 @@ impl Tensor {
         let d = normalize_dim(op, dim, self.shape())?;
         let x = self.to_dtype(self.dtype().to_float())?;
         let out = x.storage().softmax(x.layout(), d, log)?;
-        Ok(Tensor::from_storage(out, self.shape()))
+        Tensor::from_storage(op, out, self.shape())
     }
 
     /// Layer normalisation over the trailing dims `normalized_shape`, with
@@ -106,6 +106,6 @@ impl Tensor {
             let bs = b.as_ref().map(|t| t.storage());
             xs.layer_norm(norm, ws.as_deref(), bs.as_deref(), eps)?
         };
-        Ok(Tensor::from_storage(out, shape))
+        Tensor::from_storage("layer_norm", out, shape)
     }
 }

@@ -86,7 +86,7 @@ impl Tensor {
             .filter(|d| !ds.contains(d))
             .map(|d| self.shape()[d])
             .collect();
-        Ok((Tensor::from_storage(out, &keep), squeezed))
+        Ok((Tensor::from_storage(op.name(), out, &keep)?, squeezed))
     }
 
     /// Sum of all elements (ints and bool sum to i64).

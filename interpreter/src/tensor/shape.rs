@@ -37,7 +37,9 @@ fn memory_limit() -> usize {
     })
 }
 
-/// Fails when a new tensor of `shape` and `dtype` could not be allocated.
+/// Fails when a new tensor of `shape` and `dtype` could not be allocated: more
+/// than the machine's memory, or more than the memory budget entered on this
+/// thread has left ([`super::memory`]).
 pub fn check_alloc(op: &'static str, shape: &[usize], dtype: super::DType) -> Result<()> {
     let n = checked_numel(op, shape)?;
     let bytes = n.saturating_mul(dtype.size_in_bytes());
@@ -50,7 +52,7 @@ pub fn check_alloc(op: &'static str, shape: &[usize], dtype: super::DType) -> Re
             ),
         ));
     }
-    Ok(())
+    super::memory::check(op, bytes)
 }
 
 /// Row-major (C-contiguous) strides of a shape, in elements.

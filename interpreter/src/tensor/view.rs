@@ -1,5 +1,5 @@
 //! Views: ops that return a tensor sharing this one's storage with a new
-//! [`Layout`] (reshape of compatible data, transpose, permute, squeeze,
+//! [`Layout`](super::Layout) (reshape of compatible data, transpose, permute, squeeze,
 //! unsqueeze, expand, narrow, slice with step, select). Only `reshape` and
 //! `flatten` may copy, and only when no view can express the result.
 

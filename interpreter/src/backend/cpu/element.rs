@@ -6,8 +6,17 @@ use super::CpuStorage;
 use crate::tensor::DType;
 use half::{bf16, f16};
 
-/// A host element type of a CPU storage.
-pub trait Element: Copy + Send + Sync + Default + PartialOrd + std::fmt::Debug + 'static {
+mod sealed {
+    /// Implemented for the eight element types only.
+    pub trait Sealed {}
+}
+
+/// A host element type of a CPU storage: `bool`, `u8`, `i32`, `i64`,
+/// [`half::f16`], [`half::bf16`], `f32`, `f64`, one per [`DType`]. Sealed:
+/// kiln implements it for these types and no others.
+pub trait Element:
+    sealed::Sealed + Copy + Send + Sync + Default + PartialOrd + std::fmt::Debug + 'static
+{
     /// The dtype this type stores.
     const DTYPE: DType;
     /// Converts to `f64` (exact for every type but i64 beyond 2^53).
@@ -64,6 +73,7 @@ macro_rules! impl_element {
         impl_element!($t, $variant, $to_f, $from_f, $to_i, $from_i, {});
     };
     ($t:ty, $variant:ident, $to_f:expr, $from_f:expr, $to_i:expr, $from_i:expr, {$($extra:tt)*}) => {
+        impl sealed::Sealed for $t {}
         impl Element for $t {
             $($extra)*
             const DTYPE: DType = DType::$variant;

@@ -4,7 +4,7 @@
 //! accumulated `grad`, the `grad_fn` node that made it), the graph [`Node`]s
 //! that ops record, and the backward pass.
 //!
-//! Ops record themselves in their own front-end files through [`record`]; the
+//! Ops record themselves in their own front-end files through `record`; the
 //! backward formulas live in [`functions`]. Backward runs with grad mode off,
 //! through the same tensor ops as forward, so it runs on the tensors' device
 //! and stays asynchronous there. A node's saved tensors are freed when the

@@ -1,0 +1,240 @@
+//! [`Builder`]: how an [`Interpreter`] is set up (default device, sandbox
+//! [`Limits`], stdlib modules, file access), and how kiln is put on a Rhai
+//! engine the host already has ([`Builder::register`]).
+
+use super::Interpreter;
+use crate::error::Result;
+use crate::script::{register_api, stdlib, Runtime};
+use crate::tensor::{Device, MemoryBudget};
+use rhai::Engine;
+use std::sync::Arc;
+
+/// The call depth an interpreter allows when [`Limits::max_call_depth`] is unset.
+pub const DEFAULT_CALL_DEPTH: usize = 256;
+
+/// Sandbox limits for the scripts an engine runs; `None` leaves a limit off
+/// (the call depth then is [`DEFAULT_CALL_DEPTH`]). Each limit, when hit,
+/// stops the script with [`ErrorKind::Limit`](crate::ErrorKind::Limit)
+/// naming it and its value; the engine stays usable.
+///
+/// ```
+/// let limits = kiln::Limits {
+///     max_operations: Some(1_000_000),
+///     max_memory: Some(64 << 20),
+///     ..kiln::Limits::default()
+/// };
+/// let kiln = kiln::Interpreter::builder().limits(limits).build()?;
+/// assert_eq!(kiln.limits().max_memory, Some(64 << 20));
+/// # Ok::<(), kiln::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Rhai operations per run (each expression, statement, call or loop
+    /// iteration counts one); `Some(0)` is no limit, as in Rhai.
+    pub max_operations: Option<u64>,
+    /// Nested function calls (script functions and recursion).
+    pub max_call_depth: Option<usize>,
+    /// Bytes of one string; `Some(0)` is no limit.
+    pub max_string_size: Option<usize>,
+    /// Items of one array; `Some(0)` is no limit.
+    pub max_array_size: Option<usize>,
+    /// Entries of one object map; `Some(0)` is no limit.
+    pub max_map_size: Option<usize>,
+    /// Bytes of tensor storage that the engine's scripts may hold at once,
+    /// on any device ([`crate::tensor::memory`]).
+    pub max_memory: Option<usize>,
+}
+
+impl Limits {
+    /// A starting point for untrusted scripts: 50 million operations, 64
+    /// nested calls, strings of 1 MiB, arrays of 1 million items, maps of
+    /// 100 000 entries, 1 GiB of tensors.
+    pub fn sandbox() -> Limits {
+        Limits {
+            max_operations: Some(50_000_000),
+            max_call_depth: Some(64),
+            max_string_size: Some(1 << 20),
+            max_array_size: Some(1_000_000),
+            max_map_size: Some(100_000),
+            max_memory: Some(1 << 30),
+        }
+    }
+
+    /// Sets Rhai's limits on `engine` (all but the memory budget); those
+    /// left `None` are not touched.
+    fn apply(&self, engine: &mut Engine) {
+        if let Some(n) = self.max_operations {
+            engine.set_max_operations(n);
+        }
+        if let Some(n) = self.max_call_depth {
+            engine.set_max_call_levels(n);
+        }
+        if let Some(n) = self.max_string_size {
+            engine.set_max_string_size(n);
+        }
+        if let Some(n) = self.max_array_size {
+            engine.set_max_array_size(n);
+        }
+        if let Some(n) = self.max_map_size {
+            engine.set_max_map_size(n);
+        }
+    }
+}
+
+/// Sets up an [`Interpreter`]: default device, limits, stdlib modules and
+/// file access. File access is off unless [`Builder::allow_files`] turns it on.
+///
+/// ```
+/// use kiln::{Device, Interpreter};
+/// let mut kiln = Interpreter::builder()
+///     .device(Device::Cpu)
+///     .max_operations(100_000)
+///     .stdlib(["nn"])
+///     .build()?;
+/// let v: i64 = kiln.eval("arange(5).sum().item()").unwrap();
+/// assert_eq!(v, 10);
+/// let e = kiln.run("loop {}", "spin.rhai").unwrap_err();
+/// assert_eq!(e.limit(), Some(kiln::Limit::Operations(100_000)));
+/// assert!(kiln.run("load_npy(\"x.npy\")", "io.rhai").is_err());   // files are off
+/// # Ok::<(), kiln::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Builder {
+    device: Option<Device>,
+    limits: Limits,
+    stdlib: Option<Vec<String>>,
+    allow_files: bool,
+}
+
+impl Builder {
+    /// The defaults: device `cuda` when a GPU is usable, else `cpu`; no
+    /// limits; every stdlib module; no file access.
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Creates tensors on `device` by default (checked by [`Builder::build`]).
+    pub fn device(mut self, device: Device) -> Builder {
+        self.device = Some(device);
+        self
+    }
+
+    /// Sets all limits at once.
+    pub fn limits(mut self, limits: Limits) -> Builder {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets [`Limits::max_operations`].
+    pub fn max_operations(mut self, n: u64) -> Builder {
+        self.limits.max_operations = Some(n);
+        self
+    }
+
+    /// Sets [`Limits::max_call_depth`].
+    pub fn max_call_depth(mut self, n: usize) -> Builder {
+        self.limits.max_call_depth = Some(n);
+        self
+    }
+
+    /// Sets [`Limits::max_string_size`].
+    pub fn max_string_size(mut self, n: usize) -> Builder {
+        self.limits.max_string_size = Some(n);
+        self
+    }
+
+    /// Sets [`Limits::max_array_size`].
+    pub fn max_array_size(mut self, n: usize) -> Builder {
+        self.limits.max_array_size = Some(n);
+        self
+    }
+
+    /// Sets [`Limits::max_map_size`].
+    pub fn max_map_size(mut self, n: usize) -> Builder {
+        self.limits.max_map_size = Some(n);
+        self
+    }
+
+    /// Sets [`Limits::max_memory`], in bytes.
+    pub fn max_memory(mut self, bytes: usize) -> Builder {
+        self.limits.max_memory = Some(bytes);
+        self
+    }
+
+    /// Serves only these stdlib modules to `import` (names from
+    /// [`STDLIB_MODULES`](crate::script::STDLIB_MODULES); others fail the build).
+    pub fn stdlib<I, S>(mut self, modules: I) -> Builder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.stdlib = Some(modules.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Serves no stdlib module.
+    pub fn no_stdlib(self) -> Builder {
+        self.stdlib(Vec::<String>::new())
+    }
+
+    /// Lets scripts read and write files (`load_*`, `save_*`, `import` of
+    /// `.rhai` files) or not (the default); [`Interpreter::set_allow_files`]
+    /// changes it later.
+    pub fn allow_files(mut self, allowed: bool) -> Builder {
+        self.allow_files = allowed;
+        self
+    }
+
+    fn runtime(&self) -> Result<Arc<Runtime>> {
+        if let Some(names) = &self.stdlib {
+            stdlib::check_names(names)?;
+        }
+        let budget = self.limits.max_memory.map(|n| Arc::new(MemoryBudget::new(n)));
+        let runtime = Runtime::new(budget, self.allow_files);
+        if let Some(d) = self.device {
+            runtime.set_device(d)?;
+        }
+        Ok(Arc::new(runtime))
+    }
+
+    /// The interpreter; fails when the device is unusable or a stdlib module
+    /// name is unknown.
+    pub fn build(self) -> Result<Interpreter> {
+        let runtime = self.runtime()?;
+        let mut engine = Engine::new();
+        engine.set_max_call_levels(DEFAULT_CALL_DEPTH);
+        engine.set_max_expr_depths(256, 128);
+        register_api(&mut engine, &runtime);
+        stdlib::install(&mut engine, &runtime, self.stdlib.as_deref());
+        self.limits.apply(&mut engine);
+        Ok(Interpreter::from_parts(engine, runtime, self.limits))
+    }
+
+    /// Puts kiln on an engine the host already has, with this builder's
+    /// settings, and returns the [`Runtime`] its functions share.
+    ///
+    /// It registers the whole script API, turns Rhai's optimizer off (it
+    /// would turn `x = x + y` into an in-place `x += y`), sets the limits
+    /// that are set (the memory budget applies while the host holds
+    /// [`Runtime::enter`]'s scope around its `eval` calls), and, unless
+    /// [`Builder::no_stdlib`], replaces the engine's module resolver with
+    /// one serving the stdlib modules and gated `.rhai` files.
+    ///
+    /// ```
+    /// let mut engine = rhai::Engine::new();
+    /// let runtime = kiln::Builder::new().device(kiln::Device::Cpu).register(&mut engine)?;
+    /// let _run = runtime.enter();
+    /// let v: f64 = engine.eval("(ones([2, 2]) @ ones([2, 2])).sum().item()").unwrap();
+    /// assert_eq!(v, 8.0);
+    /// # Ok::<(), kiln::Error>(())
+    /// ```
+    pub fn register(&self, engine: &mut Engine) -> Result<Arc<Runtime>> {
+        let runtime = self.runtime()?;
+        register_api(engine, &runtime);
+        if self.stdlib.as_ref().is_none_or(|n| !n.is_empty()) {
+            stdlib::install(engine, &runtime, self.stdlib.as_deref());
+        }
+        self.limits.apply(engine);
+        Ok(runtime)
+    }
+}

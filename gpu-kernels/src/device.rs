@@ -349,3 +349,15 @@ pub unsafe fn map_packed<T: Copy, U: Copy, const V: usize>(
         *y.add(i as usize) = f(i, *x.add(i as usize));
     }
 }
+
+/// `x`, hidden from the optimizer: what is computed from it is recomputed
+/// inside each loop trip instead of being hoisted out of the loop and kept in
+/// registers across it (a row kernel's per-slot offsets, hoisted out of the
+/// grid-stride loop, cost dozens of registers and most of the occupancy).
+#[inline(always)]
+pub fn opaque(x: u32) -> u32 {
+    let y: u32;
+    // SAFETY: a register move.
+    unsafe { core::arch::asm!("mov.u32 {0}, {1};", out(reg32) y, in(reg32) x, options(nomem, nostack)) };
+    y
+}

@@ -1003,6 +1003,90 @@ impl Checker {
     }
 }
 
+/// Engines on several threads at once, each on its own stream: four
+/// interpreters run the same training-like script (matmul, softmax,
+/// reductions, backward) on CUDA concurrently, then a tensor made by one
+/// engine is used by another on a different thread (the stream handoff).
+/// Every result must match the same script on the CPU.
+pub fn engines_on_threads() -> std::result::Result<String, String> {
+    use crate::Interpreter;
+    const SCRIPT: &str = "
+        seed(SEED);
+        let x = randn([512, 256]);
+        let w = (randn([256, 64]) * 0.1).requires_grad(true);
+        let total = 0.0;
+        for i in 0..20 {
+            let p = (x @ w).softmax(-1);
+            let loss = (p * p).sum();
+            loss.backward();
+            total += loss.item();
+            no_grad(|| { w -= w.grad * 0.01; });
+            w.zero_grad();
+        }
+        [total, w.sum().item(), w.abs().max().item()]";
+    let run = |device: Device, seed: i64| -> std::result::Result<Vec<f64>, String> {
+        let mut k = Interpreter::builder()
+            .device(device)
+            .build()
+            .map_err(|e| e.to_string())?;
+        k.set_var("SEED", seed);
+        let v: rhai::Array = k.eval(SCRIPT).map_err(|e| e.to_string())?;
+        Ok(v.into_iter().map(|d| d.as_float().unwrap_or(f64::NAN)).collect())
+    };
+    let threads: Vec<_> = (0..4)
+        .map(|i| std::thread::spawn(move || run(Device::Cuda(0), i)))
+        .collect();
+    let mut worst = 0.0f64;
+    for (i, h) in threads.into_iter().enumerate() {
+        let gpu = h.join().map_err(|_| "a thread panicked".to_string())??;
+        let cpu = run(Device::Cpu, i as i64)?;
+        for (g, c) in gpu.iter().zip(&cpu) {
+            let rel = (g - c).abs() / c.abs().max(1e-6);
+            if rel.is_nan() || rel > 1e-3 {
+                return Err(format!("engine {i}: cuda {gpu:?} vs cpu {cpu:?}"));
+            }
+            worst = worst.max(rel);
+        }
+    }
+    // a tensor made by an engine on one thread, used by another engine on another
+    let (tx, rx) = std::sync::mpsc::channel::<Tensor>();
+    let maker = std::thread::spawn(move || -> std::result::Result<(), String> {
+        let mut k = Interpreter::builder()
+            .device(Device::Cuda(0))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut t: Tensor = k
+            .eval("let a = ones([4096, 4096]); for i in 0..20 { a = a * 1.5 - 0.25; } a")
+            .map_err(|e| e.to_string())?;
+        // still queued on the maker's stream when handed over
+        t = t.mul_scalar(2.0).map_err(|e| e.to_string())?;
+        tx.send(t).map_err(|e| e.to_string())
+    });
+    let t = rx.recv().map_err(|e| e.to_string())?;
+    maker.join().map_err(|_| "a thread panicked".to_string())??;
+    let user = std::thread::spawn(move || -> std::result::Result<f64, String> {
+        let mut k = Interpreter::builder()
+            .device(Device::Cuda(0))
+            .build()
+            .map_err(|e| e.to_string())?;
+        k.set_var("t", t);
+        k.eval::<f64>("(t + 1.0).mean().item()")
+            .map_err(|e| e.to_string())
+    });
+    let got = user.join().map_err(|_| "a thread panicked".to_string())??;
+    let mut v = 1.0f64;
+    for _ in 0..20 {
+        v = v * 1.5 - 0.25;
+    }
+    let want = (v as f32 * 2.0) as f64 + 1.0;
+    if (got - want).abs() > want.abs() * 1e-4 {
+        return Err(format!("handoff between engines: got {got}, want {want}"));
+    }
+    Ok(format!(
+        "4 engines on 4 threads match the CPU (worst relative error {worst:.1e}); a tensor handed between engines on two threads reads {got}"
+    ))
+}
+
 /// Checks that queued ops return before the GPU finishes them, and that
 /// reading a value waits for them.
 pub fn asynchrony() -> std::result::Result<String, String> {

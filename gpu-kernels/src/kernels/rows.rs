@@ -8,7 +8,7 @@
 
 use super::accum::{max_nan, Acc, FloatElem};
 use crate::device::{block_all_reduce, dims, global_index, lane_id, shared, shfl_xor_f64, thread_xy};
-use crate::device::{unroll16, unroll4, warp_all_reduce, Shuffle};
+use crate::device::{opaque, unroll16, unroll4, warp_all_reduce, Shuffle};
 use crate::elem::{Elem, BF16, F16};
 use crate::math;
 use crate::params::{Geometry, Operand};
@@ -77,7 +77,8 @@ pub(super) struct Row<T: FloatElem> {
 impl<T: FloatElem> Row<T> {
     #[inline(always)]
     pub(super) unsafe fn load<G: Group>(g: &G, x: *const T, len: u32) -> Self {
-        let (lane, width) = (g.lane(), g.width());
+        // recomputed per row: see `opaque`
+        let (lane, width) = (opaque(g.lane()), opaque(g.width()));
         let cached = len <= width * CACHE as u32;
         let mut v = [T::Acc::ZERO; CACHE];
         if cached {

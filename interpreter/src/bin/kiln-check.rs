@@ -73,11 +73,20 @@ fn main() -> std::process::ExitCode {
             let _ = writeln!(out, "asynchrony: FAIL: {m}");
         }
     }
-    let failed = failed + asynchrony.is_err() as usize;
+    let engines = kiln::check::engines_on_threads();
+    match &engines {
+        Ok(m) => {
+            let _ = writeln!(out, "engines on threads: ok: {m}");
+        }
+        Err(m) => {
+            let _ = writeln!(out, "engines on threads: FAIL: {m}");
+        }
+    }
+    let failed = failed + asynchrony.is_err() as usize + engines.is_err() as usize;
     let _ = writeln!(
         out,
         "{} passed, {failed} failed",
-        passed + asynchrony.is_ok() as usize
+        passed + asynchrony.is_ok() as usize + engines.is_ok() as usize
     );
     if let Some(path) = csv {
         let mut s = String::from("op,dtype,layout,err_over_tol,passed\n");

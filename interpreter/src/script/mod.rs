@@ -32,10 +32,11 @@ pub(crate) mod stdlib;
 
 pub use stdlib::MODULE_NAMES as STDLIB_MODULES;
 
+use crate::backend::cuda::{CudaRuntime, EngineStream, StreamScope};
 use crate::io::FileAccess;
 use crate::tensor::{BudgetScope, Device, Generator, MemoryBudget, Tensor};
 use rhai::{Engine, OptimizationLevel};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// Per-engine state the script API reads: default device, random generator,
 /// the script's command-line arguments, the file-access gate and the memory
@@ -47,6 +48,7 @@ pub struct Runtime {
     args: RwLock<Vec<String>>,
     files: FileAccess,
     budget: Option<Arc<MemoryBudget>>,
+    stream: OnceLock<Option<EngineStream>>,
 }
 
 /// What [`Runtime::enter`] sets up on a thread while a script runs there;
@@ -55,6 +57,7 @@ pub struct Runtime {
 #[must_use = "the runtime applies only while the scope is alive"]
 pub struct RunScope {
     _budget: Option<BudgetScope>,
+    _stream: Option<StreamScope>,
 }
 
 impl Runtime {
@@ -119,14 +122,21 @@ impl Runtime {
     }
 
     /// Prepares this thread to run a script of this runtime: enters its
-    /// memory budget and forgets earlier typed errors. The
+    /// memory budget, makes its own CUDA stream (created on first use, when a
+    /// GPU is usable) the thread's current stream, and forgets earlier typed
+    /// errors. The
     /// [`Interpreter`](crate::Interpreter) does this around every run; a host
     /// that runs kiln scripts on its own engine ([`crate::register`]) holds
     /// the returned scope around its `eval` calls for the budget to apply.
     pub fn enter(&self) -> RunScope {
         convert::clear_typed_error();
+        let stream = match CudaRuntime::get() {
+            Ok(rt) => self.stream.get_or_init(|| rt.engine_stream().ok()).as_ref(),
+            Err(_) => None,
+        };
         RunScope {
             _budget: self.budget.as_ref().map(|b| b.enter()),
+            _stream: stream.map(EngineStream::enter),
         }
     }
 }

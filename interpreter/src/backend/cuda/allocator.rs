@@ -1,7 +1,8 @@
 //! A stream-ordered caching allocator, after PyTorch's: freed blocks go to a
-//! free list keyed by size and are reused by later allocations on the same
-//! stream without any synchronisation (the stream orders the reuse after the
-//! last use). Sizes round up to 512 bytes (small) or 2 MiB (large). On
+//! free list keyed by the stream of their last use and their size, and are
+//! reused by later allocations on that stream without any synchronisation
+//! (the stream orders the reuse after the last use). Blocks cached for one
+//! stream are not handed to another. Sizes round up to 512 bytes (small) or 2 MiB (large). On
 //! out-of-memory the cache is released and the allocation retried once.
 
 use cudarc::driver::{result, sys};
@@ -20,14 +21,14 @@ pub struct MemoryStats {
     pub reserved: usize,
 }
 
-/// The caching allocator of one stream.
+/// The caching allocator of the device, shared by its streams.
 pub struct CachingAllocator {
-    stream: sys::CUstream,
-    free: BTreeMap<usize, Vec<sys::CUdeviceptr>>,
+    /// (stream, size) → cached blocks.
+    free: BTreeMap<(usize, usize), Vec<sys::CUdeviceptr>>,
     stats: MemoryStats,
 }
 
-// SAFETY: the stream handle is only used under the runtime's mutex.
+// SAFETY: the stream handles are only used under the runtime's mutex.
 unsafe impl Send for CachingAllocator {}
 
 /// The block size a request of `bytes` is served from.
@@ -40,32 +41,38 @@ pub fn round_size(bytes: usize) -> usize {
     }
 }
 
+impl Default for CachingAllocator {
+    fn default() -> Self {
+        CachingAllocator::new()
+    }
+}
+
 impl CachingAllocator {
-    /// An empty allocator for `stream`.
-    pub fn new(stream: sys::CUstream) -> Self {
+    /// An empty allocator.
+    pub fn new() -> Self {
         CachingAllocator {
-            stream,
             free: BTreeMap::new(),
             stats: MemoryStats::default(),
         }
     }
 
-    /// A block of at least `bytes`: a cached one of that size class, else a new one.
-    pub fn alloc(&mut self, bytes: usize) -> Result<(sys::CUdeviceptr, usize), String> {
+    /// A block of at least `bytes` for use on `stream` (a `CUstream` handle): a cached one of that
+    /// size class, else a new one.
+    pub(crate) fn alloc(&mut self, bytes: usize, stream: usize) -> Result<(sys::CUdeviceptr, usize), String> {
         let size = round_size(bytes);
-        if let Some(list) = self.free.get_mut(&size) {
+        if let Some(list) = self.free.get_mut(&(stream, size)) {
             if let Some(ptr) = list.pop() {
                 self.stats.allocated += size;
                 return Ok((ptr, size));
             }
         }
         // SAFETY: a plain stream-ordered allocation on our stream.
-        let ptr = match unsafe { result::malloc_async(self.stream, size) } {
+        let ptr = match unsafe { result::malloc_async(stream as sys::CUstream, size) } {
             Ok(p) => p,
             Err(_) => {
                 self.empty_cache();
                 // SAFETY: as above.
-                unsafe { result::malloc_async(self.stream, size) }.map_err(|e| {
+                unsafe { result::malloc_async(stream as sys::CUstream, size) }.map_err(|e| {
                     format!(
                         "out of GPU memory allocating {size} bytes ({} in use, {} reserved): {e:?}",
                         self.stats.allocated, self.stats.reserved
@@ -78,20 +85,21 @@ impl CachingAllocator {
         Ok((ptr, size))
     }
 
-    /// Returns a block to the cache; later work on the stream may reuse it at once.
-    pub fn release(&mut self, ptr: sys::CUdeviceptr, size: usize) {
+    /// Returns a block last used on `stream` to the cache; later work on that
+    /// stream may reuse it at once.
+    pub(crate) fn release(&mut self, ptr: sys::CUdeviceptr, size: usize, stream: usize) {
         self.stats.allocated = self.stats.allocated.saturating_sub(size);
-        self.free.entry(size).or_default().push(ptr);
+        self.free.entry((stream, size)).or_default().push(ptr);
     }
 
     /// Gives every cached block back to the driver.
     pub fn empty_cache(&mut self) {
-        for (size, list) in std::mem::take(&mut self.free) {
+        for ((stream, size), list) in std::mem::take(&mut self.free) {
             for ptr in list {
                 // SAFETY: the block is cached, so no live tensor refers to it, and the
                 // free is ordered on the stream after its last use.
                 unsafe {
-                    let _ = result::free_async(ptr, self.stream);
+                    let _ = result::free_async(ptr, stream as sys::CUstream);
                 }
                 self.stats.reserved = self.stats.reserved.saturating_sub(size);
             }

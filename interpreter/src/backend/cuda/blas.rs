@@ -136,13 +136,15 @@ pub fn matmul(
     } else {
         (&one32 as *const f32 as _, &zero32 as *const f32 as _)
     };
+    let mut handle = rt.blas.lock().unwrap_or_else(|p| p.into_inner());
+    let h = handle.on(rt.cu_stream())?;
     let call = |a_off: usize, b_off: usize, c_off: usize, sa: i64, sb: i64, count: usize| -> Result<()> {
         // SAFETY: the pointers are live device allocations covering every element the
         // layouts address; `alpha`/`beta` match the compute type; the handle is bound to
         // the runtime's stream.
         unsafe {
             blas::gemm_strided_batched_ex(
-                rt.blas.0,
+                h,
                 gb.trans,
                 ga.trans,
                 n as i32,

@@ -400,7 +400,7 @@ unsafe fn launch(rt: &CudaRuntime, f: &CudaFunction, n: u32, params: &mut [*mut 
         (grid, 1, 1),
         (block, 1, 1),
         0,
-        rt.stream.cu_stream(),
+        rt.cu_stream(),
         params,
     )
     .map_err(|e| cuda_error("kernel launch", e))
@@ -421,15 +421,8 @@ unsafe fn launch_with(
     if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
         return Ok(());
     }
-    result::launch_kernel(
-        f.cu_function(),
-        grid,
-        block,
-        shared,
-        rt.stream.cu_stream(),
-        params,
-    )
-    .map_err(|e| cuda_error("kernel launch", e))
+    result::launch_kernel(f.cu_function(), grid, block, shared, rt.cu_stream(), params)
+        .map_err(|e| cuda_error("kernel launch", e))
 }
 
 /// Shared memory for one block-wide all-reduce: 32 accumulators of up to 8 bytes.
@@ -459,7 +452,7 @@ unsafe fn launch_warps(
         (grid as u32, 1, 1),
         (block as u32, 1, 1),
         0,
-        rt.stream.cu_stream(),
+        rt.cu_stream(),
         params,
     )
     .map_err(|e| cuda_error("kernel launch", e))

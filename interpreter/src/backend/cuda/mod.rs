@@ -18,7 +18,7 @@ mod train;
 mod transfer;
 
 pub use allocator::MemoryStats;
-pub use runtime::CudaRuntime;
+pub use runtime::{CudaRuntime, EngineStream, StreamScope};
 
 use super::cpu::{with_dtype, Element};
 use crate::error::{Error, Result};
@@ -29,20 +29,44 @@ pub use kernels::Kernel;
 use kernels::{dense, geometry, DenseReduce};
 use kiln_kernels::params::{Geometry, Operand};
 use runtime::cuda_error;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// A block of device memory, returned to the caching allocator on drop.
+/// A block of device memory, returned to the caching allocator on drop,
+/// with the stream that last queued work on it.
 #[derive(Debug)]
 struct DeviceBuffer {
     ptr: sys::CUdeviceptr,
     size: usize,
+    last: AtomicUsize,
+}
+
+impl DeviceBuffer {
+    /// The address, for work about to be queued on the calling thread's
+    /// stream: if another stream used the buffer last, this stream first waits
+    /// for that stream's work.
+    #[inline]
+    fn touch(&self) -> sys::CUdeviceptr {
+        if let Some(rt) = CudaRuntime::created() {
+            let cur = rt.cu_stream() as usize;
+            if self.last.load(Ordering::Acquire) != cur {
+                let prev = self.last.swap(cur, Ordering::AcqRel);
+                if prev != cur {
+                    // a failed handoff leaves the driver in an error state that the
+                    // next launch or copy reports
+                    let _ = rt.handoff(prev as sys::CUstream, cur as sys::CUstream);
+                }
+            }
+        }
+        self.ptr
+    }
 }
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         if let Ok(rt) = CudaRuntime::get() {
             if let Ok(mut a) = rt.allocator.lock() {
-                a.release(self.ptr, self.size);
+                a.release(self.ptr, self.size, *self.last.get_mut());
             }
         }
     }
@@ -61,14 +85,19 @@ impl CudaStorage {
     pub fn alloc(dtype: DType, len: usize) -> Result<CudaStorage> {
         let rt = CudaRuntime::get()?;
         let bytes = len * dtype.size_in_bytes();
+        let stream = rt.cu_stream();
         let (ptr, size) = rt
             .allocator
             .lock()
             .map_err(|_| Error::invalid("cuda", "allocator lock poisoned"))?
-            .alloc(bytes)
+            .alloc(bytes, stream as usize)
             .map_err(|e| Error::invalid("cuda", e))?;
         Ok(CudaStorage {
-            buf: Arc::new(DeviceBuffer { ptr, size }),
+            buf: Arc::new(DeviceBuffer {
+                ptr,
+                size,
+                last: AtomicUsize::new(stream as usize),
+            }),
             dtype,
             len,
         })
@@ -89,13 +118,15 @@ impl CudaStorage {
         self.len == 0
     }
 
+    /// The device address, for work queued on the calling thread's stream
+    /// (see [`DeviceBuffer::touch`]).
     fn ptr(&self) -> sys::CUdeviceptr {
-        self.buf.ptr
+        self.buf.touch()
     }
 
     /// The address of element `offset`.
     fn at(&self, offset: u32) -> sys::CUdeviceptr {
-        self.buf.ptr + offset as u64 * self.dtype.size_in_bytes() as u64
+        self.ptr() + offset as u64 * self.dtype.size_in_bytes() as u64
     }
 
     /// `n` copies of `value`.
@@ -295,7 +326,7 @@ impl CudaStorage {
             // a dense copy: the copy engine, at full bandwidth
             let bytes = g.n as usize * dtype.size_in_bytes();
             // SAFETY: both ranges lie inside live allocations and are ordered on the stream.
-            unsafe { result::memcpy_dtod_async(y.ptr(), self.at(xo.offset), bytes, rt.stream.cu_stream()) }
+            unsafe { result::memcpy_dtod_async(y.ptr(), self.at(xo.offset), bytes, rt.cu_stream()) }
                 .map_err(|e| cuda_error("device copy", e))?;
             return Ok(y);
         }

@@ -1,14 +1,25 @@
-//! The process-wide CUDA runtime: driver context, the one stream every op is
-//! queued on, the PTX module with its kernels resolved once into a table, the
-//! cuBLAS handle, the caching allocator and the pinned staging buffers. Created on first use; when no
-//! driver or GPU is present it reports why instead of failing later.
+//! The process-wide CUDA runtime: driver context, the streams ops are queued
+//! on, the PTX module with its kernels resolved once into a table, the cuBLAS
+//! handle, the caching allocator and the pinned staging buffers. Created on
+//! first use; when no driver or GPU is present it reports why instead of
+//! failing later.
+//!
+//! Streams: work is queued on the calling thread's current stream — the
+//! runtime's default stream, or an engine's own [`EngineStream`] while that
+//! engine runs (so engines on several threads keep the GPU busy side by side).
+//! Every device buffer remembers the stream that last queued work on it; a use
+//! from another stream first makes that stream wait for it (an event
+//! handoff), so tensors may move between engines. Engine streams are pooled,
+//! never destroyed, because buffers may still name them.
 
 use super::allocator::CachingAllocator;
 use super::kernels::KernelTable;
 use super::staging::Staging;
 use crate::error::{Error, Result};
 use cudarc::cublas::sys as cublas_sys;
+use cudarc::driver::{result, sys};
 use cudarc::driver::{CudaContext, CudaStream};
+use std::cell::Cell;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The PTX built from `gpu-kernels` by `build.rs` (empty when it could not be built).
@@ -28,20 +39,91 @@ pub struct CudaRuntime {
     pub(crate) kernels: KernelTable,
     pub(crate) allocator: Mutex<CachingAllocator>,
     pub(crate) staging: Mutex<Staging>,
-    pub(crate) blas: BlasHandle,
+    pub(crate) blas: Mutex<BlasHandle>,
     pub(crate) name: String,
     pub(crate) sm_count: u32,
+    streams: Mutex<Streams>,
 }
 
-/// A cuBLAS handle bound to the runtime's stream.
-pub(crate) struct BlasHandle(pub(crate) cublas_sys::cublasHandle_t);
+/// The cuBLAS handle and the stream it is bound to now.
+pub(crate) struct BlasHandle {
+    handle: cublas_sys::cublasHandle_t,
+    bound: sys::CUstream,
+}
 
-// SAFETY: the handle is only used on the runtime's single stream, and cuBLAS
-// handles may be used from any thread when calls are not concurrent; kiln
-// serialises them through the runtime.
+// SAFETY: a cuBLAS handle may be used from any thread as long as calls are
+// not concurrent; it is only reached through the runtime's mutex.
 unsafe impl Send for BlasHandle {}
-// SAFETY: as above.
-unsafe impl Sync for BlasHandle {}
+
+impl BlasHandle {
+    /// The handle, bound to `stream` (rebinding only when it changes).
+    pub(crate) fn on(&mut self, stream: sys::CUstream) -> Result<cublas_sys::cublasHandle_t> {
+        if self.bound != stream {
+            // SAFETY: a live handle and a live stream of this context.
+            unsafe { cudarc::cublas::result::set_stream(self.handle, stream as _) }
+                .map_err(|e| cuda_error("cuBLAS set stream", e))?;
+            self.bound = stream;
+        }
+        Ok(self.handle)
+    }
+}
+
+/// Every stream besides the default one, each with the event it records
+/// when another stream must wait for it, and the engine streams not in use.
+struct Streams {
+    handoff: Vec<(usize, usize)>,
+    idle: Vec<usize>,
+}
+
+// SAFETY: plain driver handles, used under the runtime's mutex.
+unsafe impl Send for Streams {}
+
+thread_local! {
+    /// The stream this thread queues work on (0: the runtime's default stream).
+    static CURRENT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A stream of one engine's own, from [`CudaRuntime::engine_stream`];
+/// returned to the runtime's pool when dropped.
+#[derive(Debug)]
+pub struct EngineStream {
+    stream: usize,
+}
+
+impl EngineStream {
+    /// Makes this the calling thread's current stream until the scope drops.
+    pub fn enter(&self) -> StreamScope {
+        let previous = CURRENT.with(|c| c.replace(self.stream));
+        StreamScope {
+            previous,
+            _not_send: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for EngineStream {
+    fn drop(&mut self) {
+        if let Some(Ok(rt)) = RUNTIME.get() {
+            if let Ok(mut s) = rt.streams.lock() {
+                s.idle.push(self.stream);
+            }
+        }
+    }
+}
+
+/// The current stream set by [`EngineStream::enter`]; restores the previous
+/// one when dropped (on the thread that entered).
+#[derive(Debug)]
+pub struct StreamScope {
+    previous: usize,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for StreamScope {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.previous));
+    }
+}
 
 static RUNTIME: OnceLock<std::result::Result<CudaRuntime, String>> = OnceLock::new();
 
@@ -82,17 +164,27 @@ fn create() -> std::result::Result<CudaRuntime, String> {
         // SAFETY: the handle was just created and the stream lives as long as the runtime.
         unsafe { cudarc::cublas::result::set_stream(handle, stream.cu_stream() as _) }
             .map_err(|e| format!("cannot bind cuBLAS to the stream: {e:?}"))?;
+        let handoff = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(|e| format!("cannot create an event: {e:?}"))?;
         let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
         let sm_count = ctx
             .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .unwrap_or(80) as u32;
+        let default_stream = stream.cu_stream();
         Ok(CudaRuntime {
-            allocator: Mutex::new(CachingAllocator::new(stream.cu_stream())),
+            allocator: Mutex::new(CachingAllocator::new()),
+            streams: Mutex::new(Streams {
+                handoff: vec![(stream.cu_stream() as usize, handoff as usize)],
+                idle: vec![],
+            }),
             staging: Mutex::new(Staging::new()),
             ctx,
             stream,
             kernels,
-            blas: BlasHandle(handle),
+            blas: Mutex::new(BlasHandle {
+                handle,
+                bound: default_stream,
+            }),
             name,
             sm_count,
         })
@@ -130,14 +222,78 @@ impl CudaRuntime {
         &self.name
     }
 
-    /// True when every op queued so far has finished (records and queries an event;
-    /// never waits).
+    /// True when every op queued so far on the current stream has finished
+    /// (never waits).
     pub fn is_idle(&self) -> Result<bool> {
-        let ev = self
-            .stream
-            .record_event(None)
-            .map_err(|e| cuda_error("record event", e))?;
-        Ok(ev.is_complete())
+        // SAFETY: a live stream of this context.
+        match unsafe { sys::cuStreamQuery(self.cu_stream()) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(true),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            e => Err(cuda_error("stream query", e)),
+        }
+    }
+
+    /// The runtime if it was created and works (no context binding: for hot paths).
+    pub(crate) fn created() -> Option<&'static CudaRuntime> {
+        match RUNTIME.get() {
+            Some(Ok(rt)) => Some(rt),
+            _ => None,
+        }
+    }
+
+    /// The stream the calling thread queues work on.
+    #[inline]
+    pub(crate) fn cu_stream(&self) -> sys::CUstream {
+        match CURRENT.with(|c| c.get()) {
+            0 => self.stream.cu_stream(),
+            s => s as sys::CUstream,
+        }
+    }
+
+    /// Makes work queued on `to` from now on wait for everything queued on
+    /// `from` so far.
+    pub(crate) fn handoff(&self, from: sys::CUstream, to: sys::CUstream) -> Result<()> {
+        let ev = {
+            let s = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+            s.handoff
+                .iter()
+                .find(|(st, _)| *st == from as usize)
+                .map(|&(_, ev)| ev as sys::CUevent)
+        };
+        let Some(ev) = ev else {
+            return Err(Error::invalid(
+                "cuda",
+                "internal: a buffer names an unknown stream",
+            ));
+        };
+        // SAFETY: live streams and their handoff event, all of this context.
+        unsafe {
+            result::event::record(ev, from).map_err(|e| cuda_error("event record", e))?;
+            result::stream::wait_event(to, ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
+                .map_err(|e| cuda_error("stream wait", e))
+        }
+    }
+
+    /// A stream for one engine: an idle one from the pool, else a new one.
+    pub fn engine_stream(&self) -> Result<EngineStream> {
+        let mut s = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(stream) = s.idle.pop() {
+            return Ok(EngineStream { stream });
+        }
+        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| cuda_error("stream creation", e))?;
+        let ev = match result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING) {
+            Ok(ev) => ev,
+            Err(e) => {
+                // SAFETY: the stream was just created and nothing uses it.
+                let _ = unsafe { result::stream::destroy(stream) };
+                return Err(cuda_error("event creation", e));
+            }
+        };
+        s.handoff.push((stream as usize, ev as usize));
+        Ok(EngineStream {
+            stream: stream as usize,
+        })
     }
 
     /// Bytes held by live tensors and by the cache.
@@ -152,11 +308,10 @@ impl CudaRuntime {
         }
     }
 
-    /// Waits until all queued work has finished.
+    /// Waits until all work queued on the current stream has finished.
     pub fn synchronize(&self) -> Result<()> {
-        self.stream
-            .synchronize()
-            .map_err(|e| cuda_error("synchronize", e))
+        // SAFETY: a live stream of this context.
+        unsafe { result::stream::synchronize(self.cu_stream()) }.map_err(|e| cuda_error("synchronize", e))
     }
 }
 

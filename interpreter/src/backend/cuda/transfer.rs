@@ -102,11 +102,10 @@ impl CudaStorage {
 unsafe fn upload_bytes(rt: &CudaRuntime, dst: sys::CUdeviceptr, src: &[u8]) -> Result<()> {
     if src.len() >= staging::STAGE_MIN {
         let mut st = rt.staging.lock().unwrap_or_else(|p| p.into_inner());
-        st.upload(rt.stream.cu_stream(), dst, src)
+        st.upload(rt.cu_stream(), dst, src)
     } else {
         // a pageable source is staged by the driver before this call returns
-        result::memcpy_htod_async(dst, src, rt.stream.cu_stream())
-            .map_err(|e| cuda_error("host-to-device copy", e))
+        result::memcpy_htod_async(dst, src, rt.cu_stream()).map_err(|e| cuda_error("host-to-device copy", e))
     }
 }
 
@@ -120,11 +119,10 @@ unsafe fn download_bytes(rt: &CudaRuntime, dst: *mut u8, n: usize, src: sys::CUd
     }
     if n >= staging::STAGE_MIN {
         let mut st = rt.staging.lock().unwrap_or_else(|p| p.into_inner());
-        return st.download(rt.stream.cu_stream(), dst, n, src);
+        return st.download(rt.cu_stream(), dst, n, src);
     }
     let out = std::slice::from_raw_parts_mut(dst, n);
-    result::memcpy_dtoh_async(out, src, rt.stream.cu_stream())
-        .map_err(|e| cuda_error("device-to-host copy", e))?;
+    result::memcpy_dtoh_async(out, src, rt.cu_stream()).map_err(|e| cuda_error("device-to-host copy", e))?;
     rt.synchronize()
 }
 

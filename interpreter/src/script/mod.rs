@@ -131,8 +131,10 @@ impl Runtime {
     pub fn enter(&self) -> RunScope {
         convert::clear_typed_error();
         let stream = match CudaRuntime::get() {
-            Ok(rt) => self.stream.get_or_init(|| rt.engine_stream().ok()).as_ref(),
-            Err(_) => None,
+            Ok(rt) if CudaRuntime::engine_streams_enabled() => {
+                self.stream.get_or_init(|| rt.engine_stream().ok()).as_ref()
+            }
+            _ => None,
         };
         RunScope {
             _budget: self.budget.as_ref().map(|b| b.enter()),

@@ -69,6 +69,9 @@ fn cuda_module() -> Module {
             rt.empty_cache();
         }
     });
+    reg("stream_handoffs").set_into_module(&mut m, || {
+        CudaRuntime::get().map_or(0, |rt| rt.stream_handoffs() as INT)
+    });
     reg("set_allow_tf32").set_into_module(&mut m, blas::set_allow_tf32);
     m
 }

@@ -2,7 +2,9 @@
 //! free list keyed by the stream of their last use and their size, and are
 //! reused by later allocations on that stream without any synchronisation
 //! (the stream orders the reuse after the last use). Blocks cached for one
-//! stream are not handed to another. Sizes round up to 512 bytes (small) or 2 MiB (large). On
+//! stream are not handed to another, so a stream of its own is also a
+//! private pool: a CUDA-graph capture on its own stream keeps its blocks
+//! apart from eager work, as PyTorch's graph pools do. Sizes round up to 512 bytes (small) or 2 MiB (large). On
 //! out-of-memory the cache is released and the allocation retried once.
 
 use cudarc::driver::{result, sys};

@@ -43,6 +43,7 @@ pub struct CudaRuntime {
     pub(crate) name: String,
     pub(crate) sm_count: u32,
     streams: Mutex<Streams>,
+    handoffs: std::sync::atomic::AtomicU64,
 }
 
 /// The cuBLAS handle and the stream it is bound to now.
@@ -173,6 +174,7 @@ fn create() -> std::result::Result<CudaRuntime, String> {
         let default_stream = stream.cu_stream();
         Ok(CudaRuntime {
             allocator: Mutex::new(CachingAllocator::new()),
+            handoffs: std::sync::atomic::AtomicU64::new(0),
             streams: Mutex::new(Streams {
                 handoff: vec![(stream.cu_stream() as usize, handoff as usize)],
                 idle: vec![],
@@ -253,6 +255,7 @@ impl CudaRuntime {
     /// Makes work queued on `to` from now on wait for everything queued on
     /// `from` so far.
     pub(crate) fn handoff(&self, from: sys::CUstream, to: sys::CUstream) -> Result<()> {
+        self.handoffs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let ev = {
             let s = self.streams.lock().unwrap_or_else(|p| p.into_inner());
             s.handoff
@@ -272,6 +275,20 @@ impl CudaRuntime {
             result::stream::wait_event(to, ev, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
                 .map_err(|e| cuda_error("stream wait", e))
         }
+    }
+
+    /// How many times a buffer moved between streams (each costs an event
+    /// record and a stream wait).
+    pub fn stream_handoffs(&self) -> u64 {
+        self.handoffs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether engines get streams of their own: yes unless the environment
+    /// sets `KILN_STREAMS=shared` (every engine then queues on the default
+    /// stream, as before there were engine streams).
+    pub fn engine_streams_enabled() -> bool {
+        static ON: OnceLock<bool> = OnceLock::new();
+        *ON.get_or_init(|| std::env::var("KILN_STREAMS").map_or(true, |v| v != "shared"))
     }
 
     /// A stream for one engine: an idle one from the pool, else a new one.

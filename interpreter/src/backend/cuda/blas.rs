@@ -139,35 +139,66 @@ pub fn matmul(
     let mut handle = rt.blas.lock().unwrap_or_else(|p| p.into_inner());
     let h = handle.on(rt.cu_stream())?;
     let call = |a_off: usize, b_off: usize, c_off: usize, sa: i64, sb: i64, count: usize| -> Result<()> {
+        let (pa, pb, pc) = (
+            (a.ptr() as usize + a_off * esz) as *const c_void,
+            (b.ptr() as usize + b_off * esz) as *const c_void,
+            (out.ptr() as usize + c_off * esz) as *mut c_void,
+        );
+        let algo = sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
         // SAFETY: the pointers are live device allocations covering every element the
         // layouts address; `alpha`/`beta` match the compute type; the handle is bound to
-        // the runtime's stream.
+        // the calling thread's stream and held under the runtime's mutex.
         unsafe {
-            blas::gemm_strided_batched_ex(
-                h,
-                gb.trans,
-                ga.trans,
-                n as i32,
-                m as i32,
-                k as i32,
-                alpha,
-                (b.ptr() as usize + b_off * esz) as *const c_void,
-                dt,
-                gb.ld as i32,
-                sb,
-                (a.ptr() as usize + a_off * esz) as *const c_void,
-                dt,
-                ga.ld as i32,
-                sa,
-                beta,
-                (out.ptr() as usize + c_off * esz) as *mut c_void,
-                dt,
-                n as i32,
-                (m * n) as i64,
-                count as i32,
-                compute,
-                sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-            )
+            if count == 1 {
+                // one product: the plain GEMM costs less host time than a batch of one
+                blas::gemm_ex(
+                    h,
+                    gb.trans,
+                    ga.trans,
+                    n as i32,
+                    m as i32,
+                    k as i32,
+                    alpha,
+                    pb,
+                    dt,
+                    gb.ld as i32,
+                    pa,
+                    dt,
+                    ga.ld as i32,
+                    beta,
+                    pc,
+                    dt,
+                    n as i32,
+                    compute,
+                    algo,
+                )
+            } else {
+                blas::gemm_strided_batched_ex(
+                    h,
+                    gb.trans,
+                    ga.trans,
+                    n as i32,
+                    m as i32,
+                    k as i32,
+                    alpha,
+                    pb,
+                    dt,
+                    gb.ld as i32,
+                    sb,
+                    pa,
+                    dt,
+                    ga.ld as i32,
+                    sa,
+                    beta,
+                    pc,
+                    dt,
+                    n as i32,
+                    (m * n) as i64,
+                    count as i32,
+                    compute,
+                    algo,
+                )
+            }
         }
         .map_err(|e| cuda_error("cuBLAS gemm", e))
     };

@@ -16,7 +16,12 @@ use std::time::Duration;
 
 /// Run a script as a data-parallel group of processes.
 #[derive(Parser, Debug)]
-#[command(name = "kiln launch", version, about, long_about = None)]
+#[command(
+    name = "kiln launch",
+    version,
+    about = "Run a script as a data-parallel group of processes (ranks 0..N over 127.0.0.1)",
+    long_about = None
+)]
 pub struct Launch {
     /// Number of processes (ranks).
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -92,7 +97,10 @@ fn run(l: Launch) -> Result<ExitCode> {
             .env("NCCL_NVLS_ENABLE", "0")
             .stdin(Stdio::null());
         if let Some(n) = l.gpus {
-            cmd.env("CUDA_VISIBLE_DEVICES", visible_gpu(rank, n, parent_gpus.as_deref()));
+            cmd.env(
+                "CUDA_VISIBLE_DEVICES",
+                visible_gpu(rank, n, parent_gpus.as_deref()),
+            );
             cmd.env("KILN_LOCAL_RANK", rank.to_string());
         }
         if !l.no_prefix {
@@ -127,9 +135,7 @@ fn run(l: Launch) -> Result<ExitCode> {
                 Some(c) => format!("exit code {c}"),
                 None => signal_text(&status),
             };
-            eprintln!(
-                "kiln launch: rank {rank} failed: {what}; the other ranks were stopped"
-            );
+            eprintln!("kiln launch: rank {rank} failed: {what}; the other ranks were stopped");
             let code = status.code().filter(|&c| (1..=255).contains(&c)).unwrap_or(1);
             Ok(ExitCode::from(code as u8))
         }

@@ -47,6 +47,7 @@ fn main() -> ExitCode {
     if argv.get(1).is_some_and(|a| a == "launch") {
         let mut rest = argv;
         rest.remove(0);
+        rest[0] = "kiln launch".into();
         return launch::main(rest);
     }
     let cli = Cli::parse();

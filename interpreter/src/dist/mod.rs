@@ -67,12 +67,10 @@ impl Config {
     pub fn from_env() -> Result<Config> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let num = |k: &str, v: String| {
-            v.trim()
-                .parse::<usize>()
-                .map_err(|_| Error::Distributed {
-                    op: "dist",
-                    msg: format!("{k}={v} is not a non-negative integer"),
-                })
+            v.trim().parse::<usize>().map_err(|_| Error::Distributed {
+                op: "dist",
+                msg: format!("{k}={v} is not a non-negative integer"),
+            })
         };
         let world_size = match var("KILN_WORLD_SIZE") {
             Some(v) => num("KILN_WORLD_SIZE", v)?,
@@ -233,7 +231,8 @@ impl ProcessGroup {
         } else {
             self.collective(Kind::AllGather, 0, t.dtype(), t.shape(), host_bytes(t)?)?
         };
-        let cpu = decode(&out, FileDType::of(t.dtype()), Endian::Little).map_err(|m| dist_err("all_gather", m))?;
+        let cpu =
+            decode(&out, FileDType::of(t.dtype()), Endian::Little).map_err(|m| dist_err("all_gather", m))?;
         Tensor::from_storage("all_gather", Storage::from_cpu(t.device(), cpu)?, &shape)
     }
 
@@ -248,16 +247,20 @@ impl ProcessGroup {
 
     /// Runs one collective: connects on first use, exchanges the request
     /// with the hub and returns the result's bytes.
-    fn collective(&self, kind: Kind, arg: u64, dtype: DType, shape: &[usize], data: Vec<u8>) -> Result<Vec<u8>> {
+    fn collective(
+        &self,
+        kind: Kind,
+        arg: u64,
+        dtype: DType,
+        shape: &[usize],
+        data: Vec<u8>,
+    ) -> Result<Vec<u8>> {
         let op = kind.name();
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(why) = &st.broken {
             return Err(dist_err(
                 op,
-                format!(
-                    "rank {}: the process group failed earlier ({why})",
-                    self.rank()
-                ),
+                format!("rank {}: the process group failed earlier ({why})", self.rank()),
             ));
         }
         let req = Request {
@@ -343,7 +346,8 @@ impl ProcessGroup {
             s.set_write_timeout(Some(c.timeout))
         };
         if c.rank == 0 {
-            let listener = TcpListener::bind(addr).map_err(|e| format!("rank 0 cannot listen on {addr}: {e}"))?;
+            let listener =
+                TcpListener::bind(addr).map_err(|e| format!("rank 0 cannot listen on {addr}: {e}"))?;
             listener
                 .set_nonblocking(true)
                 .map_err(|e| format!("rank 0: {e}"))?;
@@ -394,7 +398,10 @@ impl ProcessGroup {
         } else {
             loop {
                 let left = deadline.saturating_duration_since(Instant::now());
-                let attempt = TcpStream::connect_timeout(&addr, left.clamp(Duration::from_millis(1), Duration::from_secs(1)));
+                let attempt = TcpStream::connect_timeout(
+                    &addr,
+                    left.clamp(Duration::from_millis(1), Duration::from_secs(1)),
+                );
                 match attempt {
                     Ok(mut s) => {
                         setup(&s).map_err(|e| format!("rank {}: {e}", c.rank))?;
@@ -462,7 +469,10 @@ fn host_bytes(t: &Tensor) -> Result<Vec<u8>> {
     let dense = t.storage().to_device(t.layout(), Device::Cpu)?;
     match dense {
         Storage::Cpu(c) => Ok(encode_le(&c)),
-        Storage::Cuda(_) => Err(Error::invalid("dist", "internal: data not on the host after a copy")),
+        Storage::Cuda(_) => Err(Error::invalid(
+            "dist",
+            "internal: data not on the host after a copy",
+        )),
     }
 }
 
@@ -519,9 +529,17 @@ mod tests {
             g.all_reduce(&m, ReduceOp::Max).unwrap();
             let b = Tensor::from_slice(&[g.rank() as i64; 3], &[3], Device::Cpu).unwrap();
             g.broadcast(&b, 2).unwrap();
-            let gathered = g.all_gather(&Tensor::from_slice(&[g.rank() as i32], &[1], Device::Cpu).unwrap()).unwrap();
+            let gathered = g
+                .all_gather(&Tensor::from_slice(&[g.rank() as i32], &[1], Device::Cpu).unwrap())
+                .unwrap();
             g.barrier().unwrap();
-            (sum, m.to_vec::<f32>().unwrap(), b.to_vec::<i64>().unwrap(), gathered.shape().to_vec(), gathered.to_vec::<i32>().unwrap())
+            (
+                sum,
+                m.to_vec::<f32>().unwrap(),
+                b.to_vec::<i64>().unwrap(),
+                gathered.shape().to_vec(),
+                gathered.to_vec::<i32>().unwrap(),
+            )
         });
         for o in out {
             assert_eq!(o.0, [3.0, 33.0]);
@@ -541,7 +559,10 @@ mod tests {
             (first, then)
         });
         for (first, then) in out {
-            assert!(first.contains("rank 1 called all_reduce(<f32 tensor of shape [2]>"), "{first}");
+            assert!(
+                first.contains("rank 1 called all_reduce(<f32 tensor of shape [2]>"),
+                "{first}"
+            );
             assert!(then.contains("failed earlier"), "{then}");
         }
     }

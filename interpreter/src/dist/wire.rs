@@ -211,10 +211,7 @@ impl Request {
         let kind = Kind::from_code(c.u8()?).ok_or("unknown collective")?;
         let arg = c.u64()?;
         let seq = c.u64()?;
-        let dtype = DType::ALL
-            .get(c.u8()? as usize)
-            .copied()
-            .ok_or("unknown dtype")?;
+        let dtype = DType::ALL.get(c.u8()? as usize).copied().ok_or("unknown dtype")?;
         let ndim = c.u32()? as usize;
         let mut shape = Vec::with_capacity(ndim.min(64));
         for _ in 0..ndim {
@@ -403,7 +400,6 @@ fn combine_pair<T: Element>(a: T, b: T, op: ReduceOp) -> T {
             ReduceOp::Max if x.is_nan() || x >= y => a,
             ReduceOp::Min if x.is_nan() || x <= y => a,
             _ => b, // the larger (smaller) one, or a NaN in b
-
         }
     } else {
         let (x, y) = (a.to_i64(), b.to_i64());
@@ -503,7 +499,12 @@ mod tests {
 
     #[test]
     fn requests_and_hellos_round_trip() {
-        let q = req(Kind::AllReduce, ReduceOp::Max.code(), CpuStorage::I64(vec![5, -7]), &[2, 1]);
+        let q = req(
+            Kind::AllReduce,
+            ReduceOp::Max.code(),
+            CpuStorage::I64(vec![5, -7]),
+            &[2, 1],
+        );
         assert_eq!(Request::decode(&q.encode()).unwrap(), q);
         assert!(Request::decode(&q.encode()[..9]).is_err());
         assert_eq!(parse_hello(&hello(2, 3)).unwrap(), (2, 3));
@@ -515,7 +516,11 @@ mod tests {
 
     #[test]
     fn reductions_in_rank_order() {
-        let ranks = [vec![1.0f32, -2.0, 0.5], vec![10.0, 4.0, f32::NAN], vec![100.0, -8.0, 0.25]];
+        let ranks = [
+            vec![1.0f32, -2.0, 0.5],
+            vec![10.0, 4.0, f32::NAN],
+            vec![100.0, -8.0, 0.25],
+        ];
         let reqs = |op: ReduceOp| -> Vec<Request> {
             ranks
                 .iter()
@@ -548,7 +553,10 @@ mod tests {
             .map(|s| req(Kind::AllReduce, ReduceOp::Mean.code(), s.clone(), &[2]))
             .collect();
         assert!(combine(&q).unwrap_err().contains("floating-point"));
-        let b = [CpuStorage::Bool(vec![true, false]), CpuStorage::Bool(vec![true, true])];
+        let b = [
+            CpuStorage::Bool(vec![true, false]),
+            CpuStorage::Bool(vec![true, true]),
+        ];
         let q: Vec<_> = b
             .iter()
             .map(|s| req(Kind::AllReduce, ReduceOp::Min.code(), s.clone(), &[2]))
@@ -565,15 +573,26 @@ mod tests {
             encode_le(&CpuStorage::I32(vec![1, 2, 3, 4]))
         );
         let root1 = |s| req(Kind::Broadcast, 1, s, &[2]);
-        let out = combine(&[root1(CpuStorage::I32(vec![0, 0])), root1(CpuStorage::I32(vec![7, 8]))]);
+        let out = combine(&[
+            root1(CpuStorage::I32(vec![0, 0])),
+            root1(CpuStorage::I32(vec![7, 8])),
+        ]);
         assert_eq!(out.unwrap(), encode_le(&CpuStorage::I32(vec![7, 8])));
         let bad_root = req(Kind::Broadcast, 5, CpuStorage::I32(vec![1, 2]), &[2]);
-        assert!(combine(&[bad_root.clone(), bad_root]).unwrap_err().contains("root 5"));
+        assert!(combine(&[bad_root.clone(), bad_root])
+            .unwrap_err()
+            .contains("root 5"));
         let c = req(Kind::AllGather, 0, CpuStorage::I32(vec![3, 4, 5]), &[3]);
         let e = combine(&[a, c]).unwrap_err();
-        assert!(e.contains("rank 1 called all_gather(<i32 tensor of shape [3]>)"), "{e}");
+        assert!(
+            e.contains("rank 1 called all_gather(<i32 tensor of shape [3]>)"),
+            "{e}"
+        );
         let f = req(Kind::AllReduce, 0, CpuStorage::F32(vec![1.0, 2.0]), &[2]);
         let e = combine(&[f, b]).unwrap_err();
-        assert!(e.contains("rank 0 called all_reduce(<f32 tensor of shape [2]>, \"sum\")"), "{e}");
+        assert!(
+            e.contains("rank 0 called all_reduce(<f32 tensor of shape [2]>, \"sum\")"),
+            "{e}"
+        );
     }
 }

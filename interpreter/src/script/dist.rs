@@ -37,12 +37,8 @@ fn dist_module() -> Module {
     let mut m = Module::new();
     let reg = |name: &str| FuncRegistration::new(name.to_string()).with_volatility(true);
     reg("rank").set_into_module(&mut m, || -> RhaiResult<INT> { Ok(group()?.rank() as INT) });
-    reg("world_size").set_into_module(&mut m, || -> RhaiResult<INT> {
-        Ok(group()?.world_size() as INT)
-    });
-    reg("is_distributed").set_into_module(&mut m, || -> RhaiResult<bool> {
-        Ok(group()?.world_size() > 1)
-    });
+    reg("world_size").set_into_module(&mut m, || -> RhaiResult<INT> { Ok(group()?.world_size() as INT) });
+    reg("is_distributed").set_into_module(&mut m, || -> RhaiResult<bool> { Ok(group()?.world_size() > 1) });
     reg("all_reduce").set_into_module(&mut m, |t: Tensor, op: &str| all_reduce(t, op));
     reg("all_reduce").set_into_module(&mut m, |t: Tensor| all_reduce(t, "sum"));
     reg("broadcast").set_into_module(&mut m, |t: Tensor, root: INT| -> RhaiResult<Tensor> {

@@ -302,6 +302,7 @@ fn rank_lines(out: &str, r: usize) -> Vec<String> {
 }
 
 const COLLECTIVES: &str = r#"
+import "ddp" as ddp;
 let r = dist::rank();
 let w = dist::world_size();
 let t = tensor([r + 1.0, 10.0 * r]);
@@ -319,6 +320,14 @@ dist::broadcast(b, w - 1);
 print(`bcast ${b.to_list()}`);
 let g = dist::all_gather(tensor([r, r * r], #{dtype: "i32"}));
 print(`gather ${g.shape} ${g.dtype} ${g.to_list()}`);
+let s = ddp::shard(6);
+print(`shard ${s.start} ${s.len}`);
+let p = full([2], r * 1.0).requires_grad(true);
+p.sum().backward();
+p.grad *= r + 1.0;
+ddp::all_reduce_grads([p]);
+ddp::broadcast_parameters([p], w - 1);
+print(`grad ${p.grad.to_list()} param ${p.to_list()}`);
 dist::barrier();
 print(`done ${r}/${w}`);
 "#;
@@ -343,6 +352,12 @@ fn launch_runs_collectives_on_every_rank() {
                 format!("max [{}, 0] min [0, {}]", n - 1, -(n as i64 - 1)),
                 format!("bcast [{root}, {root}]"),
                 format!("gather [{n}, 2] i32 {gather}"),
+                format!("shard {} {}", r * 6 / n, 6 / n),
+                format!(
+                    "grad [{g:?}, {g:?}] param [{q:?}, {q:?}]",
+                    g = (n + 1) as f64 / 2.0,
+                    q = (n - 1) as f64
+                ),
                 format!("done {r}/{n}"),
             ];
             assert_eq!(rank_lines(&out, r), expect, "rank {r} of {n}:\n{out}");
@@ -353,7 +368,7 @@ fn launch_runs_collectives_on_every_rank() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "sum [1.0, 0.0]\nmean [[0.0]]\nmax [0, 0] min [0, 0]\nbcast [0, 0]\ngather [1, 2] i32 [[0, 0]]\ndone 0/1\n"
+        "sum [1.0, 0.0]\nmean [[0.0]]\nmax [0, 0] min [0, 0]\nbcast [0, 0]\ngather [1, 2] i32 [[0, 0]]\nshard 0 6\ngrad [1.0, 1.0] param [0.0, 0.0]\ndone 0/1\n"
     );
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -380,7 +395,11 @@ fn launch_reports_mismatches_and_bad_arguments() {
     }
     assert!(stderr(&o).contains("failed earlier"), "{}", stderr(&o));
     let o = kiln(&["-e", "dist::all_reduce(ones([1]), \"median\")"]);
-    assert!(stderr(&o).contains("unknown op 'median'"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("<eval>:1:7: all_reduce: unknown op 'median'"),
+        "{}",
+        stderr(&o)
+    );
     let o = kiln(&["-e", "dist::all_reduce(arange(3), \"mean\")"]);
     assert!(
         stderr(&o).contains("needs a floating-point tensor"),

@@ -267,3 +267,237 @@ fn iris_reaches_90_percent() {
         .unwrap();
     assert!(acc >= 0.9, "accuracy {acc}:\n{out}");
 }
+
+/// Runs `kiln launch ARGS` from the repository root, with the dist variables
+/// of any outer run removed.
+fn launch(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .arg("launch")
+        .args(args)
+        .env_remove("KILN_DEVICE")
+        .env_remove("KILN_RANK")
+        .env_remove("KILN_WORLD_SIZE")
+        .env_remove("KILN_DIST_ADDR")
+        .env("KILN_PROGRESS", "off")
+        .env("KILN_DIST_TIMEOUT", "30")
+        .output()
+        .expect("run kiln launch")
+}
+
+/// A fresh scratch folder for one test.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("kiln-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The lines rank `r` printed, without the prefix.
+fn rank_lines(out: &str, r: usize) -> Vec<String> {
+    let prefix = format!("[rank {r}] ");
+    out.lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+const COLLECTIVES: &str = r#"
+import "ddp" as ddp;
+let r = dist::rank();
+let w = dist::world_size();
+let t = tensor([r + 1.0, 10.0 * r]);
+dist::all_reduce(t, "sum");
+print(`sum ${t.to_list()}`);
+let m = tensor([[r * 2.0]], #{dtype: "f64"});
+print(`mean ${dist::all_reduce(m, "mean").to_list()}`);
+let hi = tensor([r, -r]);
+dist::all_reduce(hi, "max");
+let lo = tensor([r, -r]);
+dist::all_reduce(lo, "min");
+print(`max ${hi.to_list()} min ${lo.to_list()}`);
+let b = full([2], r * 7).t();
+dist::broadcast(b, w - 1);
+print(`bcast ${b.to_list()}`);
+let g = dist::all_gather(tensor([r, r * r], #{dtype: "i32"}));
+print(`gather ${g.shape} ${g.dtype} ${g.to_list()}`);
+let s = ddp::shard(6);
+print(`shard ${s.start} ${s.len}`);
+let p = full([2], r * 1.0).requires_grad(true);
+p.sum().backward();
+p.grad *= r + 1.0;
+ddp::all_reduce_grads([p]);
+ddp::broadcast_parameters([p], w - 1);
+print(`grad ${p.grad.to_list()} param ${p.to_list()}`);
+dist::barrier();
+print(`done ${r}/${w}`);
+"#;
+
+#[test]
+fn launch_runs_collectives_on_every_rank() {
+    let dir = scratch("collectives");
+    let script = dir.join("c.rhai");
+    std::fs::write(&script, COLLECTIVES).unwrap();
+    for (n, sum, mean, gather) in [
+        (2, "[3.0, 10.0]", "[[1.0]]", "[[0, 0], [1, 1]]"),
+        (3, "[6.0, 30.0]", "[[2.0]]", "[[0, 0], [1, 1], [2, 4]]"),
+    ] {
+        let o = launch(&["--nproc", &n.to_string(), script.to_str().unwrap()]);
+        assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+        let out = stdout(&o);
+        for r in 0..n {
+            let root = 7 * (n - 1);
+            let expect = [
+                format!("sum {sum}"),
+                format!("mean {mean}"),
+                format!("max [{}, 0] min [0, {}]", n - 1, -(n as i64 - 1)),
+                format!("bcast [{root}, {root}]"),
+                format!("gather [{n}, 2] i32 {gather}"),
+                format!("shard {} {}", r * 6 / n, 6 / n),
+                format!(
+                    "grad [{g:?}, {g:?}] param [{q:?}, {q:?}]",
+                    g = (n + 1) as f64 / 2.0,
+                    q = (n - 1) as f64
+                ),
+                format!("done {r}/{n}"),
+            ];
+            assert_eq!(rank_lines(&out, r), expect, "rank {r} of {n}:\n{out}");
+        }
+    }
+    // without the launcher: rank 0 of 1, every collective the identity
+    let o = kiln(&[script.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "sum [1.0, 0.0]\nmean [[0.0]]\nmax [0, 0] min [0, 0]\nbcast [0, 0]\ngather [1, 2] i32 [[0, 0]]\nshard 0 6\ngrad [1.0, 1.0] param [0.0, 0.0]\ndone 0/1\n"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn launch_reports_mismatches_and_bad_arguments() {
+    let dir = scratch("mismatch");
+    let script = dir.join("m.rhai");
+    std::fs::write(
+        &script,
+        "let t = zeros([dist::rank() + 1]);\ntry { dist::all_reduce(t, \"sum\"); } catch (e) { print(e); }\ndist::barrier();\nprint(\"after\");\n",
+    )
+    .unwrap();
+    let o = launch(&["--nproc", "2", script.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let out = stdout(&o);
+    for r in 0..2 {
+        let lines = rank_lines(&out, r);
+        assert!(
+            lines[0].contains("rank 0 called all_reduce(<f32 tensor of shape [1]>, \"sum\") (collective #0) but rank 1 called all_reduce(<f32 tensor of shape [2]>, \"sum\")"),
+            "{out}"
+        );
+        assert!(!lines.iter().any(|l| l == "after"), "{out}");
+    }
+    assert!(stderr(&o).contains("failed earlier"), "{}", stderr(&o));
+    let o = kiln(&["-e", "dist::all_reduce(ones([1]), \"median\")"]);
+    assert!(
+        stderr(&o).contains("<eval>:1:7: all_reduce: unknown op 'median'"),
+        "{}",
+        stderr(&o)
+    );
+    let o = kiln(&["-e", "dist::all_reduce(arange(3), \"mean\")"]);
+    assert!(
+        stderr(&o).contains("needs a floating-point tensor"),
+        "{}",
+        stderr(&o)
+    );
+    let o = kiln(&["-e", "dist::broadcast(ones([1]), 1)"]);
+    assert!(stderr(&o).contains("root 1 is not a rank"), "{}", stderr(&o));
+    let o = launch(&["--nproc", "0", script.to_str().unwrap()]);
+    assert!(
+        stderr(&o).contains("--nproc must be at least 1"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn launch_ends_the_other_ranks_when_one_fails() {
+    let dir = scratch("fail");
+    let script = dir.join("f.rhai");
+    // rank 2 fails; ranks 0 and 1 would wait in the barrier for the timeout
+    std::fs::write(
+        &script,
+        "if dist::rank() == 2 { throw \"boom\"; }\ndist::barrier();\nprint(\"unreachable\");\n",
+    )
+    .unwrap();
+    let start = std::time::Instant::now();
+    let o = launch(&["--nproc", "3", script.to_str().unwrap()]);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("[rank 2] error:"), "{err}");
+    assert!(err.contains("boom"), "{err}");
+    assert!(err.contains("kiln launch: rank 2 failed: exit code 1"), "{err}");
+    assert!(!stdout(&o).contains("unreachable"), "{}", stdout(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn ddp_on_two_ranks_matches_one_process() {
+    let dir = scratch("ddp");
+    let one = dir.join("one.safetensors");
+    let two = dir.join("two.safetensors");
+    let args = ["scripts/train_digits_ddp.rhai", "--epochs", "2", "--out"];
+    // one process, no launcher: world size 1
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .args(["--device", "cpu"])
+        .args(args)
+        .arg(&one)
+        .env_remove("KILN_DEVICE")
+        .env_remove("KILN_WORLD_SIZE")
+        .env("KILN_PROGRESS", "off")
+        .output()
+        .expect("run kiln");
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).starts_with("1 rank(s), global batch 64"),
+        "{}",
+        stdout(&o)
+    );
+    let o = launch(&[
+        "--nproc",
+        "2",
+        "--device",
+        "cpu",
+        args[0],
+        args[1],
+        args[2],
+        args[3],
+        two.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("[rank 0] 2 rank(s), global batch 64 (32 rows per rank)"),
+        "{out}"
+    );
+    assert!(out.contains("[rank 0] epoch 2: loss "), "{out}");
+    assert!(rank_lines(&out, 1).is_empty(), "{out}");
+    let cmp = format!(
+        "let a = load_safetensors(\"{}\"); let b = load_safetensors(\"{}\"); let m = 0.0; \
+         for k in a.keys() {{ let d = (a[k] - b[k]).abs().max().item(); if d > m {{ m = d; }} }} \
+         print(a.len()); print(m);",
+        one.display(),
+        two.display()
+    );
+    let o = kiln(&["-e", &cmp]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some("4"), "{out}");
+    let diff: f64 = lines.next().unwrap().parse().unwrap();
+    assert!(diff < 1e-4, "the weights differ by {diff}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -162,6 +162,15 @@ pub enum Error {
         /// The budget, in bytes.
         limit: usize,
     },
+    /// A collective of the process group that failed: a peer that cannot be
+    /// reached or timed out, or ranks that disagree on the call.
+    #[error("{op}: {msg}")]
+    Distributed {
+        /// The collective (or `dist` for connection setup).
+        op: &'static str,
+        /// What went wrong, naming the ranks involved.
+        msg: String,
+    },
     /// A tensor read or written as an element type other than its dtype.
     #[error("{op}: the tensor has dtype {found}, not {expected} (convert it first with to_dtype)")]
     DTypeMismatch {

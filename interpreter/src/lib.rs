@@ -12,6 +12,8 @@
 //!   [`Device`], the op front-end (validation, broadcasting, promotion,
 //!   autograd), host data in and out ([`Tensor::from_slice`],
 //!   [`Tensor::to_vec`]) and memory budgets ([`MemoryBudget`]).
+//! - [`dist`]: the process group of `kiln launch` and its collectives
+//!   (`all_reduce`, `broadcast`, `all_gather`, `barrier`) over TCP.
 //! - [`backend`]: device storage and the primitive kernels (CPU and CUDA).
 //!
 //! A host passes tensors in, runs a script, and reads tensors back:
@@ -34,6 +36,7 @@
 
 pub mod backend;
 pub mod check;
+pub mod dist;
 pub mod engine;
 pub mod error;
 pub mod io;

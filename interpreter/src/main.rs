@@ -1,6 +1,7 @@
 //! The `kiln` command: run a script file, evaluate an expression with `-e`,
-//! or start the interactive session ([`repl`]). A thin layer over the
-//! library's [`kiln::Interpreter`].
+//! start the interactive session ([`repl`]), or run a script as a
+//! data-parallel group of processes with `kiln launch` ([`launch`]). A thin
+//! layer over the library's [`kiln::Interpreter`].
 
 use anyhow::Result;
 use clap::Parser;
@@ -8,11 +9,18 @@ use kiln::{Device, Interpreter};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod launch;
 mod repl;
 
 /// kiln: tensor programs in Rhai, computed in Rust.
 #[derive(Parser, Debug)]
-#[command(name = "kiln", version, about, long_about = None)]
+#[command(
+    name = "kiln",
+    version,
+    about,
+    long_about = None,
+    after_help = "Data-parallel runs: kiln launch --nproc N SCRIPT [ARGS...] (see kiln launch --help)."
+)]
 struct Cli {
     /// Evaluate this code instead of a file.
     #[arg(short = 'e', long = "eval", value_name = "CODE")]
@@ -32,6 +40,16 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    // `kiln launch ...` is handled before the normal command line, so that
+    // `kiln FILE.rhai` stays as it is (a script file named `launch` runs as
+    // `kiln ./launch`).
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == "launch") {
+        let mut rest = argv;
+        rest.remove(0);
+        rest[0] = "kiln launch".into();
+        return launch::main(rest);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -116,6 +116,8 @@ The tensor API (docs/API.md has the details):
               default_device set_default_device
   runtime     time args cuda::is_available cuda::synchronize
               cuda::memory_allocated cuda::memory_reserved cuda::empty_cache
+  dist        dist::rank dist::world_size dist::all_reduce dist::broadcast
+              dist::all_gather dist::barrier  (kiln launch --nproc N FILE)
   stdlib      import \"nn\" as nn;  nn::linear nn::mse nn::cross_entropy ...";
 
 /// Prints the registered signatures of `name` (and `module::name`).

@@ -10,7 +10,7 @@
 //! properties, printing), [`autograd`] (`requires_grad`, `grad`, `backward`,
 //! `detach`, `no_grad`), [`optim`] (cross_entropy and the fused optimizer
 //! steps), [`runtime_api`] (`seed`, devices, `time`, `args`, the `cuda::`
-//! namespace), [`files`] (CSV, `.npy`, safetensors), [`progress`] (the
+//! namespace), [`dist`] (the `dist::` process group and collectives), [`files`] (CSV, `.npy`, safetensors), [`progress`] (the
 //! `progress(n)` bar).
 //!
 //! The engine runs with Rhai's optimizer off: it rewrites `x = x + y` into
@@ -22,6 +22,7 @@
 pub mod autograd;
 pub mod convert;
 pub mod creation;
+pub mod dist;
 pub mod files;
 pub mod methods;
 pub mod operators;
@@ -145,7 +146,7 @@ impl Runtime {
 
 /// Puts the kiln script API on `engine`: the `Tensor` type, creation
 /// functions, operators, methods, autograd, runtime and file functions, the
-/// `cuda::` module (the stdlib modules are served by a module resolver that
+/// `cuda::` and `dist::` modules (the stdlib modules are served by a module resolver that
 /// the builder installs).
 ///
 /// It also turns Rhai's optimizer off: the optimizer rewrites `x = x + y`
@@ -159,6 +160,7 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     methods::register(engine, runtime);
     autograd::register(engine);
     runtime_api::register(engine, runtime);
+    dist::register(engine);
     files::register(engine, runtime);
     progress::register(engine);
     optim::register(engine);

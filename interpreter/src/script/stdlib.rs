@@ -10,14 +10,15 @@ use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Share
 use std::sync::Arc;
 
 /// The names of the embedded stdlib modules.
-pub const MODULE_NAMES: [&str; 5] = ["nn", "optim", "losses", "data", "metrics"];
+pub const MODULE_NAMES: [&str; 6] = ["nn", "optim", "losses", "data", "metrics", "ddp"];
 
-const MODULES: [(&str, &str); 5] = [
+const MODULES: [(&str, &str); 6] = [
     ("nn", include_str!("../../../stdlib/nn.rhai")),
     ("optim", include_str!("../../../stdlib/optim.rhai")),
     ("losses", include_str!("../../../stdlib/losses.rhai")),
     ("data", include_str!("../../../stdlib/data.rhai")),
     ("metrics", include_str!("../../../stdlib/metrics.rhai")),
+    ("ddp", include_str!("../../../stdlib/dist.rhai")),
 ];
 
 /// Fails unless every name is a stdlib module.

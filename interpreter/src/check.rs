@@ -1089,6 +1089,75 @@ pub fn engines_on_threads() -> std::result::Result<String, String> {
     ))
 }
 
+impl Checker {
+    /// The collectives through NCCL (`Transport::Nccl`, a group of one on
+    /// this GPU) against the host path, for every dtype and op through
+    /// every writable layout: the result in the view and the untouched
+    /// elements around it (the whole base tensor) must match. A group of one
+    /// checks the data path (dense ranges, copies of strided views written
+    /// back, dtypes, the communicator's set-up and queueing), not arithmetic
+    /// between ranks.
+    fn collectives(&mut self) {
+        use crate::dist::{Config, ProcessGroup, ReduceOp as Red, Transport};
+        let dev = Device::Cuda(0);
+        let group = |transport| {
+            ProcessGroup::new(Config {
+                transport,
+                ..Config::default()
+            })
+        };
+        let (host, nccl) = (group(Transport::Host), group(Transport::Nccl));
+        for dtype in DType::ALL {
+            for (lname, shape, view) in layouts() {
+                let writable = lname != "expanded";
+                let ops: &[(&str, Red)] = if dtype.is_float() {
+                    &[
+                        ("sum", Red::Sum),
+                        ("mean", Red::Mean),
+                        ("max", Red::Max),
+                        ("min", Red::Min),
+                    ]
+                } else {
+                    &[("sum", Red::Sum), ("max", Red::Max), ("min", Red::Min)]
+                };
+                for &(name, op) in ops.iter().filter(|_| writable) {
+                    let r = (|| {
+                        let x = input(&mut self.gen, &shape, dtype, false)?;
+                        let xg = x.to_device(dev)?;
+                        host.all_reduce(&view(&x)?, op)?;
+                        nccl.all_reduce(&view(&xg)?, op)?;
+                        Ok((x, xg))
+                    })();
+                    self.record(&format!("all_reduce {name}"), dtype, lname, r);
+                }
+                if writable {
+                    let r = (|| {
+                        let x = input(&mut self.gen, &shape, dtype, false)?;
+                        let xg = x.to_device(dev)?;
+                        host.broadcast(&view(&x)?, 0)?;
+                        nccl.broadcast(&view(&xg)?, 0)?;
+                        Ok((x, xg))
+                    })();
+                    self.record("broadcast", dtype, lname, r);
+                }
+                let r = (|| {
+                    let x = input(&mut self.gen, &shape, dtype, false)?;
+                    let c = host.all_gather(&view(&x)?)?;
+                    let g = nccl.all_gather(&view(&x.to_device(dev)?)?)?;
+                    if !g.device().is_cuda() || g.shape() != c.shape() {
+                        return Err(crate::Error::invalid(
+                            "all_gather",
+                            format!("got {:?} on {}", g.shape(), g.device()),
+                        ));
+                    }
+                    Ok((c, g))
+                })();
+                self.record("all_gather", dtype, lname, r);
+            }
+        }
+    }
+}
+
 /// Checks that queued ops return before the GPU finishes them, and that
 /// reading a value waits for them.
 pub fn asynchrony() -> std::result::Result<String, String> {
@@ -1146,7 +1215,7 @@ pub fn kernel_resources() -> std::result::Result<Vec<String>, String> {
     Ok(lines)
 }
 /// The case groups, in the order [`run`] runs them.
-pub const GROUPS: [&str; 10] = [
+pub const GROUPS: [&str; 11] = [
     "unary",
     "binary",
     "casts",
@@ -1157,6 +1226,7 @@ pub const GROUPS: [&str; 10] = [
     "dense",
     "training",
     "indexing",
+    "collectives",
 ];
 
 /// Runs every case; returns them in order.
@@ -1181,6 +1251,7 @@ pub fn run_groups(groups: &[&str]) -> Vec<Case> {
             "matmul" => c.matmul(),
             "dense" => c.dense_paths(),
             "indexing" => c.indexing(),
+            "collectives" => c.collectives(),
             _ => c.training(),
         }
     }

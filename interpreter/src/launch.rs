@@ -23,9 +23,9 @@ use std::time::Duration;
     long_about = None
 )]
 pub struct Launch {
-    /// Number of processes (ranks).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    nproc: usize,
+    /// Number of processes (ranks); by default one per GPU of `--gpus`, else 1.
+    #[arg(long, value_name = "N")]
+    nproc: Option<usize>,
     /// GPUs to spread the ranks over: rank R sees only GPU R mod N (as its
     /// cuda:0) through CUDA_VISIBLE_DEVICES, picked from the parent's
     /// CUDA_VISIBLE_DEVICES list when that is set.
@@ -73,7 +73,8 @@ fn visible_gpu(rank: usize, n: usize, parent: Option<&str>) -> String {
 }
 
 fn run(l: Launch) -> Result<ExitCode> {
-    if l.nproc == 0 {
+    let nproc = l.nproc.or(l.gpus).unwrap_or(1);
+    if nproc == 0 {
         bail!("--nproc must be at least 1");
     }
     if l.gpus == Some(0) {
@@ -84,7 +85,7 @@ fn run(l: Launch) -> Result<ExitCode> {
     let parent_gpus = std::env::var("CUDA_VISIBLE_DEVICES").ok();
     let mut children: Vec<Option<Child>> = Vec::new();
     let mut pumps: Vec<JoinHandle<()>> = Vec::new();
-    for rank in 0..l.nproc {
+    for rank in 0..nproc {
         let mut cmd = Command::new(&exe);
         if let Some(d) = &l.device {
             cmd.arg("--device").arg(d);
@@ -92,7 +93,7 @@ fn run(l: Launch) -> Result<ExitCode> {
         cmd.arg(&l.file)
             .args(&l.args)
             .env("KILN_RANK", rank.to_string())
-            .env("KILN_WORLD_SIZE", l.nproc.to_string())
+            .env("KILN_WORLD_SIZE", nproc.to_string())
             .env("KILN_DIST_ADDR", &addr)
             .env("NCCL_NVLS_ENABLE", "0")
             .stdin(Stdio::null());

@@ -15,15 +15,26 @@
 //! disagree give an [`Error::Distributed`] naming the ranks, never a hang;
 //! after such an error the group refuses further collectives.
 //!
-//! This is the CPU implementation and the oracle of the collectives: a CUDA
-//! tensor is copied to the host, reduced there and copied back. NCCL
-//! (device-to-device, bucketed, overlapped with backward) replaces that path
-//! on multi-GPU machines. The tensor data is written without autograd
-//! checks, as `torch.distributed` does: collectives act on data, not on the
-//! graph.
+//! CUDA tensors go through NCCL ([`crate::backend::cuda::nccl`]) when the
+//! group has more than one rank and `libnccl.so` loads: the collective is
+//! queued on the engine's stream, device to device, and returns at once. The
+//! communicator is made at the first CUDA collective: rank 0 creates NCCL's
+//! unique id and the TCP transport broadcasts it (so that first call is also
+//! checked for agreement between the ranks). `KILN_DIST_BACKEND` chooses:
+//! `auto` (the default), `nccl` (CUDA tensors always through NCCL, even in a
+//! group of one, which is how a single GPU tests that path) or `host` (CUDA
+//! tensors copied to the host, reduced over TCP and copied back). CPU
+//! tensors always take the TCP path, which is also the oracle the NCCL path
+//! is checked against. NCCL does not check that the ranks' calls agree:
+//! every rank must make the same collectives, on tensors of the same shape,
+//! dtype and device, in the same order.
+//!
+//! The tensor data is written without autograd checks, as
+//! `torch.distributed` does: collectives act on data, not on the graph.
 
 pub mod wire;
 
+use crate::backend::cuda::nccl::{self, Communicator};
 use crate::backend::Storage;
 use crate::error::{Error, Result};
 use crate::io::raw::{decode, encode_le, Endian, FileDType};
@@ -48,6 +59,32 @@ pub struct Config {
     pub addr: Option<String>,
     /// How long a connection, read or write may wait.
     pub timeout: Duration,
+    /// How CUDA tensors travel (`KILN_DIST_BACKEND`).
+    pub transport: Transport,
+}
+
+/// How the collectives move CUDA tensors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// NCCL when the group has several ranks and the library loads, else the host.
+    #[default]
+    Auto,
+    /// Always NCCL (an error when it cannot load), even in a group of one.
+    Nccl,
+    /// Always through the host, over TCP.
+    Host,
+}
+
+impl Transport {
+    /// The transport named `s` (`auto`, `nccl` or `host`).
+    pub fn parse(s: &str) -> Option<Transport> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Some(Transport::Auto),
+            "nccl" => Some(Transport::Nccl),
+            "host" | "tcp" => Some(Transport::Host),
+            _ => None,
+        }
+    }
 }
 
 impl Default for Config {
@@ -57,6 +94,7 @@ impl Default for Config {
             world_size: 1,
             addr: None,
             timeout: DEFAULT_TIMEOUT,
+            transport: Transport::Auto,
         }
     }
 }
@@ -92,11 +130,19 @@ impl Config {
             },
             None => DEFAULT_TIMEOUT,
         };
+        let transport = match var("KILN_DIST_BACKEND") {
+            Some(v) => Transport::parse(&v).ok_or_else(|| Error::Distributed {
+                op: "dist",
+                msg: format!("KILN_DIST_BACKEND={v} is not one of auto, nccl, host"),
+            })?,
+            None => Transport::Auto,
+        };
         let c = Config {
             rank,
             world_size,
             addr: var("KILN_DIST_ADDR"),
             timeout,
+            transport,
         };
         c.check()?;
         Ok(c)
@@ -141,6 +187,9 @@ struct State {
 pub struct ProcessGroup {
     config: Config,
     state: Mutex<State>,
+    /// The NCCL communicator, made at the first CUDA collective (or why it
+    /// could not be).
+    nccl: Mutex<Option<std::result::Result<Communicator, String>>>,
 }
 
 impl std::fmt::Debug for ProcessGroup {
@@ -168,6 +217,7 @@ impl ProcessGroup {
         ProcessGroup {
             config,
             state: Mutex::new(State::default()),
+            nccl: Mutex::new(None),
         }
     }
 
@@ -187,16 +237,19 @@ impl ProcessGroup {
     pub fn all_reduce(&self, t: &Tensor, op: ReduceOp) -> Result<()> {
         let name = "all_reduce";
         writable(name, t)?;
+        if op == ReduceOp::Mean && !t.dtype().is_float() {
+            return Err(Error::Distributed {
+                op: name,
+                msg: format!(
+                    "op \"mean\" needs a floating-point tensor, got {} (use \"sum\")",
+                    t.dtype()
+                ),
+            });
+        }
+        if self.uses_nccl(t) {
+            return self.in_place_on_device(name, t, |c, buf, start, n| c.all_reduce(buf, start, n, op));
+        }
         if self.world_size() == 1 {
-            if op == ReduceOp::Mean && !t.dtype().is_float() {
-                return Err(Error::Distributed {
-                    op: name,
-                    msg: format!(
-                        "op \"mean\" needs a floating-point tensor, got {} (use \"sum\")",
-                        t.dtype()
-                    ),
-                });
-            }
             return Ok(());
         }
         let data = host_bytes(t)?;
@@ -208,8 +261,12 @@ impl ProcessGroup {
     pub fn broadcast(&self, t: &Tensor, root: usize) -> Result<()> {
         let name = "broadcast";
         writable(name, t)?;
+        check_root(root, self.world_size())?;
+        if self.uses_nccl(t) {
+            return self.in_place_on_device(name, t, |c, buf, start, n| c.broadcast(buf, start, n, root));
+        }
         if self.world_size() == 1 {
-            return check_root(root, 1);
+            return Ok(());
         }
         let data = if root == self.rank() {
             host_bytes(t)?
@@ -226,6 +283,18 @@ impl ProcessGroup {
     pub fn all_gather(&self, t: &Tensor) -> Result<Tensor> {
         let mut shape = vec![self.world_size()];
         shape.extend_from_slice(t.shape());
+        if self.uses_nccl(t) {
+            let name = "all_gather";
+            let (dense, start) = dense_on_device(t)?;
+            let Storage::Cuda(buf) = &*dense.storage() else {
+                return Err(Error::invalid(
+                    name,
+                    "internal: a CUDA tensor without CUDA storage",
+                ));
+            };
+            let out = self.with_communicator(name, |c| c.all_gather(buf, start, t.numel()))?;
+            return Tensor::from_storage(name, Storage::Cuda(out), &shape);
+        }
         let out = if self.world_size() == 1 {
             host_bytes(t)?
         } else {
@@ -243,6 +312,82 @@ impl ProcessGroup {
         }
         self.collective(Kind::Barrier, 0, DType::Bool, &[], Vec::new())
             .map(|_| ())
+    }
+
+    /// True when the collectives on `t` go through NCCL (see the module
+    /// docs: a CUDA tensor, and `KILN_DIST_BACKEND=nccl`, or several ranks
+    /// with the library present under `auto`).
+    pub fn uses_nccl(&self, t: &Tensor) -> bool {
+        if !matches!(t.device(), Device::Cuda(_)) {
+            return false;
+        }
+        match self.config.transport {
+            Transport::Host => false,
+            Transport::Nccl => true,
+            Transport::Auto => self.world_size() > 1 && nccl::is_available(),
+        }
+    }
+
+    /// Runs `f` on the group's NCCL communicator, making it first if needed.
+    fn with_communicator<R>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&Communicator) -> Result<R>,
+    ) -> Result<R> {
+        let mut slot = self.nccl.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(self.make_communicator().map_err(|e| e.to_string()));
+        }
+        match slot.as_ref() {
+            Some(Ok(c)) => f(c),
+            Some(Err(why)) => Err(dist_err(
+                op,
+                format!("rank {}: NCCL could not be set up ({why})", self.rank()),
+            )),
+            None => Err(dist_err(op, "internal: no communicator".into())),
+        }
+    }
+
+    /// Rank 0 makes NCCL's unique id, the TCP transport hands it to every
+    /// rank, and all join the communicator.
+    fn make_communicator(&self) -> Result<Communicator> {
+        let id = if self.rank() == 0 {
+            nccl::unique_id()?
+        } else {
+            [0; nccl::ID_BYTES]
+        };
+        let id = if self.world_size() > 1 {
+            let data = if self.rank() == 0 { id.to_vec() } else { Vec::new() };
+            let got = self.collective(Kind::Broadcast, 0, DType::U8, &[nccl::ID_BYTES], data)?;
+            <[u8; nccl::ID_BYTES]>::try_from(got.as_slice())
+                .map_err(|_| dist_err("init", format!("got an NCCL id of {} bytes", got.len())))?
+        } else {
+            id
+        };
+        Communicator::new(id, self.rank(), self.world_size())
+    }
+
+    /// Runs an in-place NCCL collective on `t`'s elements: on its storage
+    /// when they are one dense range, else on a dense copy written back.
+    fn in_place_on_device(
+        &self,
+        op: &'static str,
+        t: &Tensor,
+        f: impl FnOnce(&Communicator, &crate::backend::cuda::CudaStorage, usize, usize) -> Result<()>,
+    ) -> Result<()> {
+        let (dense, start) = dense_on_device(t)?;
+        {
+            let Storage::Cuda(buf) = &*dense.storage() else {
+                return Err(Error::invalid(op, "internal: a CUDA tensor without CUDA storage"));
+            };
+            self.with_communicator(op, |c| f(c, buf, start, t.numel()))?;
+        }
+        if !dense.shares_storage(t) {
+            let src = dense.storage();
+            let layout = t.layout().clone();
+            t.storage_mut().copy_from(&layout, &src, dense.layout())?;
+        }
+        Ok(())
     }
 
     /// Runs one collective: connects on first use, exchanges the request
@@ -464,6 +609,16 @@ fn writable(op: &'static str, t: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// `t` itself and its first element's index when its elements are one dense
+/// range of its storage, else a dense copy (from index 0).
+fn dense_on_device(t: &Tensor) -> Result<(Tensor, usize)> {
+    if let Some((start, _)) = t.layout().contiguous_range() {
+        return Ok((t.clone(), start));
+    }
+    let copy = t.storage().cast(t.layout(), t.dtype())?;
+    Ok((Tensor::from_storage("dist", copy, t.shape())?, 0))
+}
+
 /// The elements of `t` in logical order, as little-endian bytes on the host.
 fn host_bytes(t: &Tensor) -> Result<Vec<u8>> {
     let dense = t.storage().to_device(t.layout(), Device::Cpu)?;
@@ -511,6 +666,7 @@ mod tests {
                     world_size: world,
                     addr: Some(addr.clone()),
                     timeout,
+                    transport: Transport::Auto,
                 };
                 thread::spawn(move || f(&ProcessGroup::new(config)))
             })
@@ -574,6 +730,7 @@ mod tests {
             world_size: 2,
             addr: Some(free_addr()),
             timeout: Duration::from_millis(300),
+            transport: Transport::Auto,
         };
         let e = ProcessGroup::new(config).barrier().unwrap_err().to_string();
         assert!(e.contains("waiting for rank 1 to connect"), "{e}");
@@ -582,9 +739,28 @@ mod tests {
             world_size: 2,
             addr: Some(free_addr()),
             timeout: Duration::from_millis(300),
+            transport: Transport::Auto,
         };
         let e = ProcessGroup::new(config).barrier().unwrap_err().to_string();
         assert!(e.contains("rank 1 could not connect to rank 0"), "{e}");
+    }
+
+    #[test]
+    fn transports_parse_and_cpu_tensors_stay_on_the_host() {
+        assert_eq!(Transport::parse("NCCL"), Some(Transport::Nccl));
+        assert_eq!(Transport::parse(" host "), Some(Transport::Host));
+        assert_eq!(Transport::parse("auto"), Some(Transport::Auto));
+        assert_eq!(Transport::parse("mpi"), None);
+        let t = Tensor::from_slice(&[1.0f32], &[1], Device::Cpu).unwrap();
+        for transport in [Transport::Auto, Transport::Nccl, Transport::Host] {
+            let g = ProcessGroup::new(Config {
+                transport,
+                world_size: 2,
+                addr: Some("127.0.0.1:1".into()),
+                ..Config::default()
+            });
+            assert!(!g.uses_nccl(&t));
+        }
     }
 
     #[test]

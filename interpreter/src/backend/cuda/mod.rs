@@ -6,12 +6,14 @@
 //! (the caching allocator), [`kernels`] (kernel table and typed launches),
 //! `transfer` (host↔device copies, staged through `staging`'s pinned buffers),
 //! [`blas`] (matmul through cuBLAS), `train` (cross-entropy and the fused
-//! optimizer steps), `index` (gather and scatter-add along a dim).
+//! optimizer steps), `index` (gather and scatter-add along a dim), [`nccl`]
+//! (collectives between GPUs, for the process group of `crate::dist`).
 
 pub mod allocator;
 pub mod blas;
 mod index;
 pub mod kernels;
+pub mod nccl;
 pub mod runtime;
 mod staging;
 mod train;

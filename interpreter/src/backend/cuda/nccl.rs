@@ -20,11 +20,12 @@ use std::mem::MaybeUninit;
 /// The size of an NCCL unique id, in bytes.
 pub const ID_BYTES: usize = 128;
 
-/// True when the NCCL library can be loaded.
+/// True when the NCCL library can be loaded (looked up once).
 pub fn is_available() -> bool {
+    static PRESENT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     // SAFETY: loading the library runs its initialisers, which using NCCL at
     // all requires.
-    unsafe { sys::is_culib_present() }
+    *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() })
 }
 
 /// The NCCL version, as `major.minor.patch`.

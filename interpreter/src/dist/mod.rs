@@ -22,12 +22,14 @@
 //! checks, as `torch.distributed` does: collectives act on data, not on the
 //! graph.
 
+pub mod reducer;
 pub mod wire;
 
 use crate::backend::Storage;
 use crate::error::{Error, Result};
 use crate::io::raw::{decode, encode_le, Endian, FileDType};
 use crate::tensor::{DType, Device, Layout, Tensor};
+pub use reducer::Reducer;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -245,6 +247,15 @@ impl ProcessGroup {
             .map(|_| ())
     }
 
+    /// Reduces each of `tensors` in place as [`ProcessGroup::all_reduce`]
+    /// does, with one collective per bucket: the tensors are grouped by
+    /// device and dtype into buckets of at most 25 MiB, each flattened into
+    /// one buffer, reduced and copied back. Every rank must pass the same
+    /// list of shapes and dtypes.
+    pub fn all_reduce_coalesced(&self, tensors: &[Tensor], op: ReduceOp) -> Result<()> {
+        reducer::all_reduce_coalesced(self, tensors, op)
+    }
+
     /// Runs one collective: connects on first use, exchanges the request
     /// with the hub and returns the result's bytes.
     fn collective(
@@ -419,6 +430,16 @@ impl ProcessGroup {
                 }
             }
         }
+    }
+}
+
+impl ProcessGroup {
+    /// True when this group reduces `t` with NCCL on the device (the
+    /// reducer then enqueues its collective on a CUDA stream of its own);
+    /// with the host transport only, never.
+    pub fn uses_nccl(&self, t: &Tensor) -> bool {
+        let _ = t;
+        false
     }
 }
 

@@ -138,8 +138,9 @@ impl AutogradMeta {
         self.hooks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// True while some post-accumulate-grad hook is registered.
     #[inline]
-    fn hooked(&self) -> bool {
+    pub(crate) fn hooked(&self) -> bool {
         self.has_hooks.load(Ordering::Acquire)
     }
 

@@ -779,8 +779,11 @@ mod tests {
         assert!(e.contains("modified in place"), "{e}");
     }
 
+    /// What the hooks of a test saw: `(name, grad)` per call.
+    type Log = Arc<Mutex<Vec<(&'static str, Vec<f64>)>>>;
+
     /// A hook that records `(name, grad)` into `log` each time it runs.
-    fn logging_hook(name: &'static str, log: &Arc<Mutex<Vec<(&'static str, Vec<f64>)>>>) -> Arc<GradHook> {
+    fn logging_hook(name: &'static str, log: &Log) -> Arc<GradHook> {
         let log = log.clone();
         Arc::new(move |p: &Tensor| {
             let g = p.grad().map(|g| values(&g)).unwrap_or_default();

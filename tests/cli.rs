@@ -485,19 +485,203 @@ fn ddp_on_two_ranks_matches_one_process() {
     );
     assert!(out.contains("[rank 0] epoch 2: loss "), "{out}");
     assert!(rank_lines(&out, 1).is_empty(), "{out}");
+    let diff = max_weight_diff(&one, &two);
+    assert!(diff < 1e-4, "the weights differ by {diff}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The largest difference between the four tensors of two weight files.
+fn max_weight_diff(a: &std::path::Path, b: &std::path::Path) -> f64 {
     let cmp = format!(
         "let a = load_safetensors(\"{}\"); let b = load_safetensors(\"{}\"); let m = 0.0; \
          for k in a.keys() {{ let d = (a[k] - b[k]).abs().max().item(); if d > m {{ m = d; }} }} \
          print(a.len()); print(m);",
-        one.display(),
-        two.display()
+        a.display(),
+        b.display()
     );
     let o = kiln(&["-e", &cmp]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let mut lines = out.lines();
     assert_eq!(lines.next(), Some("4"), "{out}");
-    let diff: f64 = lines.next().unwrap().parse().unwrap();
-    assert!(diff < 1e-4, "the weights differ by {diff}");
+    lines.next().unwrap().parse().unwrap()
+}
+
+/// Runs train_digits_ddp.rhai for 2 epochs on `nproc` ranks (no launcher
+/// for 1) with `extra` arguments, saving to `out`; returns rank 0's lines.
+fn train_ddp(nproc: usize, extra: &[&str], out: &std::path::Path) -> Vec<String> {
+    let mut args = vec![
+        "--device",
+        "cpu",
+        "scripts/train_digits_ddp.rhai",
+        "--epochs",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    args.push("--out");
+    args.push(out.to_str().unwrap());
+    let o = if nproc == 1 {
+        Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .args(&args)
+            .env_remove("KILN_DEVICE")
+            .env_remove("KILN_WORLD_SIZE")
+            .env_remove("KILN_DIST_BACKEND")
+            .env("KILN_PROGRESS", "off")
+            .output()
+            .expect("run kiln")
+    } else {
+        let n = nproc.to_string();
+        let mut all = vec!["--nproc", &n];
+        all.extend_from_slice(&args);
+        launch(&all)
+    };
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    if nproc == 1 {
+        out.lines().map(str::to_string).collect()
+    } else {
+        assert!(rank_lines(&out, 1).is_empty(), "{out}");
+        rank_lines(&out, 0)
+    }
+}
+
+#[test]
+fn ddp_reducer_matches_all_reduce_grads_and_one_process() {
+    let dir = scratch("reducer");
+    for (nproc, batch) in [(2, "64"), (3, "48")] {
+        let one = dir.join(format!("one-{batch}.safetensors"));
+        let red = dir.join(format!("red-{nproc}.safetensors"));
+        let each = dir.join(format!("each-{nproc}.safetensors"));
+        let lines = train_ddp(1, &["--batch", batch], &one);
+        assert_eq!(lines[1], "gradients: reducer, 1 bucket(s) of [9610] elements");
+        // a bucket of 0.02 MiB holds the last three parameters, not the first
+        let lines = train_ddp(nproc, &["--batch", batch, "--bucket-mb", "0.02"], &red);
+        assert_eq!(
+            lines[1], "gradients: reducer, 2 bucket(s) of [1418, 8192] elements",
+            "{lines:?}"
+        );
+        let lines = train_ddp(nproc, &["--batch", batch, "--sync", "all_reduce"], &each);
+        assert_eq!(lines[1], "gradients: all_reduce_grads");
+        // the same collectives' results, reduced in rank order: the same bits
+        assert_eq!(max_weight_diff(&red, &each), 0.0, "{nproc} ranks");
+        let diff = max_weight_diff(&one, &red);
+        assert!(diff < 1e-4, "{nproc} ranks: the weights differ by {diff}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+const REDUCER: &str = r#"
+import "ddp" as ddp;
+fn loss_of(x, w1, b1, w2) {
+    (x.matmul(w1) + b1).relu().matmul(w2).pow(2).mean()
+}
+fn grads(params) {
+    params.map(|p| if type_of(p.grad) == "()" { () } else { p.grad.clone() })
+}
+fn max_diff(a, b) {
+    let m = 0.0;
+    for i in 0..a.len() {
+        if type_of(a[i]) != type_of(b[i]) { return -1.0; }
+        if type_of(a[i]) != "()" {
+            let d = (a[i] - b[i]).abs().max().item();
+            if d > m { m = d; }
+        }
+    }
+    m
+}
+seed(1);
+let w1 = randn([5, 4]).requires_grad(true);
+let b1 = randn([4]).requires_grad(true);
+let unused = ones([2]).requires_grad(true);
+let w2 = randn([4, 3]).requires_grad(true);
+let params = [w1, b1, unused, w2];
+// copies outside the reducer, for ddp::all_reduce_grads
+let copies = params.map(|p| p.detach().clone().requires_grad(true));
+// 13 floats a bucket: [w2], [unused, b1], [w1]
+let red = ddp::reducer(params, #{bucket_mb: 52.0 / 1048576.0});
+print(`${type_of(red)} ${red.num_buckets} ${red.bucket_sizes}`);
+seed(10 + dist::rank());
+let x = randn([6, 5]);
+for step in 0..2 {
+    for p in params { p.zero_grad(); }
+    loss_of(x, w1, b1, w2).backward();
+    let plain = grads(params);
+    red.wait();
+    let reduced = grads(params);
+    for p in copies { p.zero_grad(); }
+    loss_of(x, copies[0], copies[1], copies[3]).backward();
+    ddp::all_reduce_grads(copies);
+    print(`step ${step}: vs all_reduce_grads ${max_diff(reduced, grads(copies))} vs plain ${max_diff(reduced, plain)} unused ${type_of(unused.grad)}`);
+}
+loss_of(x, w1, b1, w2).backward();
+try { loss_of(x, w1, b1, w2).backward(); } catch (e) { print(e); }
+red.wait();
+dist::barrier();
+print("done");
+"#;
+
+/// The numbers after "vs all_reduce_grads" and "vs plain" in a step line.
+fn step_diffs(line: &str) -> (f64, f64) {
+    let num = |key: &str| -> f64 {
+        let rest = &line[line.find(key).unwrap_or_else(|| panic!("{line}")) + key.len()..];
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    (num("vs all_reduce_grads "), num("vs plain "))
+}
+
+#[test]
+fn reducer_grads_equal_all_reduce_grads_on_every_rank() {
+    let dir = scratch("reducer-grads");
+    let script = dir.join("r.rhai");
+    std::fs::write(&script, REDUCER).unwrap();
+    let double = "reducer: parameter 3 got a second gradient in one round (backward() ran again before wait()); call wait() after each backward()";
+    for n in [2, 3] {
+        let o = launch(&[
+            "--nproc",
+            &n.to_string(),
+            "--device",
+            "cpu",
+            script.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+        let out = stdout(&o);
+        for r in 0..n {
+            let lines = rank_lines(&out, r);
+            assert_eq!(
+                lines.len(),
+                5,
+                "rank {r} of {n}:
+{out}"
+            );
+            assert_eq!(lines[0], "Reducer 3 [12, 6, 20]");
+            for line in &lines[1..3] {
+                let (each, plain) = step_diffs(line);
+                assert_eq!(each, 0.0, "{line}");
+                // the ranks' data differ: the average is not this rank's gradient
+                assert!(plain > 1e-3, "{line}");
+                assert!(line.ends_with("unused ()"), "{line}");
+            }
+            assert!(lines[3].contains(double), "{}", lines[3]);
+            assert_eq!(lines[4], "done");
+        }
+    }
+    // one process, the whole path forced: the gradients of plain backward
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["--device", "cpu", script.to_str().unwrap()])
+        .env_remove("KILN_DEVICE")
+        .env_remove("KILN_WORLD_SIZE")
+        .env("KILN_DIST_BACKEND", "host")
+        .output()
+        .expect("run kiln");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    for line in &lines[1..3] {
+        assert_eq!(step_diffs(line), (0.0, 0.0), "{line}");
+        assert!(line.ends_with("unused ()"), "{line}");
+    }
+    assert!(lines[3].contains(double), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }

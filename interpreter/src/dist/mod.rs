@@ -32,6 +32,7 @@
 //! The tensor data is written without autograd checks, as
 //! `torch.distributed` does: collectives act on data, not on the graph.
 
+pub mod reducer;
 pub mod wire;
 
 use crate::backend::cuda::nccl::{self, Communicator};
@@ -39,6 +40,7 @@ use crate::backend::Storage;
 use crate::error::{Error, Result};
 use crate::io::raw::{decode, encode_le, Endian, FileDType};
 use crate::tensor::{DType, Device, Layout, Tensor};
+pub use reducer::Reducer;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -231,6 +233,11 @@ impl ProcessGroup {
         self.config.world_size
     }
 
+    /// How the group moves CUDA tensors.
+    pub fn transport(&self) -> Transport {
+        self.config.transport
+    }
+
     /// Reduces `t` over all ranks with `op`, in place (every rank ends with
     /// the same values, reduced in rank order). Shapes and dtypes must match
     /// across ranks; `Mean` needs a floating-point dtype.
@@ -388,6 +395,15 @@ impl ProcessGroup {
             t.storage_mut().copy_from(&layout, &src, dense.layout())?;
         }
         Ok(())
+    }
+
+    /// Reduces each of `tensors` in place as [`ProcessGroup::all_reduce`]
+    /// does, with one collective per bucket: the tensors are grouped by
+    /// device and dtype into buckets of at most 25 MiB, each flattened into
+    /// one buffer, reduced and copied back. Every rank must pass the same
+    /// list of shapes and dtypes.
+    pub fn all_reduce_coalesced(&self, tensors: &[Tensor], op: ReduceOp) -> Result<()> {
+        reducer::all_reduce_coalesced(self, tensors, op)
     }
 
     /// Runs one collective: connects on first use, exchanges the request

@@ -117,7 +117,8 @@ The tensor API (docs/API.md has the details):
   runtime     time args cuda::is_available cuda::synchronize
               cuda::memory_allocated cuda::memory_reserved cuda::empty_cache
   dist        dist::rank dist::world_size dist::all_reduce dist::broadcast
-              dist::all_gather dist::barrier  (kiln launch --nproc N FILE)
+              dist::all_gather dist::barrier dist::all_reduce_coalesced
+              dist::reducer (red.wait)  (kiln launch --nproc N FILE)
   stdlib      import \"nn\" as nn;  nn::linear nn::mse nn::cross_entropy ...";
 
 /// Prints the registered signatures of `name` (and `module::name`).

@@ -2,27 +2,124 @@
 //! ([`crate::dist`]): `rank()`, `world_size()`, and the collectives
 //! `all_reduce(t, op)` and `broadcast(t, root)` (in place, returning `t`),
 //! `all_gather(t)` (a new tensor `[world_size, ...t.shape]`) and
-//! `barrier()`. Outside `kiln launch` a process is rank 0 of 1 and every
-//! collective is the identity. Only argument conversion happens here.
+//! `barrier()`, `all_reduce_coalesced(list, op)` (one collective per bucket
+//! of tensors), and `reducer(params[, #{bucket_mb: X}])`, a [`Reducer`]
+//! that averages the gradients while backward runs (`red.wait()` after
+//! `backward()`; `red.num_buckets`, `red.bucket_sizes`). Outside
+//! `kiln launch` a process is rank 0 of 1 and every collective is the
+//! identity. Only argument conversion happens here.
 
 use super::convert::{ok, script_error, RhaiResult};
-use crate::dist::{global, ProcessGroup, ReduceOp};
+use super::creation::volatile;
+use crate::dist::reducer::DEFAULT_BUCKET_CAP_BYTES;
+use crate::dist::{global, ProcessGroup, ReduceOp, Reducer};
 use crate::tensor::Tensor;
-use rhai::{Engine, FuncRegistration, Module, NativeCallContext, INT};
+use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module, NativeCallContext, INT};
+use std::sync::Arc;
 
-/// Registers the `dist` module.
+/// A script handle to a [`Reducer`] (clones share it; the reducer and its
+/// hooks go when the last one does).
+#[derive(Clone)]
+pub struct ScriptReducer(pub Arc<Reducer>);
+
+/// Registers the `dist` module and the `Reducer` type.
 pub fn register(engine: &mut Engine) {
     engine.register_static_module("dist", dist_module().into());
+    engine.register_type_with_name::<ScriptReducer>("Reducer");
+    volatile!(engine, "wait", |r: &mut ScriptReducer| -> RhaiResult<()> {
+        ok(r.0.wait())
+    });
+    engine.register_get("num_buckets", |r: &mut ScriptReducer| r.0.num_buckets() as INT);
+    engine.register_fn("num_buckets", |r: &mut ScriptReducer| r.0.num_buckets() as INT);
+    engine.register_get("bucket_sizes", |r: &mut ScriptReducer| sizes(&r.0));
+    engine.register_fn("bucket_sizes", |r: &mut ScriptReducer| sizes(&r.0));
+    engine.register_fn("to_string", |r: &mut ScriptReducer| describe(&r.0));
+    engine.register_fn("to_debug", |r: &mut ScriptReducer| describe(&r.0));
+}
+
+fn sizes(r: &Reducer) -> Array {
+    r.bucket_sizes()
+        .iter()
+        .map(|&n| Dynamic::from(n as INT))
+        .collect()
+}
+
+fn describe(r: &Reducer) -> String {
+    format!("Reducer({} buckets: {:?})", r.num_buckets(), r.bucket_sizes())
+}
+
+/// The tensors of a script array (`op` names the function in errors).
+fn tensor_list(op: &str, list: &Array) -> RhaiResult<Vec<Tensor>> {
+    list.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.clone().try_cast::<Tensor>().ok_or_else(|| {
+                script_error(format!(
+                    "{op}: element {i} of the list is a {}, not a tensor",
+                    v.type_name()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The bucket cap in bytes from the options `#{bucket_mb: X}` (MiB).
+fn bucket_cap(opts: &Map) -> RhaiResult<usize> {
+    let mut cap = DEFAULT_BUCKET_CAP_BYTES;
+    for (k, v) in opts {
+        match k.as_str() {
+            "bucket_mb" => {
+                let mb = v
+                    .as_float()
+                    .or_else(|_| v.as_int().map(|i| i as f64))
+                    .ok()
+                    .filter(|mb| mb.is_finite() && *mb > 0.0)
+                    .ok_or_else(|| {
+                        script_error(format!("reducer: bucket_mb must be a positive number, got {v}"))
+                    })?;
+                cap = ((mb * 1024.0 * 1024.0).round() as usize).max(1);
+            }
+            other => {
+                return Err(script_error(format!(
+                    "reducer: unknown option '{other}' (expected bucket_mb)"
+                )))
+            }
+        }
+    }
+    Ok(cap)
+}
+
+fn reducer(ctx: &NativeCallContext, params: &Array, opts: &Map) -> RhaiResult<ScriptReducer> {
+    at(
+        ctx,
+        (|| {
+            let params = tensor_list("reducer", params)?;
+            let cap = bucket_cap(opts)?;
+            ok(Reducer::new(group()?, &params, cap)).map(|r| ScriptReducer(Arc::new(r)))
+        })(),
+    )
+}
+
+fn all_reduce_coalesced(ctx: &NativeCallContext, list: Array, op: &str) -> RhaiResult<Array> {
+    at(
+        ctx,
+        (|| {
+            let tensors = tensor_list("all_reduce_coalesced", &list)?;
+            let op = reduce_op("all_reduce_coalesced", op)?;
+            ok(group()?.all_reduce_coalesced(&tensors, op))
+        })(),
+    )?;
+    Ok(list)
 }
 
 fn group() -> RhaiResult<&'static ProcessGroup> {
     ok(global())
 }
 
-fn reduce_op(s: &str) -> RhaiResult<ReduceOp> {
+fn reduce_op(name: &str, s: &str) -> RhaiResult<ReduceOp> {
     ReduceOp::parse(s).ok_or_else(|| {
         script_error(format!(
-            "all_reduce: unknown op '{s}' (expected \"sum\", \"mean\", \"max\" or \"min\")"
+            "{name}: unknown op '{s}' (expected \"sum\", \"mean\", \"max\" or \"min\")"
         ))
     })
 }
@@ -39,7 +136,10 @@ fn at<T>(ctx: &NativeCallContext, r: RhaiResult<T>) -> RhaiResult<T> {
 }
 
 fn all_reduce(ctx: &NativeCallContext, t: Tensor, op: &str) -> RhaiResult<Tensor> {
-    at(ctx, reduce_op(op).and_then(|op| ok(group()?.all_reduce(&t, op))))?;
+    at(
+        ctx,
+        reduce_op("all_reduce", op).and_then(|op| ok(group()?.all_reduce(&t, op))),
+    )?;
     Ok(t)
 }
 
@@ -80,6 +180,18 @@ fn dist_module() -> Module {
             at(&ctx, group().and_then(|g| ok(g.all_gather(&t))))
         },
     );
+    reg("all_reduce_coalesced").set_into_module(&mut m, |ctx: NativeCallContext, list: Array, op: &str| {
+        all_reduce_coalesced(&ctx, list, op)
+    });
+    reg("all_reduce_coalesced").set_into_module(&mut m, |ctx: NativeCallContext, list: Array| {
+        all_reduce_coalesced(&ctx, list, "sum")
+    });
+    reg("reducer").set_into_module(&mut m, |ctx: NativeCallContext, params: Array| {
+        reducer(&ctx, &params, &Map::new())
+    });
+    reg("reducer").set_into_module(&mut m, |ctx: NativeCallContext, params: Array, opts: Map| {
+        reducer(&ctx, &params, &opts)
+    });
     reg("barrier").set_into_module(&mut m, |ctx: NativeCallContext| -> RhaiResult<()> {
         at(&ctx, group().and_then(|g| ok(g.barrier())))
     });

@@ -10,6 +10,12 @@
 //! and stays asynchronous there. A node's saved tensors are freed when the
 //! backward pass has run it; a second backward through the same graph is an
 //! error that says so.
+//!
+//! A leaf may carry post-accumulate-grad hooks
+//! ([`Tensor::register_post_accumulate_grad_hook`]): each runs once per
+//! backward pass, as soon as that leaf's gradient is final for the pass (the
+//! data-parallel reducer starts communicating a gradient bucket from them
+//! while the rest of backward still runs).
 
 pub mod functions;
 
@@ -17,8 +23,8 @@ use super::{DType, Tensor};
 use crate::error::{Error, Result};
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 thread_local! {
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
@@ -88,16 +94,96 @@ pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
 /// not needed). Runs once; what it captured (the saved tensors) is then freed.
 pub(crate) type BackwardFn = Box<dyn FnOnce(&Tensor, &[bool]) -> Result<Vec<Option<Tensor>>> + Send>;
 
+/// A post-accumulate-grad hook: called with the leaf (the parameter) once
+/// its gradient is final for a backward pass; an error ends `backward()`
+/// with it.
+pub type GradHook = dyn Fn(&Tensor) -> Result<()> + Send + Sync;
+
+/// One registered hook of a leaf. Both references are weak: a hook keeps
+/// neither its owner nor the parameter alive, and one whose owner has gone
+/// does not run.
+struct HookEntry {
+    id: u64,
+    param: Weak<super::TensorImpl>,
+    hook: Weak<GradHook>,
+}
+
 /// Autograd state of one tensor handle.
 pub struct AutogradMeta {
     requires_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
     grad_fn: Option<Arc<Node>>,
+    /// True while `hooks` is not empty: backward counts the uses of this
+    /// leaf only then, so leaves without hooks cost nothing.
+    has_hooks: AtomicBool,
+    hooks: Mutex<Vec<HookEntry>>,
 }
 
 impl AutogradMeta {
+    fn new(requires_grad: bool, grad_fn: Option<Arc<Node>>) -> AutogradMeta {
+        AutogradMeta {
+            requires_grad: AtomicBool::new(requires_grad),
+            grad: Mutex::new(None),
+            grad_fn,
+            has_hooks: AtomicBool::new(false),
+            hooks: Mutex::new(Vec::new()),
+        }
+    }
+
     fn grad_slot(&self) -> MutexGuard<'_, Option<Tensor>> {
         self.grad.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn hook_list(&self) -> MutexGuard<'_, Vec<HookEntry>> {
+        self.hooks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// True while some post-accumulate-grad hook is registered.
+    #[inline]
+    pub(crate) fn hooked(&self) -> bool {
+        self.has_hooks.load(Ordering::Acquire)
+    }
+
+    /// Runs this leaf's live hooks, in registration order (no lock held).
+    fn fire_hooks(&self) -> Result<()> {
+        let live: Vec<(Tensor, Arc<GradHook>)> = self
+            .hook_list()
+            .iter()
+            .filter_map(|e| Some((Tensor(e.param.upgrade()?), e.hook.upgrade()?)))
+            .collect();
+        for (param, hook) in live {
+            hook(&param)?;
+        }
+        Ok(())
+    }
+}
+
+/// The registration of a post-accumulate-grad hook: it holds the hook, and
+/// removes it from the leaf when dropped (or by [`HookHandle::remove`]).
+pub struct HookHandle {
+    meta: Weak<AutogradMeta>,
+    id: u64,
+    _hook: Arc<GradHook>,
+}
+
+impl HookHandle {
+    /// Removes the hook now (dropping the handle does the same).
+    pub fn remove(self) {}
+}
+
+impl std::fmt::Debug for HookHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HookHandle({})", self.id)
+    }
+}
+
+impl Drop for HookHandle {
+    fn drop(&mut self) {
+        if let Some(meta) = self.meta.upgrade() {
+            let mut hooks = meta.hook_list();
+            hooks.retain(|e| e.id != self.id);
+            meta.has_hooks.store(!hooks.is_empty(), Ordering::Release);
+        }
     }
 }
 
@@ -231,11 +317,7 @@ pub(crate) fn record(
     } else {
         out
     };
-    let meta = Arc::new(AutogradMeta {
-        requires_grad: AtomicBool::new(true),
-        grad: Mutex::new(None),
-        grad_fn: Some(node),
-    });
+    let meta = Arc::new(AutogradMeta::new(true, Some(node)));
     let _ = out.autograd_slot().set(meta);
     out
 }
@@ -308,13 +390,9 @@ impl Tensor {
         if !requires_grad && self.autograd_meta().is_none() {
             return Ok(());
         }
-        let meta = self.autograd_slot().get_or_init(|| {
-            Arc::new(AutogradMeta {
-                requires_grad: AtomicBool::new(false),
-                grad: Mutex::new(None),
-                grad_fn: None,
-            })
-        });
+        let meta = self
+            .autograd_slot()
+            .get_or_init(|| Arc::new(AutogradMeta::new(false, None)));
         meta.requires_grad.store(requires_grad, Ordering::Relaxed);
         Ok(())
     }
@@ -351,15 +429,50 @@ impl Tensor {
             return Err(Error::dtype("grad", self.dtype()));
         }
         let g = no_grad(|| grad.detach().to_dtype(self.dtype()))?;
-        let meta = self.autograd_slot().get_or_init(|| {
-            Arc::new(AutogradMeta {
-                requires_grad: AtomicBool::new(false),
-                grad: Mutex::new(None),
-                grad_fn: None,
-            })
-        });
+        let meta = self
+            .autograd_slot()
+            .get_or_init(|| Arc::new(AutogradMeta::new(false, None)));
         *meta.grad_slot() = Some(g);
         Ok(())
+    }
+
+    /// Registers `hook` to run once per backward pass, when this leaf's
+    /// gradient is final for the pass (every use of the leaf in the graph
+    /// backward reached has been processed, whether or not it carried a
+    /// gradient), with this leaf as its argument; PyTorch's
+    /// `register_post_accumulate_grad_hook`. The hook runs on the thread of
+    /// `backward()` with no autograd lock held; its error ends the backward
+    /// pass. The leaf only holds the hook weakly: it stays registered while
+    /// the returned handle lives.
+    pub fn register_post_accumulate_grad_hook(&self, hook: Arc<GradHook>) -> Result<HookHandle> {
+        let op = "register_post_accumulate_grad_hook";
+        if !self.is_leaf() || !self.requires_grad() {
+            return Err(Error::invalid(
+                op,
+                if self.is_leaf() {
+                    "the tensor does not require grad; call requires_grad(true) first"
+                } else {
+                    "hooks go on leaf tensors (parameters), not on results of recorded ops"
+                },
+            ));
+        }
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let meta = self
+            .autograd_meta()
+            .ok_or_else(|| Error::invalid(op, "the tensor does not require grad"))?;
+        let mut hooks = meta.hook_list();
+        hooks.push(HookEntry {
+            id,
+            param: Arc::downgrade(&self.0),
+            hook: Arc::downgrade(&hook),
+        });
+        meta.has_hooks.store(true, Ordering::Release);
+        Ok(HookHandle {
+            meta: Arc::downgrade(meta),
+            id,
+            _hook: hook,
+        })
     }
 
     /// Clears the accumulated gradient (PyTorch's `zero_grad(set_to_none=True)`).
@@ -457,29 +570,37 @@ fn key(n: &Arc<Node>) -> *const Node {
 /// The backward pass from `root` with gradient `grad`: nodes run in
 /// topological order (each after every node that feeds it a gradient), the
 /// gradients reaching one node are summed, leaves accumulate into `grad`.
+/// A leaf with hooks runs them when the last of its edges is processed.
 fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
     let _guard = NoGradGuard::new();
     let meta = root
         .autograd_meta()
         .ok_or_else(|| Error::invalid("backward", "the tensor does not require grad"))?;
     let root_node = match &meta.grad_fn {
-        None => return accumulate(meta, grad),
+        None => {
+            accumulate(meta, grad)?;
+            return if meta.hooked() { meta.fire_hooks() } else { Ok(()) };
+        }
         Some(n) => n.clone(),
     };
-    // How many gradients each reachable node waits for.
+    // How many gradients each reachable node waits for, and how many edges
+    // reach each hooked leaf.
     let mut deps: HashMap<*const Node, usize> = HashMap::new();
+    let mut leaf_uses: HashMap<*const AutogradMeta, usize> = HashMap::new();
     let mut stack = vec![root_node.clone()];
     deps.insert(key(&root_node), 0);
     while let Some(n) = stack.pop() {
         for input in &n.inputs {
-            if let Some(Edge::Node(m)) = &input.edge {
-                match deps.get_mut(&key(m)) {
+            match &input.edge {
+                Some(Edge::Node(m)) => match deps.get_mut(&key(m)) {
                     Some(c) => *c += 1,
                     None => {
                         deps.insert(key(m), 1);
                         stack.push(m.clone());
                     }
-                }
+                },
+                Some(Edge::Leaf(m)) if m.hooked() => *leaf_uses.entry(Arc::as_ptr(m)).or_insert(0) += 1,
+                _ => {}
             }
         }
     }
@@ -529,6 +650,14 @@ fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
                     if let Some(ig) = ig {
                         if m.requires_grad.load(Ordering::Relaxed) {
                             accumulate(m, ig)?;
+                        }
+                    }
+                    if !leaf_uses.is_empty() {
+                        if let Some(c) = leaf_uses.get_mut(&Arc::as_ptr(m)) {
+                            *c -= 1;
+                            if *c == 0 {
+                                m.fire_hooks()?;
+                            }
                         }
                     }
                 }
@@ -648,5 +777,105 @@ mod tests {
         .unwrap();
         let e = y.backward().unwrap_err().to_string();
         assert!(e.contains("modified in place"), "{e}");
+    }
+
+    /// What the hooks of a test saw: `(name, grad)` per call.
+    type Log = Arc<Mutex<Vec<(&'static str, Vec<f64>)>>>;
+
+    /// A hook that records `(name, grad)` into `log` each time it runs.
+    fn logging_hook(name: &'static str, log: &Log) -> Arc<GradHook> {
+        let log = log.clone();
+        Arc::new(move |p: &Tensor| {
+            let g = p.grad().map(|g| values(&g)).unwrap_or_default();
+            log.lock().unwrap().push((name, g));
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn a_hook_fires_once_with_the_summed_grad_in_backward_order() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let x = t(&[1.0, 2.0], &[2]);
+        let w1 = t(&[3.0, 4.0], &[2]);
+        let w2 = t(&[5.0, 6.0], &[2]);
+        let unused = t(&[0.0], &[1]);
+        for p in [&w1, &w2, &unused] {
+            p.set_requires_grad(true).unwrap();
+        }
+        let _h1 = w1
+            .register_post_accumulate_grad_hook(logging_hook("w1", &log))
+            .unwrap();
+        let _h2 = w2
+            .register_post_accumulate_grad_hook(logging_hook("w2", &log))
+            .unwrap();
+        let _h3 = unused
+            .register_post_accumulate_grad_hook(logging_hook("unused", &log))
+            .unwrap();
+        // w1 is used twice: (x * w1 + w1) * w2
+        let a = x.mul(&w1).unwrap().add(&w1).unwrap();
+        a.mul(&w2).unwrap().sum().unwrap().backward().unwrap();
+        let got = log.lock().unwrap().clone();
+        // w2 is final first (the last op), then w1 with both uses summed
+        assert_eq!(got, vec![("w2", vec![6.0, 12.0]), ("w1", vec![10.0, 18.0])]);
+        assert_eq!(values(&w1.grad().unwrap()), vec![10.0, 18.0]);
+        // a second pass fires again, with the accumulated grads
+        log.lock().unwrap().clear();
+        x.mul(&w1).unwrap().sum().unwrap().backward().unwrap();
+        assert_eq!(log.lock().unwrap().clone(), vec![("w1", vec![11.0, 20.0])]);
+    }
+
+    #[test]
+    fn hooks_fire_for_a_leaf_root_and_once_for_several_paths() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let w = t(&[2.0], &[1]);
+        w.set_requires_grad(true).unwrap();
+        let _h = w
+            .register_post_accumulate_grad_hook(logging_hook("w", &log))
+            .unwrap();
+        w.backward().unwrap();
+        assert_eq!(log.lock().unwrap().clone(), vec![("w", vec![1.0])]);
+        // reached directly and through a node: once, after both
+        log.lock().unwrap().clear();
+        w.zero_grad();
+        let m = w.mul_scalar(3.0).unwrap().add(&w).unwrap();
+        m.sum().unwrap().backward().unwrap();
+        assert_eq!(log.lock().unwrap().clone(), vec![("w", vec![4.0])]);
+    }
+
+    #[test]
+    fn removed_or_dropped_hooks_do_not_fire_and_errors_propagate() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let w = t(&[2.0], &[1]);
+        w.set_requires_grad(true).unwrap();
+        let h = w
+            .register_post_accumulate_grad_hook(logging_hook("a", &log))
+            .unwrap();
+        let h2 = w
+            .register_post_accumulate_grad_hook(logging_hook("b", &log))
+            .unwrap();
+        h.remove();
+        w.mul_scalar(2.0).unwrap().sum().unwrap().backward().unwrap();
+        assert_eq!(log.lock().unwrap().clone(), vec![("b", vec![2.0])]);
+        drop(h2);
+        assert!(!w.autograd_meta().unwrap().hooked());
+        w.mul_scalar(2.0).unwrap().sum().unwrap().backward().unwrap();
+        assert_eq!(log.lock().unwrap().len(), 1);
+        let failing: Arc<GradHook> = Arc::new(|_: &Tensor| Err(Error::invalid("hook", "refused")));
+        let _h3 = w.register_post_accumulate_grad_hook(failing).unwrap();
+        let e = w.mul_scalar(2.0).unwrap().sum().unwrap().backward().unwrap_err();
+        assert!(e.to_string().contains("refused"), "{e}");
+        // a hook keeps neither its leaf alive nor fires for a dropped one
+        let weak = Arc::downgrade(&w.0);
+        drop(w);
+        assert!(weak.upgrade().is_none());
+        let plain = t(&[1.0], &[1]);
+        assert!(plain
+            .register_post_accumulate_grad_hook(logging_hook("c", &log))
+            .is_err());
+        plain.set_requires_grad(true).unwrap();
+        let y = plain.mul_scalar(1.0).unwrap();
+        assert!(y
+            .register_post_accumulate_grad_hook(logging_hook("c", &log))
+            .is_err());
     }
 }

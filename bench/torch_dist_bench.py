@@ -51,6 +51,16 @@ def run(rank, world, port):
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device(f"cuda:{rank}"))
     torch.backends.cuda.matmul.allow_tf32 = False
+    small = torch.zeros(1024, device="cuda")
+    for _ in range(20):
+        dist.all_reduce(small)
+    torch.cuda.synchronize()
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(1000):
+        dist.all_reduce(small)
+    torch.cuda.synchronize()
+    report(f"all_reduce f32 4 KiB x{world}", (time.perf_counter() - start) / 1000 * 1e6, "us/call")
     for mib in [1, 16, 64, 256, 1024]:
         n = mib * 262144
         t = torch.zeros(n, device="cuda")

@@ -162,6 +162,28 @@ pub enum Error {
         /// The budget, in bytes.
         limit: usize,
     },
+    /// An allocation that the machine cannot satisfy: more than its memory
+    /// or this process's address-space limit, or refused by the allocator.
+    #[error("{op}: out of memory: cannot allocate {bytes} bytes on {device} ({why})")]
+    OutOfMemory {
+        /// The op that allocated.
+        op: &'static str,
+        /// Bytes asked for.
+        bytes: usize,
+        /// Where (`cpu` or `cuda:N`).
+        device: String,
+        /// Why it failed.
+        why: String,
+    },
+    /// The run was stopped: interrupted by the host or Ctrl-C, or past the
+    /// engine's work limit, in the middle of a native op.
+    #[error("{op}: {why}")]
+    Terminated {
+        /// The op that was running.
+        op: &'static str,
+        /// What stopped it.
+        why: String,
+    },
     /// A collective of the process group that failed: a peer that cannot be
     /// reached or timed out, or ranks that disagree on the call.
     #[error("{op}: {msg}")]

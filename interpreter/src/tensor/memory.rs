@@ -17,6 +17,13 @@
 //! the CPU and on a GPU alike; memory a caching allocator keeps for reuse
 //! after a tensor is freed is not charged. Tensors the host makes outside any
 //! entered budget (inputs it passes in) are not charged either.
+//!
+//! Below any budget, [`check_bytes`] is the one gate every allocation passes
+//! first: a request larger than the machine's memory or than what this
+//! process's address-space limit (`ulimit -v`) still allows is an
+//! [`Error::OutOfMemory`] naming the op and the bytes, never an abort of the
+//! host process. [`try_zeroed_vec`] and [`try_vec_with_capacity`] allocate host
+//! memory fallibly after that gate.
 
 use crate::error::{Error, Result};
 use std::cell::RefCell;
@@ -147,6 +154,162 @@ pub(crate) fn charge(op: &'static str, bytes: usize) -> Result<Option<Charge>> {
     current().map(|b| b.take(op, bytes)).transpose()
 }
 
+/// Requests at least this large look at the process's address-space limit
+/// (reading `/proc`); smaller ones only at the machine's memory.
+const LARGE_REQUEST: usize = 64 << 20;
+
+/// The machine's physical memory in bytes where it can be read.
+fn machine_memory() -> usize {
+    static TOTAL: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *TOTAL.get_or_init(|| {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+                let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+                kb.checked_mul(1024)
+            })
+            .unwrap_or(usize::MAX / 2)
+    })
+}
+
+/// Bytes this process may still map under its address-space limit
+/// (`RLIMIT_AS`), or `None` when there is no limit or it cannot be read.
+#[cfg(target_os = "linux")]
+fn address_space_left() -> Option<usize> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct we pass and reads nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    let limit = usize::try_from(lim.rlim_cur).ok()?;
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().next()?.parse().ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
+    Some(limit.saturating_sub(pages.saturating_mul(page)))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn address_space_left() -> Option<usize> {
+    None
+}
+
+/// Fails unless `bytes` more of host memory could be had: not more than
+/// the machine's memory nor than the address space left to this process.
+pub(crate) fn check_host_bytes(op: &'static str, bytes: usize) -> Result<()> {
+    let oom = |why: String| Error::OutOfMemory {
+        op,
+        bytes,
+        device: "cpu".into(),
+        why,
+    };
+    let total = machine_memory();
+    if bytes > total {
+        return Err(oom(format!("the machine has {total} bytes of memory")));
+    }
+    if bytes >= LARGE_REQUEST {
+        if let Some(left) = address_space_left() {
+            if bytes > left {
+                return Err(oom(format!(
+                    "the process's address-space limit leaves {left} bytes"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The gate before every new tensor storage: fails when `bytes` would not fit
+/// in the budget entered on this thread, or (for host memory) could not be
+/// allocated at all. A device allocator reports its own out-of-memory.
+pub fn check_bytes(op: &'static str, bytes: usize, on_host: bool) -> Result<()> {
+    check(op, bytes)?;
+    if on_host {
+        check_host_bytes(op, bytes)?;
+    }
+    Ok(())
+}
+
+/// A host vector of `n` zero-valued `T` (all-zero bytes), allocated
+/// fallibly: an allocator failure is an [`Error::OutOfMemory`], not an abort.
+pub(crate) fn try_zeroed_vec<T: zeroable::Zeroable>(op: &'static str, n: usize) -> Result<Vec<T>> {
+    let bytes = n.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| Error::OutOfMemory {
+        op,
+        bytes: usize::MAX,
+        device: "cpu".into(),
+        why: format!("{n} elements overflow the address space"),
+    })?;
+    check_host_bytes(op, bytes)?;
+    if n == 0 || bytes == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(n).map_err(|e| Error::OutOfMemory {
+        op,
+        bytes,
+        device: "cpu".into(),
+        why: e.to_string(),
+    })?;
+    // SAFETY: `layout` has a non-zero size (checked above); `alloc_zeroed`
+    // returns null on failure, which is handled, or memory for `n` values of
+    // `T` with T's alignment, all bytes zero, which `Zeroable` says is a valid
+    // `T`. The Vec takes ownership with the same layout (capacity `n`).
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout) as *mut T;
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory {
+                op,
+                bytes,
+                device: "cpu".into(),
+                why: "the allocator refused".into(),
+            });
+        }
+        Ok(Vec::from_raw_parts(ptr, n, n))
+    }
+}
+
+/// An empty host vector with room for `n` values, allocated fallibly.
+pub(crate) fn try_vec_with_capacity<T>(op: &'static str, n: usize) -> Result<Vec<T>> {
+    let bytes = n.saturating_mul(std::mem::size_of::<T>());
+    check_host_bytes(op, bytes)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|e| Error::OutOfMemory {
+        op,
+        bytes,
+        device: "cpu".into(),
+        why: e.to_string(),
+    })?;
+    Ok(v)
+}
+
+/// Types whose all-zero bit pattern is a valid value (the tensor element types).
+pub(crate) mod zeroable {
+    /// A type for which all-zero bytes are a valid value.
+    ///
+    /// # Safety
+    /// Implement only for types where every field is valid when all its bytes are zero.
+    pub unsafe trait Zeroable {}
+    // SAFETY: zero is `false`, integer 0, float +0.0.
+    unsafe impl Zeroable for bool {}
+    // SAFETY: as above.
+    unsafe impl Zeroable for u8 {}
+    // SAFETY: as above.
+    unsafe impl Zeroable for i32 {}
+    // SAFETY: as above.
+    unsafe impl Zeroable for i64 {}
+    // SAFETY: as above.
+    unsafe impl Zeroable for f32 {}
+    // SAFETY: as above.
+    unsafe impl Zeroable for f64 {}
+    // SAFETY: half's types are plain u16 bit patterns; zero is +0.0.
+    unsafe impl Zeroable for half::f16 {}
+    // SAFETY: as above.
+    unsafe impl Zeroable for half::bf16 {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +335,15 @@ mod tests {
         assert_eq!(b.in_use(), 0);
         drop(scope);
         assert!(charge("t", 1000).unwrap().is_none());
+    }
+
+    #[test]
+    fn impossible_host_requests_are_errors() {
+        let e = try_zeroed_vec::<f64>("t", usize::MAX / 4).unwrap_err();
+        assert!(matches!(e, Error::OutOfMemory { op: "t", .. }), "{e}");
+        let e = try_vec_with_capacity::<u8>("t", usize::MAX / 2).unwrap_err();
+        assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+        assert_eq!(try_zeroed_vec::<f32>("t", 3).unwrap(), vec![0.0; 3]);
     }
 
     #[test]

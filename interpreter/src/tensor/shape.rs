@@ -21,38 +21,40 @@ pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
         })
 }
 
-/// The most bytes one tensor may take: the machine's physical memory where it
-/// can be read, so that an impossible request is an error, not an abort.
-fn memory_limit() -> usize {
-    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|m| {
-                let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
-                let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-                kb.checked_mul(1024)
-            })
-            .unwrap_or(usize::MAX / 2)
-    })
-}
+/// The most dims a tensor may have (NumPy 2 stops at 64 too).
+pub const MAX_DIMS: usize = 64;
 
-/// Fails when a new tensor of `shape` and `dtype` could not be allocated: more
-/// than the machine's memory, or more than the memory budget entered on this
-/// thread has left ([`super::memory`]).
-pub fn check_alloc(op: &'static str, shape: &[usize], dtype: super::DType) -> Result<()> {
-    let n = checked_numel(op, shape)?;
-    let bytes = n.saturating_mul(dtype.size_in_bytes());
-    if bytes > memory_limit() {
-        return Err(Error::invalid(
+/// Fails when a shape has more than [`MAX_DIMS`] dims.
+pub fn check_rank(op: &'static str, ndim: usize) -> Result<()> {
+    if ndim > MAX_DIMS {
+        return Err(Error::shape(
             op,
-            format!(
-                "a {dtype} tensor of shape {shape:?} needs {bytes} bytes, more than this machine's memory ({} bytes)",
-                memory_limit()
-            ),
+            format!("a tensor may have at most {MAX_DIMS} dims, got {ndim}"),
         ));
     }
-    super::memory::check(op, bytes)
+    Ok(())
+}
+
+/// Fails when a new tensor of `shape` and `dtype` could not be allocated on
+/// `device` before anything is allocated: too many dims or elements, more
+/// than the memory budget entered on this thread has left, or (on the host)
+/// more than the machine or the process's address space allows
+/// ([`super::memory::check_bytes`]).
+pub fn check_alloc_on(op: &'static str, shape: &[usize], dtype: super::DType, device: super::Device) -> Result<()> {
+    check_rank(op, shape.len())?;
+    let n = checked_numel(op, shape)?;
+    let bytes = n.checked_mul(dtype.size_in_bytes()).ok_or_else(|| {
+        Error::shape(
+            op,
+            format!("a {dtype} tensor of shape {shape:?} has more bytes than can be addressed"),
+        )
+    })?;
+    super::memory::check_bytes(op, bytes, device == super::Device::Cpu)
+}
+
+/// [`check_alloc_on`] for host memory (the strictest device).
+pub fn check_alloc(op: &'static str, shape: &[usize], dtype: super::DType) -> Result<()> {
+    check_alloc_on(op, shape, dtype, super::Device::Cpu)
 }
 
 /// Row-major (C-contiguous) strides of a shape, in elements.

@@ -3,6 +3,11 @@
 //! device and forwards to that backend's kernel. The op front-end
 //! (`crate::tensor`) has already checked shapes, broadcast layouts and
 //! promoted dtypes before anything reaches this module.
+//!
+//! Every method that makes a new storage first passes [`preflight`]: the
+//! run's stop check and the memory gate for the bytes it is about to
+//! allocate (known from the layouts), so an impossible or over-budget output
+//! is a typed error before any allocation or kernel launch.
 
 pub mod cpu;
 pub mod cuda;
@@ -42,10 +47,27 @@ pub fn check_device(device: Device) -> Result<()> {
     }
 }
 
+/// The gate before a backend queues work for `op` that makes `n` new
+/// elements of `dtype` on `device`: fails when the run must stop
+/// ([`crate::tensor::control`]) or the bytes cannot be had
+/// ([`crate::tensor::memory::check_bytes`]).
+pub(crate) fn preflight(op: &'static str, device: Device, dtype: DType, n: usize) -> Result<()> {
+    crate::tensor::control::check(op)?;
+    let bytes = n.checked_mul(dtype.size_in_bytes()).ok_or_else(|| {
+        Error::shape(op, format!("an output of {n} {dtype} elements has more bytes than can be addressed"))
+    })?;
+    crate::tensor::memory::check_bytes(op, bytes, device == Device::Cpu)
+}
+
+/// [`preflight`] for an output in this storage's device.
+fn gate(s: &Storage, op: &'static str, dtype: DType, n: usize) -> Result<()> {
+    preflight(op, s.device(), dtype, n)
+}
+
 /// A one-element CPU storage of `s` broadcast to `l`'s shape.
 fn cpu_scalar(dtype: DType, s: Scalar, l: &Layout) -> Result<(CpuStorage, Layout)> {
     Ok((
-        CpuStorage::full(dtype, 1, s),
+        CpuStorage::full(dtype, 1, s)?,
         Layout::contiguous(&[]).broadcast_to("scalar", l.shape())?,
     ))
 }
@@ -83,8 +105,9 @@ impl Storage {
     /// `n` copies of `value` as `dtype` on `device`.
     pub fn full(device: Device, dtype: DType, n: usize, value: Scalar) -> Result<Storage> {
         check_device(device)?;
+        preflight("full", device, dtype, n)?;
         Ok(match device {
-            Device::Cpu => Storage::Cpu(CpuStorage::full(dtype, n, value)),
+            Device::Cpu => Storage::Cpu(CpuStorage::full(dtype, n, value)?),
             Device::Cuda(_) => Storage::Cuda(CudaStorage::full(dtype, n, value)?),
         })
     }
@@ -92,8 +115,9 @@ impl Storage {
     /// Storage for `n` elements whose values are unspecified (`empty`).
     pub fn uninit(device: Device, dtype: DType, n: usize) -> Result<Storage> {
         check_device(device)?;
+        preflight("empty", device, dtype, n)?;
         Ok(match device {
-            Device::Cpu => Storage::Cpu(CpuStorage::full(dtype, n, Scalar::Int(0))),
+            Device::Cpu => Storage::Cpu(CpuStorage::full(dtype, n, Scalar::Int(0))?),
             Device::Cuda(_) => Storage::Cuda(CudaStorage::alloc(dtype, n)?),
         })
     }
@@ -101,6 +125,7 @@ impl Storage {
     /// `start + i * step` for `i in 0..n`.
     pub fn arange(device: Device, dtype: DType, start: Scalar, step: Scalar, n: usize) -> Result<Storage> {
         check_device(device)?;
+        preflight("arange", device, dtype, n)?;
         Ok(match device {
             Device::Cpu => Storage::Cpu(CpuStorage::arange(dtype, start, step, n)),
             Device::Cuda(_) => Storage::Cuda(CudaStorage::arange(dtype, start, step, n)?),
@@ -110,6 +135,7 @@ impl Storage {
     /// Host values uploaded as `dtype`.
     pub fn from_host(device: Device, values: &HostValues, dtype: DType) -> Result<Storage> {
         check_device(device)?;
+        preflight("tensor", Device::Cpu, dtype, values.len())?;
         let cpu = CpuStorage::from_host(values, dtype);
         Ok(match device {
             Device::Cpu => Storage::Cpu(cpu),
@@ -120,6 +146,9 @@ impl Storage {
     /// A host storage moved to `device` (kept as it is for the CPU).
     pub fn from_cpu(device: Device, cpu: CpuStorage) -> Result<Storage> {
         check_device(device)?;
+        if device != Device::Cpu {
+            preflight("to", device, cpu.dtype(), cpu.len())?;
+        }
         Ok(match device {
             Device::Cpu => Storage::Cpu(cpu),
             Device::Cuda(_) => Storage::Cuda(CudaStorage::from_cpu(&cpu)?),
@@ -128,6 +157,8 @@ impl Storage {
 
     /// The elements of `layout` in logical order, on the host (waits for the device).
     pub fn to_host(&self, layout: &Layout) -> Result<HostValues> {
+        // host values of 8 bytes each (i64 / f64) and their 8-byte offsets
+        preflight("to_list", Device::Cpu, DType::F64, layout.numel().saturating_mul(2))?;
         match self {
             Storage::Cpu(s) => Ok(s.to_host(layout)),
             Storage::Cuda(s) => {
@@ -140,6 +171,10 @@ impl Storage {
     /// The elements of `layout` as a dense storage on `device`.
     pub fn to_device(&self, layout: &Layout, device: Device) -> Result<Storage> {
         check_device(device)?;
+        preflight("to", device, self.dtype(), layout.numel())?;
+        if device != self.device() {
+            preflight("to", self.device(), self.dtype(), layout.numel())?;
+        }
         Ok(match (self, device) {
             (Storage::Cpu(s), Device::Cpu) => Storage::Cpu(cpu::cast_to(s, layout, s.dtype())),
             (Storage::Cpu(s), Device::Cuda(_)) => {
@@ -158,6 +193,7 @@ impl Storage {
     /// Uniform `[0, 1)` draw `stream` of the Philox generator under `seed`.
     pub fn rand_uniform(device: Device, dtype: DType, n: usize, seed: u64, stream: u64) -> Result<Storage> {
         check_device(device)?;
+        preflight("rand", device, dtype, n)?;
         Ok(match device {
             Device::Cpu => Storage::Cpu(cpu::rand_uniform(dtype, n, seed, stream)),
             Device::Cuda(_) => Storage::Cuda(CudaStorage::rand_float(dtype, n, seed, stream, false)?),
@@ -167,6 +203,7 @@ impl Storage {
     /// Standard normal draw.
     pub fn rand_normal(device: Device, dtype: DType, n: usize, seed: u64, stream: u64) -> Result<Storage> {
         check_device(device)?;
+        preflight("randn", device, dtype, n)?;
         Ok(match device {
             Device::Cpu => Storage::Cpu(cpu::rand_normal(dtype, n, seed, stream)),
             Device::Cuda(_) => Storage::Cuda(CudaStorage::rand_float(dtype, n, seed, stream, true)?),
@@ -185,6 +222,7 @@ impl Storage {
         stream: u64,
     ) -> Result<Storage> {
         check_device(device)?;
+        preflight("randint", device, dtype, n)?;
         Ok(match device {
             Device::Cpu => Storage::Cpu(cpu::rand_int(dtype, n, low, high, seed, stream)),
             Device::Cuda(_) => Storage::Cuda(CudaStorage::rand_int(dtype, n, low, high, seed, stream)?),
@@ -193,6 +231,7 @@ impl Storage {
 
     /// Unary op (input already in the op's dtype); contiguous output.
     pub fn unary(&self, op: UnaryOp, l: &Layout) -> Result<Storage> {
+        gate(self, op.name(), self.dtype(), l.numel())?;
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::unary(op, s, l)?)),
             Storage::Cuda(s) => Ok(Storage::Cuda(s.unary(op, l)?)),
@@ -201,6 +240,7 @@ impl Storage {
 
     /// Binary op of two same-dtype operands with layouts of one shape.
     pub fn binary(&self, op: BinaryOp, l: &Layout, rhs: &Storage, lr: &Layout) -> Result<Storage> {
+        gate(self, op.name(), self.dtype(), l.numel())?;
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(cpu::binary(op, a, l, b, lr)?)),
             (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(a.binary(op, l, b, lr)?)),
@@ -210,6 +250,7 @@ impl Storage {
 
     /// `self op s` (`s op self` when `rev`) with a host scalar taken as this storage's dtype.
     pub fn binary_scalar(&self, op: BinaryOp, l: &Layout, s: Scalar, rev: bool) -> Result<Storage> {
+        gate(self, op.name(), self.dtype(), l.numel())?;
         match self {
             Storage::Cpu(a) => {
                 let (b, lb) = cpu_scalar(a.dtype(), s, l)?;
@@ -232,6 +273,7 @@ impl Storage {
 
     /// A comparison with a host scalar; bool output.
     pub fn compare_scalar(&self, op: CmpOp, l: &Layout, s: Scalar, rev: bool) -> Result<Storage> {
+        gate(self, op.name(), DType::Bool, l.numel())?;
         match self {
             Storage::Cpu(a) => {
                 let (b, lb) = cpu_scalar(a.dtype(), s, l)?;
@@ -254,6 +296,7 @@ impl Storage {
 
     /// Comparison of two same-dtype operands; bool output.
     pub fn compare(&self, op: CmpOp, l: &Layout, rhs: &Storage, lr: &Layout) -> Result<Storage> {
+        gate(self, op.name(), DType::Bool, l.numel())?;
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(cpu::compare(op, a, l, b, lr)?)),
             (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(a.compare(op, l, b, lr)?)),
@@ -270,6 +313,7 @@ impl Storage {
         b: &Storage,
         lb: &Layout,
     ) -> Result<Storage> {
+        gate(self, "where", a.dtype(), l.numel())?;
         match (self, a, b) {
             (Storage::Cpu(c), Storage::Cpu(a), Storage::Cpu(b)) => {
                 Ok(Storage::Cpu(cpu::where_cond(c, l, a, la, b, lb)?))
@@ -283,6 +327,7 @@ impl Storage {
 
     /// Contiguous copy of `l`'s elements as `dtype` (also `contiguous()` when the dtype is unchanged).
     pub fn cast(&self, l: &Layout, dtype: DType) -> Result<Storage> {
+        gate(self, "to_dtype", dtype, l.numel())?;
         Ok(match self {
             Storage::Cpu(s) => Storage::Cpu(cpu::cast_to(s, l, dtype)),
             Storage::Cuda(s) => Storage::Cuda(s.cast(l, dtype)?),
@@ -292,6 +337,11 @@ impl Storage {
     /// Writes `src` (same dtype and shape) into the elements of `self` at `l`;
     /// `src` may live on the other device (a host↔device copy).
     pub fn copy_from(&mut self, l: &Layout, src: &Storage, ls: &Layout) -> Result<()> {
+        crate::tensor::control::check("copy_")?;
+        if self.device() != src.device() {
+            // a staging copy on either side at most
+            preflight("copy_", Device::Cpu, src.dtype(), ls.numel())?;
+        }
         match (self, src) {
             (Storage::Cpu(d), Storage::Cpu(s)) => cpu::copy_into(d, l, s, ls),
             (Storage::Cuda(d), Storage::Cuda(s)) => d.copy_from(l, s, ls),
@@ -323,14 +373,17 @@ impl Storage {
 
     /// Reduction over sorted, distinct `dims`; contiguous output over the kept dims.
     pub fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize]) -> Result<Storage> {
+        let kept: usize = (0..l.ndim()).filter(|d| !dims.contains(d)).map(|d| l.shape()[d]).product();
+        gate(self, op.name(), DType::F64, kept)?;
         match self {
-            Storage::Cpu(s) => Ok(Storage::Cpu(cpu::reduce(op, s, l, dims))),
+            Storage::Cpu(s) => Ok(Storage::Cpu(cpu::reduce(op, s, l, dims)?)),
             Storage::Cuda(s) => Ok(Storage::Cuda(s.reduce(op, l, dims)?)),
         }
     }
 
     /// Softmax or log-softmax along `dim`; contiguous output.
     pub fn softmax(&self, l: &Layout, dim: usize, log: bool) -> Result<Storage> {
+        gate(self, if log { "log_softmax" } else { "softmax" }, self.dtype(), l.numel())?;
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::softmax(s, l, dim, log)?)),
             Storage::Cuda(s) => Ok(Storage::Cuda(s.softmax(l, dim, log)?)),
@@ -345,6 +398,7 @@ impl Storage {
         b: Option<&Storage>,
         eps: f64,
     ) -> Result<Storage> {
+        gate(self, "layer_norm", self.dtype(), self.len())?;
         fn cpu_of(s: Option<&Storage>) -> Option<&CpuStorage> {
             match s {
                 Some(Storage::Cpu(c)) => Some(c),
@@ -373,6 +427,7 @@ impl Storage {
         ignore_index: i64,
         smoothing: f64,
     ) -> Result<(Storage, Storage)> {
+        gate(self, "cross_entropy", DType::F64, 2 * (self.len() / classes.max(1)))?;
         match (self, labels) {
             (Storage::Cpu(x), Storage::Cpu(l)) => {
                 let (loss, lse) = cpu::cross_entropy(x, classes, l, ignore_index, smoothing)?;
@@ -399,6 +454,7 @@ impl Storage {
         ignore_index: i64,
         smoothing: f64,
     ) -> Result<Storage> {
+        gate(self, "cross_entropy", self.dtype(), self.len())?;
         match (self, labels, lse, grad) {
             (Storage::Cpu(x), Storage::Cpu(l), Storage::Cpu(s), Storage::Cpu(g)) => Ok(Storage::Cpu(
                 cpu::cross_entropy_backward(x, classes, l, s, g, grad_stride, ignore_index, smoothing)?,
@@ -468,6 +524,7 @@ impl Storage {
     /// output. An index outside `0..along.size()` is an error on the CPU and
     /// reads NaN / 0 on CUDA (see `crate::tensor::index`).
     pub fn gather(&self, lx: &Layout, along: &Along, idx: &Storage, li: &Layout) -> Result<Storage> {
+        gate(self, along.op, self.dtype(), lx.numel())?;
         match (self, idx) {
             (Storage::Cpu(x), Storage::Cpu(i)) => Ok(Storage::Cpu(cpu::gather(x, lx, along, i, li)?)),
             (Storage::Cuda(x), Storage::Cuda(i)) => Ok(Storage::Cuda(x.gather(lx, along, i, li)?)),
@@ -489,6 +546,7 @@ impl Storage {
         src: &Storage,
         ls: &Layout,
     ) -> Result<()> {
+        crate::tensor::control::check(along.op)?;
         match (self, idx, src) {
             (Storage::Cpu(d), Storage::Cpu(i), Storage::Cpu(s)) => {
                 cpu::scatter_add(d, ld, along, i, li, s, ls)
@@ -500,6 +558,13 @@ impl Storage {
 
     /// Batched matmul (see [`MatmulDims`]); contiguous output.
     pub fn matmul(&self, l: &Layout, rhs: &Storage, lr: &Layout, d: &MatmulDims) -> Result<Storage> {
+        let out = d.batch.iter().try_fold(d.m.saturating_mul(d.n), |acc, &b| acc.checked_mul(b));
+        gate(self, "matmul", self.dtype(), out.unwrap_or(usize::MAX))?;
+        if matches!(self.dtype(), DType::F16 | DType::BF16) {
+            // widened (CPU) or made dense (cuBLAS) copies of both operands
+            let inputs = l.numel().saturating_add(lr.numel());
+            gate(self, "matmul", DType::F32, inputs)?;
+        }
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(cpu::matmul(a, l, b, lr, d)?)),
             (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(cuda::blas::matmul(a, l, b, lr, d)?)),

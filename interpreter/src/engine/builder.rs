@@ -43,12 +43,18 @@ pub struct Limits {
     /// Bytes of tensor storage that the engine's scripts may hold at once,
     /// on any device ([`crate::tensor::memory`]).
     pub max_memory: Option<usize>,
+    /// Wall-clock time of one run. Checked between Rhai operations and every
+    /// few milliseconds inside long native ops (a sum over a huge expanded
+    /// view, a long matmul), which then stop with
+    /// [`Limit::Duration`](crate::Limit::Duration); on a GPU no new work is
+    /// queued past it (work already queued finishes).
+    pub max_duration: Option<std::time::Duration>,
 }
 
 impl Limits {
     /// A starting point for untrusted scripts: 50 million operations, 64
     /// nested calls, strings of 1 MiB, arrays of 1 million items, maps of
-    /// 100 000 entries, 1 GiB of tensors.
+    /// 100 000 entries, 1 GiB of tensors, 60 seconds per run.
     pub fn sandbox() -> Limits {
         Limits {
             max_operations: Some(50_000_000),
@@ -57,12 +63,26 @@ impl Limits {
             max_array_size: Some(1_000_000),
             max_map_size: Some(100_000),
             max_memory: Some(1 << 30),
+            max_duration: Some(std::time::Duration::from_secs(60)),
         }
     }
 
-    /// Sets Rhai's limits on `engine` (all but the memory budget); those
-    /// left `None` are not touched.
-    fn apply(&self, engine: &mut Engine) {
+    /// Sets Rhai's limits on `engine` (the memory budget and the time limit
+    /// live in the runtime); those left `None` are not touched. The engine
+    /// also checks the runtime's control between operations, so that an
+    /// interrupt or the time limit stops Rhai code as well as native ops.
+    fn apply(&self, engine: &mut Engine, runtime: &Arc<Runtime>) {
+        let control = runtime.control().clone();
+        let limit = self.max_duration.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        engine.on_progress(move |_| {
+            if control.is_interrupted() {
+                Some(rhai::Dynamic::from("interrupted"))
+            } else if control.out_of_time() {
+                Some(rhai::Dynamic::from(crate::Limit::Duration(limit.unwrap_or(0))))
+            } else {
+                None
+            }
+        });
         if let Some(n) = self.max_operations {
             engine.set_max_operations(n);
         }
@@ -155,6 +175,12 @@ impl Builder {
         self
     }
 
+    /// Sets [`Limits::max_duration`].
+    pub fn max_duration(mut self, limit: std::time::Duration) -> Builder {
+        self.limits.max_duration = Some(limit);
+        self
+    }
+
     /// Sets [`Limits::max_memory`], in bytes.
     pub fn max_memory(mut self, bytes: usize) -> Builder {
         self.limits.max_memory = Some(bytes);
@@ -190,7 +216,7 @@ impl Builder {
             stdlib::check_names(names)?;
         }
         let budget = self.limits.max_memory.map(|n| Arc::new(MemoryBudget::new(n)));
-        let runtime = Runtime::new(budget, self.allow_files);
+        let runtime = Runtime::new(budget, self.allow_files).with_max_duration(self.limits.max_duration);
         if let Some(d) = self.device {
             runtime.set_device(d)?;
         }
@@ -206,7 +232,7 @@ impl Builder {
         engine.set_max_expr_depths(256, 128);
         register_api(&mut engine, &runtime);
         stdlib::install(&mut engine, &runtime, self.stdlib.as_deref());
-        self.limits.apply(&mut engine);
+        self.limits.apply(&mut engine, &runtime);
         Ok(Interpreter::from_parts(engine, runtime, self.limits))
     }
 
@@ -234,7 +260,7 @@ impl Builder {
         if self.stdlib.as_ref().is_none_or(|n| !n.is_empty()) {
             stdlib::install(engine, &runtime, self.stdlib.as_deref());
         }
-        self.limits.apply(engine);
+        self.limits.apply(engine, &runtime);
         Ok(runtime)
     }
 }

@@ -26,6 +26,8 @@ pub enum Limit {
     Variables(usize),
     /// At most this many modules imported per run.
     Modules(usize),
+    /// At most this many milliseconds of wall-clock time per run.
+    Duration(u64),
 }
 
 impl Limit {
@@ -40,13 +42,14 @@ impl Limit {
             Limit::Memory(_) => "max_memory",
             Limit::Variables(_) => "max_variables",
             Limit::Modules(_) => "max_modules",
+            Limit::Duration(_) => "max_duration",
         }
     }
 
     /// The value the limit was set to.
     pub fn value(self) -> u64 {
         match self {
-            Limit::Operations(n) => n,
+            Limit::Operations(n) | Limit::Duration(n) => n,
             Limit::CallDepth(n)
             | Limit::StringSize(n)
             | Limit::ArraySize(n)
@@ -69,6 +72,7 @@ impl fmt::Display for Limit {
             Limit::Memory(n) => format!("more than {n} bytes of tensors"),
             Limit::Variables(n) => format!("more than {n} variables"),
             Limit::Modules(n) => format!("more than {n} modules imported"),
+            Limit::Duration(n) => format!("the run took more than {n} ms"),
         };
         write!(f, "limit {} = {} exceeded: {what}", self.name(), self.value())
     }
@@ -89,7 +93,8 @@ pub enum ErrorKind {
     /// Any other failure at run time: a `throw`, an unknown variable or
     /// function, arguments of the wrong types.
     Runtime,
-    /// The run was stopped by the host (an `on_progress` callback).
+    /// The run was stopped by the host: [`InterruptHandle::interrupt`](crate::InterruptHandle::interrupt),
+    /// Ctrl-C in the REPL, or an `on_progress` callback of its own.
     Terminated,
     /// The script's value is not of the type the host asked for.
     ResultType,
@@ -189,12 +194,16 @@ fn classify(err: &EvalAltResult, engine: &Engine) -> ErrorKind {
         } else {
             Limit::ArraySize(engine.max_array_size())
         }),
-        E::ErrorTerminated(..) => ErrorKind::Terminated,
+        E::ErrorTerminated(token, _) => match token.clone().try_cast::<Limit>() {
+            Some(l) => ErrorKind::Limit(l),
+            None => ErrorKind::Terminated,
+        },
         E::ErrorMismatchOutputType(..) => ErrorKind::ResultType,
         E::ErrorParsing(..) => ErrorKind::Syntax,
         E::ErrorRuntime(v, _) => match v.clone().into_immutable_string() {
             Ok(msg) => match crate::script::convert::typed_error(&msg) {
                 Some(Error::MemoryLimit { limit, .. }) => ErrorKind::Limit(Limit::Memory(limit)),
+                Some(Error::Terminated { .. }) => ErrorKind::Terminated,
                 Some(e) => ErrorKind::Tensor(Box::new(e)),
                 None => ErrorKind::Runtime,
             },

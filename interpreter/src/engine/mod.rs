@@ -14,6 +14,34 @@ mod error;
 pub use builder::{Builder, Limits, DEFAULT_CALL_DEPTH};
 pub use error::{ErrorKind, Limit, ScriptError};
 
+/// Stops an [`Interpreter`]'s run in progress from another thread (or a
+/// signal handler): Rhai code stops at its next operation and a native op
+/// within milliseconds, with [`ErrorKind::Terminated`]; the interpreter stays
+/// usable and the next run starts afresh. Cheap to clone.
+///
+/// ```
+/// let mut kiln = kiln::Interpreter::builder().device(kiln::Device::Cpu).build()?;
+/// let stop = kiln.interrupt_handle();
+/// let t = std::thread::spawn(move || {
+///     std::thread::sleep(std::time::Duration::from_millis(50));
+///     stop.interrupt();
+/// });
+/// let e = kiln.run("loop { }", "spin.rhai").unwrap_err();
+/// assert_eq!(e.kind, kiln::ErrorKind::Terminated);
+/// t.join().unwrap();
+/// assert_eq!(kiln.eval::<i64>("1 + 1").unwrap(), 2);
+/// # Ok::<(), kiln::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct InterruptHandle(Arc<crate::tensor::control::RunControl>);
+
+impl InterruptHandle {
+    /// Asks the run in progress to stop.
+    pub fn interrupt(&self) {
+        self.0.interrupt();
+    }
+}
+
 use crate::error::Error;
 use crate::script::Runtime;
 use crate::tensor::{Device, MemoryBudget};
@@ -179,6 +207,11 @@ impl Interpreter {
         &self.runtime
     }
 
+    /// A handle that stops this interpreter's run in progress from another thread.
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        InterruptHandle(self.runtime.control().clone())
+    }
+
     /// The limits this interpreter was built with.
     pub fn limits(&self) -> Limits {
         self.limits
@@ -249,7 +282,7 @@ impl Interpreter {
         let r = self
             .engine
             .eval_ast_with_scope::<Dynamic>(&mut self.scope, &ast)
-            .map_err(|e| ScriptError::from_eval(*e, name.as_deref(), &self.engine));
+            .map_err(|e| self.stopped(ScriptError::from_eval(*e, name.as_deref(), &self.engine)));
         self.functions = ast.clone_functions_only();
         r
     }
@@ -291,9 +324,21 @@ impl Interpreter {
         args: impl FuncArgs,
     ) -> Result<T, ScriptError> {
         let _run = self.runtime.enter();
-        self.engine
-            .call_fn::<T>(&mut self.scope, &self.functions, name, args)
-            .map_err(|e| ScriptError::from_eval(*e, Some(name), &self.engine))
+        let r = self.engine.call_fn::<T>(&mut self.scope, &self.functions, name, args);
+        r.map_err(|e| self.stopped(ScriptError::from_eval(*e, Some(name), &self.engine)))
+    }
+
+    /// A native op stopped by the time limit is that limit's error.
+    fn stopped(&self, mut e: ScriptError) -> ScriptError {
+        let control = self.runtime.control();
+        if e.kind == ErrorKind::Terminated && !control.is_interrupted() && control.out_of_time() {
+            if let Some(d) = self.limits.max_duration {
+                let l = Limit::Duration(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+                e.message = l.to_string();
+                e.kind = ErrorKind::Limit(l);
+            }
+        }
+        e
     }
 }
 

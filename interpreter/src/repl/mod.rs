@@ -118,21 +118,19 @@ impl Session {
         }
     }
 
-    /// Makes Ctrl-C stop a running script: the signal sets a flag that the
-    /// engine checks between operations. While a line is read the terminal is
-    /// in raw mode, so Ctrl-C reaches the editor as a key, not a signal.
+    /// Makes Ctrl-C stop a running script: the signal interrupts the
+    /// engine's run, which Rhai code checks between operations and native ops
+    /// every few milliseconds. While a line is read the terminal is in raw
+    /// mode, so Ctrl-C reaches the editor as a key, not a signal.
     fn install_interrupt(&mut self) {
         let flag = self.interrupt.clone();
-        if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
+        let stop = self.state.borrow().kiln.interrupt_handle();
+        if let Err(e) = ctrlc::set_handler(move || {
+            flag.store(true, Ordering::SeqCst);
+            stop.interrupt();
+        }) {
             eprintln!("warning: Ctrl-C will not interrupt scripts: {e}");
-            return;
         }
-        let flag = self.interrupt.clone();
-        self.state
-            .borrow_mut()
-            .kiln
-            .engine_mut()
-            .on_progress(move |_| flag.load(Ordering::Relaxed).then(|| Dynamic::from("interrupted")));
     }
 
     fn interactive(&mut self, options: Options) -> Result<()> {

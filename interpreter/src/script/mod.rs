@@ -35,6 +35,7 @@ pub use stdlib::MODULE_NAMES as STDLIB_MODULES;
 
 use crate::backend::cuda::{CudaRuntime, EngineStream, StreamScope};
 use crate::io::FileAccess;
+use crate::tensor::control::{ControlScope, RunControl};
 use crate::tensor::{BudgetScope, Device, Generator, MemoryBudget, Tensor};
 use rhai::{Engine, OptimizationLevel};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -50,6 +51,7 @@ pub struct Runtime {
     files: FileAccess,
     budget: Option<Arc<MemoryBudget>>,
     stream: OnceLock<Option<EngineStream>>,
+    control: Arc<RunControl>,
 }
 
 /// What [`Runtime::enter`] sets up on a thread while a script runs there;
@@ -57,6 +59,7 @@ pub struct Runtime {
 #[derive(Debug)]
 #[must_use = "the runtime applies only while the scope is alive"]
 pub struct RunScope {
+    _control: ControlScope,
     _budget: Option<BudgetScope>,
     _stream: Option<StreamScope>,
 }
@@ -107,6 +110,18 @@ impl Runtime {
         &self.files
     }
 
+    /// What stops this engine's runs: the interrupt flag and the time limit
+    /// (see [`crate::tensor::control`]).
+    pub fn control(&self) -> &Arc<RunControl> {
+        &self.control
+    }
+
+    /// This runtime with a wall-clock limit on each run.
+    pub fn with_max_duration(mut self, limit: Option<std::time::Duration>) -> Runtime {
+        self.control = Arc::new(RunControl::new(limit));
+        self
+    }
+
     /// The memory budget of this engine's scripts, when it has one.
     pub fn memory_budget(&self) -> Option<&Arc<MemoryBudget>> {
         self.budget.as_ref()
@@ -122,8 +137,9 @@ impl Runtime {
         }
     }
 
-    /// Prepares this thread to run a script of this runtime: enters its
-    /// memory budget, makes its own CUDA stream (created on first use, when a
+    /// Prepares this thread to run a script of this runtime: starts the
+    /// run's control (clears the interrupt flag, starts the time limit),
+    /// enters its memory budget, makes its own CUDA stream (created on first use, when a
     /// GPU is usable) the thread's current stream, and forgets earlier typed
     /// errors. The
     /// [`Interpreter`](crate::Interpreter) does this around every run; a host
@@ -138,6 +154,7 @@ impl Runtime {
             _ => None,
         };
         RunScope {
+            _control: self.control.enter(),
             _budget: self.budget.as_ref().map(|b| b.enter()),
             _stream: stream.map(EngineStream::enter),
         }

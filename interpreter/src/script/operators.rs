@@ -102,6 +102,15 @@ fn range_slice(t: &Tensor, start: INT, end: INT) -> RhaiResult<Tensor> {
     ok(t.slice(0, Some(start), Some(end), 1))
 }
 
+/// The exclusive end of `a..=end` over the first dim: `-1` is the last
+/// element, and `i64::MAX` (which has no successor) the end of the dim.
+fn inclusive_end(t: &Tensor, end: INT) -> INT {
+    match end {
+        -1 => t.shape()[0] as INT,
+        e => e.saturating_add(1),
+    }
+}
+
 fn first_dim(t: &Tensor, op: &str) -> RhaiResult<()> {
     if t.ndim() == 0 {
         return Err(script_error(format!("{op}: cannot index a 0-dim tensor")));
@@ -137,12 +146,7 @@ fn register_indexers(engine: &mut Engine, rt: &Arc<Runtime>) {
     });
     engine.register_indexer_get(|t: &mut Tensor, r: RangeInclusive<INT>| {
         first_dim(t, "slice")?;
-        let end = if *r.end() == -1 {
-            t.shape()[0] as INT
-        } else {
-            r.end() + 1
-        };
-        range_slice(t, *r.start(), end)
+        range_slice(t, *r.start(), inclusive_end(t, *r.end()))
     });
     let r = rt.clone();
     engine.register_indexer_set(move |t: &mut Tensor, i: INT, v: Dynamic| -> RhaiResult<()> {
@@ -161,12 +165,7 @@ fn register_indexers(engine: &mut Engine, rt: &Arc<Runtime>) {
     engine.register_indexer_set(
         move |t: &mut Tensor, x: RangeInclusive<INT>, v: Dynamic| -> RhaiResult<()> {
             first_dim(t, "slice assignment")?;
-            let end = if *x.end() == -1 {
-                t.shape()[0] as INT
-            } else {
-                x.end() + 1
-            };
-            let dst = range_slice(t, *x.start(), end)?;
+            let dst = range_slice(t, *x.start(), inclusive_end(t, *x.end()))?;
             assign(&dst, &v, t, "slice assignment", &r)
         },
     );

@@ -16,6 +16,13 @@ impl Tensor {
             ));
         }
         check_alloc("tensor", shape, dtype)?;
+        if dtype.is_int() {
+            for i in 0..values.len() {
+                if let Some(v) = values.get(i) {
+                    v.check_fits("tensor", dtype)?;
+                }
+            }
+        }
         Tensor::from_storage("tensor", Storage::from_host(device, values, dtype)?, shape)
     }
 
@@ -28,6 +35,7 @@ impl Tensor {
     pub fn full(shape: &[usize], value: Scalar, dtype: Option<DType>, device: Device) -> Result<Tensor> {
         let dtype = dtype.unwrap_or(value.default_dtype());
         check_alloc("full", shape, dtype)?;
+        value.check_fits("full", dtype)?;
         Tensor::from_storage("full", Storage::full(device, dtype, numel(shape), value)?, shape)
     }
 
@@ -92,13 +100,38 @@ impl Tensor {
                 format!("upper bound {b} and lower bound {a} are inconsistent with step sign {s}"),
             ));
         }
-        let n = if all_int {
-            let (a, b, s) = (start.to_i64(), end.to_i64(), step.to_i64());
+        // the count in i128 (exact for any i64 bounds), or f64 for floats
+        let n: i128 = if all_int {
+            let (a, b, s) = (start.to_i64() as i128, end.to_i64() as i128, step.to_i64() as i128);
             ((b - a) + s - s.signum()) / s
         } else {
-            ((b - a) / s).ceil() as i64
+            let n = ((b - a) / s).ceil();
+            if !n.is_finite() || n >= 9.2e18 {
+                i128::MAX
+            } else {
+                n as i128
+            }
         };
+        if n > i64::MAX as i128 {
+            return Err(Error::invalid(
+                "arange",
+                format!(
+                    "start {}, end {} and step {} make more than {} elements",
+                    show(start),
+                    show(end),
+                    show(step),
+                    i64::MAX
+                ),
+            ));
+        }
         let n = n.max(0) as usize;
+        if dtype.is_int() && n > 0 {
+            // the first and last values must fit the dtype
+            let last = start.to_f64() + (n - 1) as f64 * step.to_f64();
+            for v in [start, Scalar::Float(last)] {
+                v.check_fits("arange", dtype)?;
+            }
+        }
         check_alloc("arange", &[n], dtype)?;
         Tensor::from_storage("arange", Storage::arange(device, dtype, start, step, n)?, &[n])
     }
@@ -222,6 +255,14 @@ impl Tensor {
         let (seed, stream) = gen.next_stream();
         let p = super::random::permutation(n, seed, stream);
         Tensor::from_host(&HostValues::Int(p), &[n], dtype, device)
+    }
+}
+
+/// A scalar as a script wrote it (integers without a fraction).
+fn show(v: Scalar) -> String {
+    match v {
+        Scalar::Float(f) => f.to_string(),
+        other => other.to_i64().to_string(),
     }
 }
 

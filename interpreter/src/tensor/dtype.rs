@@ -152,6 +152,37 @@ pub enum Scalar {
 }
 
 impl Scalar {
+    /// Fails (naming `op`) when this value cannot be stored as `dtype`
+    /// without overflow, as PyTorch refuses it: a NaN, an infinity or an
+    /// out-of-range number into an integer dtype (`300` as `u8`, `-1` as
+    /// `u8`, `3e9` as `i32`). Floats take any number; `bool` any value.
+    pub fn check_fits(self, op: &'static str, dtype: DType) -> crate::error::Result<()> {
+        let (lo, hi): (i128, i128) = match dtype {
+            DType::U8 => (0, u8::MAX as i128),
+            DType::I32 => (i32::MIN as i128, i32::MAX as i128),
+            DType::I64 => (i64::MIN as i128, i64::MAX as i128),
+            _ => return Ok(()),
+        };
+        let fits = match self {
+            Scalar::Bool(_) => true,
+            Scalar::Int(i) => (lo..=hi).contains(&(i as i128)),
+            // truncation toward zero, as the conversion does; NaN fails both bounds
+            Scalar::Float(f) => f.trunc() >= lo as f64 && f.trunc() <= hi as f64 && f.trunc() < 9.3e18,
+        };
+        if fits {
+            Ok(())
+        } else {
+            let v = match self {
+                Scalar::Float(f) => f.to_string(),
+                other => other.to_i64().to_string(),
+            };
+            Err(crate::error::Error::invalid(
+                op,
+                format!("value {v} cannot be converted to dtype {dtype} without overflow"),
+            ))
+        }
+    }
+
     /// Bool, integer or float.
     pub fn category(self) -> Category {
         match self {

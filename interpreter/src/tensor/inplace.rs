@@ -46,8 +46,9 @@ impl Tensor {
             src
         };
         let ls = src.layout().broadcast_to(op, self.shape())?;
-        let data = src.storage();
-        self.storage_mut().copy_from(self.layout(), &data, &ls)
+        // `src` is another storage here (a shared one was cloned above)
+        let (mut dst, data) = self.storage_mut_and_read(&src);
+        dst.copy_from(self.layout(), &data, &ls)
     }
 
     /// Sets every element to `value`.

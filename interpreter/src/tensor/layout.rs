@@ -2,6 +2,14 @@
 //! (transpose, permute, narrow, slice with step, expand, squeeze, unsqueeze,
 //! select, reshape of compatible data) only compute a new `Layout`; no data is
 //! touched here.
+//!
+//! The one invariant kernels rely on: a layout attached to a tensor has at
+//! most [`MAX_DIMS`](super::shape::MAX_DIMS) dims, an element count that fits
+//! in `usize`, and every element it can reach lies inside its storage
+//! ([`Layout::check_fits`], run by `Tensor::with_layout` for every view). The
+//! view methods below compute new layouts from already-checked arguments;
+//! anything they could get wrong is caught by that check before a kernel sees
+//! the layout.
 
 use super::shape::{self, contiguous_strides, numel};
 use crate::error::{Error, Result};
@@ -90,19 +98,45 @@ impl Layout {
             .any(|(&d, &s)| d > 1 && s == 0)
     }
 
-    /// One past the largest storage element this layout touches (0 if empty).
+    /// One past the largest storage element this layout touches (its offset
+    /// when it has no elements). Valid for layouts that passed
+    /// [`Layout::check_fits`]; saturates otherwise.
     pub fn storage_extent(&self) -> usize {
-        if self.numel() == 0 {
-            return self.offset;
+        self.checked_extent().unwrap_or(usize::MAX)
+    }
+
+    /// [`Layout::storage_extent`] in checked arithmetic: `None` when it overflows.
+    pub fn checked_extent(&self) -> Option<usize> {
+        if self.shape.contains(&0) {
+            return Some(self.offset);
         }
-        self.offset
-            + self
-                .shape
-                .iter()
-                .zip(&self.strides)
-                .map(|(&d, &s)| (d - 1) * s)
-                .sum::<usize>()
-            + 1
+        let mut last = self.offset;
+        for (&d, &s) in self.shape.iter().zip(&self.strides) {
+            last = last.checked_add((d - 1).checked_mul(s)?)?;
+        }
+        last.checked_add(1)
+    }
+
+    /// Fails unless this layout may be attached to a storage of
+    /// `storage_len` elements: at most 64 dims, shape and strides of one
+    /// length, an element count that fits in `usize`, and every reachable
+    /// element inside the storage. Kernels trust layouts that passed it.
+    pub fn check_fits(&self, op: &'static str, storage_len: usize) -> Result<()> {
+        shape::check_rank(op, self.ndim())?;
+        if self.strides.len() != self.shape.len() {
+            return Err(Error::invalid(op, "internal: a layout's shape and strides differ in length"));
+        }
+        shape::checked_numel(op, &self.shape)?;
+        match self.checked_extent() {
+            Some(end) if end <= storage_len => Ok(()),
+            _ => Err(Error::invalid(
+                op,
+                format!(
+                    "a view of shape {:?}, strides {:?} and offset {} reaches outside its storage of {storage_len} elements",
+                    self.shape, self.strides, self.offset
+                ),
+            )),
+        }
     }
 
     /// Swaps two (already normalised) dims.
@@ -126,17 +160,17 @@ impl Layout {
     pub fn slice(&self, dim: usize, start: usize, len: usize, step: usize) -> Layout {
         let mut l = self.clone();
         if len > 0 {
-            l.offset += start * self.strides[dim];
+            l.offset = l.offset.saturating_add(start.saturating_mul(self.strides[dim]));
         }
         l.shape[dim] = len;
-        l.strides[dim] *= step;
+        l.strides[dim] = l.strides[dim].saturating_mul(step);
         l
     }
 
     /// Removes `dim` by fixing its index.
     pub fn select(&self, dim: usize, index: usize) -> Layout {
         let mut l = self.clone();
-        l.offset += index * self.strides[dim];
+        l.offset = l.offset.saturating_add(index.saturating_mul(self.strides[dim]));
         l.shape.remove(dim);
         l.strides.remove(dim);
         l
@@ -146,7 +180,7 @@ impl Layout {
     pub fn unsqueeze(&self, dim: usize) -> Layout {
         let mut l = self.clone();
         let stride = if dim < self.ndim() {
-            self.strides[dim] * self.shape[dim]
+            self.strides[dim].saturating_mul(self.shape[dim])
         } else {
             1
         };
@@ -221,14 +255,14 @@ impl Layout {
         let mut tensor_numel = 1usize;
         let mut view_numel = 1usize;
         for tensor_d in (0..self.ndim()).rev() {
-            tensor_numel *= self.shape[tensor_d];
+            tensor_numel = tensor_numel.saturating_mul(self.shape[tensor_d]);
             let chunk_ends = tensor_d == 0
                 || (self.shape[tensor_d - 1] != 1
-                    && self.strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
+                    && self.strides[tensor_d - 1] != tensor_numel.saturating_mul(chunk_base_stride));
             if chunk_ends {
                 while view_d >= 0 && (view_numel < tensor_numel || target[view_d as usize] == 1) {
-                    new_strides[view_d as usize] = view_numel * chunk_base_stride;
-                    view_numel *= target[view_d as usize];
+                    new_strides[view_d as usize] = view_numel.saturating_mul(chunk_base_stride);
+                    view_numel = view_numel.saturating_mul(target[view_d as usize]);
                     view_d -= 1;
                 }
                 if view_numel != tensor_numel {
@@ -299,10 +333,26 @@ mod tests {
         assert_eq!(s.strides(), &[5, 2]);
         assert_eq!(s.offset(), 1);
         assert_eq!(s.storage_extent(), 1 + 15 + 2 + 1);
+        assert!(s.check_fits("t", 20).is_ok());
+        assert!(s.check_fits("t", 18).is_err());
         let b = Layout::contiguous(&[3, 1]).broadcast_to("t", &[2, 3, 4]).unwrap();
         assert_eq!(b.strides(), &[0, 1, 0]);
         assert!(b.has_internal_overlap());
         assert!(Layout::contiguous(&[3]).broadcast_to("t", &[4]).is_err());
+    }
+
+    #[test]
+    fn layouts_outside_their_storage_are_refused() {
+        let l = Layout::contiguous(&[2, 4096]);
+        let far = l.slice(0, usize::MAX / 2, 1, 1);
+        assert!(far.check_fits("narrow", 8192).is_err());
+        let wide = Layout::from_parts(vec![usize::MAX, 2], vec![1, 1], 0);
+        assert!(wide.check_fits("t", 10).is_err());
+        let huge = Layout::from_parts(vec![1 << 40, 1 << 40], vec![0, 0], 0);
+        assert!(huge.check_fits("t", 1).is_err(), "numel overflows");
+        let deep = Layout::contiguous(&[1; 65]);
+        assert!(deep.check_fits("t", 1).is_err());
+        assert!(Layout::contiguous(&[0, 5]).check_fits("t", 0).is_ok());
     }
 
     #[test]

@@ -33,6 +33,15 @@ use std::sync::Arc;
 
 thread_local! {
     static CURRENT: RefCell<Option<Arc<MemoryBudget>>> = const { RefCell::new(None) };
+    /// The op that last passed the allocation gate on this thread, named by
+    /// device allocators in their out-of-memory errors.
+    static CURRENT_OP: std::cell::Cell<&'static str> = const { std::cell::Cell::new("allocate") };
+}
+
+/// The op that last passed [`check_bytes`] on this thread (for errors of
+/// allocators that are not told the op).
+pub(crate) fn current_op() -> &'static str {
+    CURRENT_OP.try_with(|c| c.get()).unwrap_or("allocate")
 }
 
 /// A limit on the bytes of live tensor storage charged to it.
@@ -136,17 +145,19 @@ fn current() -> Option<Arc<MemoryBudget>> {
 /// Fails when `bytes` more would not fit in the budget entered on this
 /// thread (before an op allocates them).
 pub(crate) fn check(op: &'static str, bytes: usize) -> Result<()> {
-    match current() {
-        Some(b) => {
-            let used = b.in_use();
-            if used.checked_add(bytes).is_some_and(|t| t <= b.limit) {
-                Ok(())
-            } else {
-                Err(b.error(op, bytes, used))
+    CURRENT
+        .try_with(|c| match &*c.borrow() {
+            Some(b) => {
+                let used = b.in_use();
+                if used.checked_add(bytes).is_some_and(|t| t <= b.limit) {
+                    Ok(())
+                } else {
+                    Err(b.error(op, bytes, used))
+                }
             }
-        }
-        None => Ok(()),
-    }
+            None => Ok(()),
+        })
+        .unwrap_or(Ok(()))
 }
 
 /// Charges `bytes` of new storage to the budget entered on this thread, if any.
@@ -227,6 +238,7 @@ pub(crate) fn check_host_bytes(op: &'static str, bytes: usize) -> Result<()> {
 /// in the budget entered on this thread, or (for host memory) could not be
 /// allocated at all. A device allocator reports its own out-of-memory.
 pub fn check_bytes(op: &'static str, bytes: usize, on_host: bool) -> Result<()> {
+    let _ = CURRENT_OP.try_with(|c| c.set(op));
     check(op, bytes)?;
     if on_host {
         check_host_bytes(op, bytes)?;

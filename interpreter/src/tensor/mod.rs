@@ -5,6 +5,7 @@
 //! tensors that require grad also record their backward ([`autograd`]).
 
 pub mod autograd;
+pub mod control;
 pub mod creation;
 pub mod device;
 pub mod dtype;
@@ -80,6 +81,8 @@ impl HostValues {
 pub(crate) struct StorageCell {
     data: RwLock<Storage>,
     version: AtomicU64,
+    /// Elements of the storage (fixed for its life), read without the lock.
+    len: usize,
     /// The bytes this storage holds of a memory budget, given back on drop.
     _charge: Option<memory::Charge>,
 }
@@ -106,14 +109,17 @@ impl Tensor {
     /// the storage is charged to the memory budget entered on this thread,
     /// if any (`op` names the allocating op in the error when it does not fit).
     pub(crate) fn from_storage(op: &'static str, storage: Storage, shape: &[usize]) -> Result<Tensor> {
+        let layout = Layout::contiguous(shape);
+        layout.check_fits(op, storage.len())?;
         let bytes = storage.len().saturating_mul(storage.dtype().size_in_bytes());
         let charge = memory::charge(op, bytes)?;
         let cell = StorageCell {
+            len: storage.len(),
             data: RwLock::new(storage),
             version: AtomicU64::new(0),
             _charge: charge,
         };
-        Ok(Tensor::from_parts(Arc::new(cell), Layout::contiguous(shape)))
+        Ok(Tensor::from_parts(Arc::new(cell), layout))
     }
 
     pub(crate) fn from_parts(storage: SharedStorage, layout: Layout) -> Tensor {
@@ -130,8 +136,22 @@ impl Tensor {
         }))
     }
 
-    /// A view of the same storage with another layout.
-    pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
+    /// A view of the same storage with another layout; fails (naming `op`)
+    /// unless the layout stays inside the storage ([`Layout::check_fits`]),
+    /// the invariant every kernel relies on.
+    pub(crate) fn view_with(&self, op: &'static str, layout: Layout) -> Result<Tensor> {
+        layout.check_fits(op, self.storage_len())?;
+        Ok(self.with_checked_layout(layout))
+    }
+
+    /// Elements in the storage (shared by every view of it).
+    pub(crate) fn storage_len(&self) -> usize {
+        self.0.storage.len
+    }
+
+    /// A view with a layout known to fit: this tensor's own, or one of the
+    /// same shape and elements.
+    pub(crate) fn with_checked_layout(&self, layout: Layout) -> Tensor {
         Tensor(Arc::new(TensorImpl {
             storage: self.0.storage.clone(),
             layout,
@@ -192,6 +212,24 @@ impl Tensor {
             .data
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Locks this tensor's storage for writing and `src`'s (another
+    /// storage) for reading, in one global order (by address), so that two
+    /// threads copying between the same two tensors in opposite directions
+    /// cannot deadlock.
+    pub(crate) fn storage_mut_and_read<'a>(
+        &'a self,
+        src: &'a Tensor,
+    ) -> (RwLockWriteGuard<'a, Storage>, RwLockReadGuard<'a, Storage>) {
+        let dst_first = Arc::as_ptr(&self.0.storage) < Arc::as_ptr(&src.0.storage);
+        if dst_first {
+            let d = self.storage_mut();
+            (d, src.storage())
+        } else {
+            let r = src.storage();
+            (self.storage_mut(), r)
+        }
     }
 
     /// How many writes the storage has seen (shared by all views of it).

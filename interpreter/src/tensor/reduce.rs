@@ -14,7 +14,7 @@ impl Tensor {
         let out = if keepdim {
             keep.clone()
         } else {
-            keep.with_layout(super::Layout::contiguous(&squeezed))
+            keep.view_with("reduce", super::Layout::contiguous(&squeezed))?
         };
         if !autograd::needs_grad(&[self]) {
             return Ok(out);

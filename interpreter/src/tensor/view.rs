@@ -8,6 +8,27 @@ use super::shape::{infer_shape, normalize_dim, normalize_dim_for, normalize_inde
 use super::Tensor;
 use crate::error::{Error, Result};
 
+/// Python's slice clamping of `[start:end:step]` (step > 0) over a dim of
+/// `size`: the first index, the clamped end (never before the first) and the
+/// number of elements, in i128 so that no bound can overflow.
+pub(crate) fn clamp_slice(size: usize, start: Option<i64>, end: Option<i64>, step: i64) -> (usize, usize, usize) {
+    let n = size as i128;
+    let clamp = |v: i64| {
+        let v = v as i128;
+        if v < 0 {
+            (v + n).max(0)
+        } else {
+            v.min(n)
+        }
+    };
+    let s = clamp(start.unwrap_or(0));
+    let e = end.map_or(n, clamp).max(s);
+    let step = (step as i128).max(1);
+    let len = (e - s + step - 1) / step;
+    // all three lie in 0..=size, so they fit in usize
+    (s as usize, e as usize, len as usize)
+}
+
 /// The gradient of a view whose output has the same elements in another
 /// shape (reshape, view, squeeze, unsqueeze): `g` reshaped back.
 fn record_reshape(name: &'static str, x: &Tensor, out: Tensor) -> Tensor {
@@ -52,10 +73,10 @@ impl Tensor {
     pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
         let target = infer_shape("reshape", self.shape(), shape)?;
         let out = match self.layout().view_as(&target) {
-            Some(l) => self.with_layout(l),
+            Some(l) => self.view_with("reshape", l)?,
             None => {
                 let c = autograd::forward(|| self.clone_data())?;
-                c.with_layout(super::Layout::contiguous(&target))
+                c.view_with("reshape", super::Layout::contiguous(&target))?
             }
         };
         Ok(record_reshape("reshape", self, out))
@@ -74,7 +95,7 @@ impl Tensor {
                 ),
             )
         })?;
-        Ok(record_reshape("view", self, self.with_layout(l)))
+        Ok(record_reshape("view", self, self.view_with("view", l)?))
     }
 
     /// Merges dims `start..=end` into one.
@@ -108,7 +129,7 @@ impl Tensor {
         }
         let a = normalize_dim("transpose", d0, self.shape())?;
         let b = normalize_dim("transpose", d1, self.shape())?;
-        let out = self.with_layout(self.layout().transpose(a, b));
+        let out = self.view_with("transpose", self.layout().transpose(a, b))?;
         if !autograd::needs_grad(&[self]) {
             return Ok(out);
         }
@@ -135,7 +156,7 @@ impl Tensor {
     /// Reorders the dims.
     pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
         let perm = self.layout().check_permutation("permute", dims)?;
-        let out = self.with_layout(self.layout().permute(&perm));
+        let out = self.view_with("permute", self.layout().permute(&perm))?;
         if !autograd::needs_grad(&[self]) {
             return Ok(out);
         }
@@ -171,7 +192,7 @@ impl Tensor {
         for &d in drop.iter().rev() {
             l = l.squeeze(d);
         }
-        Ok(record_reshape("squeeze", self, self.with_layout(l)))
+        Ok(record_reshape("squeeze", self, self.view_with("squeeze", l)?))
     }
 
     /// Inserts a size-1 dim at `dim` (`-ndim-1..=ndim`).
@@ -180,7 +201,7 @@ impl Tensor {
         Ok(record_reshape(
             "unsqueeze",
             self,
-            self.with_layout(self.layout().unsqueeze(d)),
+            self.view_with("unsqueeze", self.layout().unsqueeze(d))?,
         ))
     }
 
@@ -213,13 +234,13 @@ impl Tensor {
                 }
             });
         }
-        let out = self.with_layout(self.layout().broadcast_to("expand", &target)?);
+        let out = self.view_with("expand", self.layout().broadcast_to("expand", &target)?)?;
         Ok(record_expand("expand", self, out))
     }
 
     /// A stride-0 view of this tensor broadcast to `shape`.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
-        let out = self.with_layout(self.layout().broadcast_to("broadcast_to", shape)?);
+        let out = self.view_with("broadcast_to", self.layout().broadcast_to("broadcast_to", shape)?)?;
         Ok(record_expand("broadcast_to", self, out))
     }
 
@@ -227,8 +248,8 @@ impl Tensor {
     pub fn narrow(&self, dim: i64, start: i64, len: i64) -> Result<Tensor> {
         let d = normalize_dim("narrow", dim, self.shape())?;
         let size = self.shape()[d] as i64;
-        let s = if start < 0 { start + size } else { start };
-        if s < 0 || len < 0 || s + len > size {
+        let s = if start < 0 { start.saturating_add(size) } else { start };
+        if s < 0 || len < 0 || s.checked_add(len).is_none_or(|end| end > size) {
             return Err(Error::invalid(
                 "narrow",
                 format!(
@@ -237,7 +258,7 @@ impl Tensor {
                 ),
             ));
         }
-        let out = self.with_layout(self.layout().slice(d, s as usize, len as usize, 1));
+        let out = self.view_with("narrow", self.layout().slice(d, s as usize, len as usize, 1))?;
         Ok(record_part("narrow", self, out, move |z| {
             z.narrow(d as i64, s, len)
         }))
@@ -252,12 +273,9 @@ impl Tensor {
                 format!("step must be positive, got {step}"),
             ));
         }
-        let size = self.shape()[d] as i64;
-        let clamp = |v: i64| if v < 0 { (v + size).max(0) } else { v.min(size) };
-        let s = clamp(start.unwrap_or(0));
-        let e = clamp(end.unwrap_or(size)).max(s);
-        let len = (e - s + step - 1) / step;
-        let out = self.with_layout(self.layout().slice(d, s as usize, len as usize, step as usize));
+        let (s, e, len) = clamp_slice(self.shape()[d], start, end, step);
+        let out = self.view_with("slice", self.layout().slice(d, s, len, step as usize))?;
+        let (s, e) = (s as i64, e as i64);
         Ok(record_part("slice", self, out, move |z| {
             z.slice(d as i64, Some(s), Some(e), step)
         }))
@@ -270,7 +288,7 @@ impl Tensor {
         }
         let d = normalize_dim("select", dim, self.shape())?;
         let i = normalize_index("select", index, d, self.shape())?;
-        let out = self.with_layout(self.layout().select(d, i));
+        let out = self.view_with("select", self.layout().select(d, i))?;
         Ok(record_part("select", self, out, move |z| {
             z.select(d as i64, i as i64)
         }))

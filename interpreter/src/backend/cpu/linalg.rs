@@ -7,6 +7,7 @@ use super::element::{with_storage, Element};
 use super::elementwise::cast_to;
 use super::CpuStorage;
 use crate::error::{Error, Result};
+use crate::tensor::control::Stop;
 use crate::tensor::strided::offsets;
 use crate::tensor::{DType, Layout};
 use rayon::prelude::*;
@@ -59,10 +60,15 @@ pub(crate) fn matmul(
             Ok(cast_to(&out, &Layout::contiguous(&out_shape(d)), dtype))
         }
         DType::Bool => Err(Error::dtype("matmul", dtype)),
-        _ => Ok(with_storage!(a, x: T => {
-            let y = T::slice(b).ok_or_else(|| Error::invalid("matmul", "internal dtype mismatch"))?;
-            T::into_storage(gemm_batched(x, la, y, lb, d))
-        })),
+        _ => {
+            let stop = Stop::current();
+            let out = with_storage!(a, x: T => {
+                let y = T::slice(b).ok_or_else(|| Error::invalid("matmul", "internal dtype mismatch"))?;
+                T::into_storage(gemm_batched(x, la, y, lb, d, &stop))
+            });
+            stop.finish("matmul")?;
+            Ok(out)
+        }
     }
 }
 
@@ -72,17 +78,39 @@ fn out_shape(d: &MatmulDims) -> Vec<usize> {
     s
 }
 
-fn gemm_batched<T: Element>(x: &[T], la: &Layout, y: &[T], lb: &Layout, d: &MatmulDims) -> Vec<T> {
+/// Multiply-adds of one GEMM piece between two checks of the run's [`Stop`]:
+/// long contractions are split along `k` (accumulating into the output).
+const PIECE_WORK: usize = 1 << 28;
+
+fn gemm_batched<T: Element>(x: &[T], la: &Layout, y: &[T], lb: &Layout, d: &MatmulDims, stop: &Stop) -> Vec<T> {
     let (oa, ob) = (operand(la), operand(lb));
     let mn = d.m * d.n;
     let mut out = vec![T::default(); oa.bases.len() * mn];
     if mn == 0 {
         return out;
     }
+    let kc = (PIECE_WORK / mn).max(1024);
     out.par_chunks_mut(mn).enumerate().for_each(|(i, c)| {
-        gemm(x, oa.bases[i], oa.rs, oa.cs, y, ob.bases[i], ob.rs, ob.cs, c, d);
+        let mut p0 = 0;
+        while p0 < d.k {
+            let p1 = d.k.min(p0.saturating_add(kc));
+            if stop.tick(mn.saturating_mul(p1 - p0)) {
+                return;
+            }
+            let piece = Piece { p0, p1 };
+            gemm(x, oa.bases[i], oa.rs, oa.cs, y, ob.bases[i], ob.rs, ob.cs, c, d, piece);
+            p0 = p1;
+        }
     });
     out
+}
+
+/// The contracted indices `p0..p1` of one GEMM piece; the first piece
+/// overwrites the output, later ones add to it.
+#[derive(Clone, Copy)]
+struct Piece {
+    p0: usize,
+    p1: usize,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -97,14 +125,21 @@ fn gemm<T: Element>(
     yc: isize,
     c: &mut [T],
     d: &MatmulDims,
+    piece: Piece,
 ) {
-    let (m, k, n) = (d.m, d.k, d.n);
+    let (m, n) = (d.m, d.n);
+    let k = piece.p1 - piece.p0;
     if k == 0 {
         return; // c is already zero
     }
-    // SAFETY (both arms): the layouts were checked by the front-end, so every
-    // element (xo + i*xr + p*xc) and (yo + p*yr + j*yc) lies inside its slice, and
-    // `c` is a dense m×n row-major buffer.
+    let beta = if piece.p0 == 0 { 0.0 } else { 1.0 };
+    // the piece starts `p0` columns into x and `p0` rows into y
+    let (xo, yo) = (xo + piece.p0 * xc as usize, yo + piece.p0 * yr as usize);
+    // SAFETY (both arms): every tensor's layout passed `Layout::check_fits`
+    // when it was made, and `operand` / the batch bases walk only elements of
+    // those layouts, so every element (xo + i*xr + p*xc) and (yo + p*yr + j*yc)
+    // for i < m, p < k (within this piece), j < n lies inside its slice; `c`
+    // is a dense m×n row-major buffer.
     if let (Some(xs), Some(ys), Some(cs)) = (typed::<T, f32>(x), typed::<T, f32>(y), typed_mut::<T, f32>(c)) {
         unsafe {
             matrixmultiply::sgemm(
@@ -118,7 +153,7 @@ fn gemm<T: Element>(
                 ys.as_ptr().add(yo),
                 yr,
                 yc,
-                0.0,
+                beta as f32,
                 cs.as_mut_ptr(),
                 n as isize,
                 1,
@@ -139,7 +174,7 @@ fn gemm<T: Element>(
                 ys.as_ptr().add(yo),
                 yr,
                 yc,
-                0.0,
+                beta,
                 cs.as_mut_ptr(),
                 n as isize,
                 1,
@@ -150,7 +185,7 @@ fn gemm<T: Element>(
             |base: usize, i: usize, r: isize, j: usize, cst: isize| base + i * r as usize + j * cst as usize;
         for i in 0..m {
             let row = &mut c[i * n..(i + 1) * n];
-            let mut acc = vec![0i64; n];
+            let mut acc: Vec<i64> = row.iter().map(|v| if beta == 0.0 { 0 } else { v.to_i64() }).collect();
             for p in 0..k {
                 let a = x[at(xo, i, xr, p, xc)].to_i64();
                 for (j, s) in acc.iter_mut().enumerate() {

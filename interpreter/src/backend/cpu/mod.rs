@@ -69,15 +69,20 @@ impl CpuStorage {
         self.len() == 0
     }
 
-    /// `n` copies of `value` converted to `dtype`.
-    pub fn full(dtype: DType, n: usize, value: Scalar) -> CpuStorage {
-        with_dtype!(dtype, T => {
+    /// `n` copies of `value` converted to `dtype`, allocated fallibly (an
+    /// allocator failure is an out-of-memory error, not an abort).
+    pub fn full(dtype: DType, n: usize, value: Scalar) -> crate::error::Result<CpuStorage> {
+        Ok(with_dtype!(dtype, T => {
             let v: T = match value {
                 Scalar::Float(f) => T::from_f64(f),
                 other => T::from_i64(other.to_i64()),
             };
-            T::into_storage(vec![v; n])
-        })
+            let mut data = crate::tensor::memory::try_zeroed_vec::<T>("full", n)?;
+            if v != T::default() || v.to_f64().is_sign_negative() {
+                data.fill(v);
+            }
+            T::into_storage(data)
+        }))
     }
 
     /// `start + i * step` for `i in 0..n`, computed in f64 (floats) or i64 (ints).

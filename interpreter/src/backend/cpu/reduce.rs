@@ -6,6 +6,8 @@
 use super::element::{cast, with_dtype, with_storage, Element};
 use super::elementwise::map_strided;
 use super::{CpuStorage, PAR_THRESHOLD};
+use crate::error::Result;
+use crate::tensor::control::{Stop, CHECK_EVERY};
 use crate::tensor::op::ReduceOp;
 use crate::tensor::strided::Merged;
 use crate::tensor::Layout;
@@ -243,23 +245,39 @@ fn split(l: &Layout, dims: &[usize]) -> (Layout, Vec<usize>, Vec<usize>) {
     (Layout::from_parts(os, ost, l.offset()), is, ist)
 }
 
-fn run<T: Element, R: Reducer<T>>(r: &R, v: &[T], l: &Layout, dims: &[usize]) -> Vec<Value<T>> {
+/// At most this many partial states of one long lane (a lane is split into
+/// pieces for the threads; the states are merged in order, so the result
+/// does not depend on the thread count).
+const MAX_PARTS: usize = 1 << 16;
+
+fn run<T: Element, R: Reducer<T>>(r: &R, v: &[T], l: &Layout, dims: &[usize], stop: &Stop) -> Vec<Value<T>> {
     let (outer, inner_shape, inner_strides) = split(l, dims);
     let inner = Merged::<1>::new(&inner_shape, [&inner_strides]);
     let (row_len, [step]) = (inner.row_len(), inner.row_strides());
+    // Pushes elements `from..to` of the row starting at `b` (row number `row`),
+    // in pieces of at most CHECK_EVERY, until the run must stop.
+    let push_row = |s: &mut R::State, b: usize, row: usize, from: usize, to: usize| {
+        let mut j = from;
+        while j < to {
+            let end = to.min(j.saturating_add(CHECK_EVERY));
+            if stop.tick(end - j) {
+                return;
+            }
+            for k in j..end {
+                r.push(s, v[b + k * step], (row * row_len + k) as u64);
+            }
+            j = end;
+        }
+    };
     let lane = |base: usize, rows: std::ops::Range<usize>| {
         let mut s = r.init();
-        inner.for_each_row([base], rows.start, rows.end, |row, [b]| {
-            for j in 0..row_len {
-                r.push(&mut s, v[b + j * step], (row * row_len + j) as u64);
-            }
-        });
+        inner.for_each_row([base], rows.start, rows.end, |row, [b]| push_row(&mut s, b, row, 0, row_len));
         s
     };
     let lane_len: usize = inner_shape.iter().product();
     if outer.numel() == 1 && lane_len >= PAR_THRESHOLD && inner.rows() > 1 {
         let rows = inner.rows();
-        let per = (PAR_THRESHOLD / row_len.max(1)).max(1);
+        let per = (PAR_THRESHOLD / row_len.max(1)).max(1).max(rows / MAX_PARTS);
         let parts: Vec<R::State> = (0..rows.div_ceil(per))
             .into_par_iter()
             .map(|c| lane(outer.offset(), c * per..((c + 1) * per).min(rows)))
@@ -269,15 +287,13 @@ fn run<T: Element, R: Reducer<T>>(r: &R, v: &[T], l: &Layout, dims: &[usize]) ->
     }
     if outer.numel() == 1 && lane_len >= PAR_THRESHOLD {
         // One long contiguous-ish row: split it by elements.
-        let per = PAR_THRESHOLD;
+        let per = PAR_THRESHOLD.max(lane_len / MAX_PARTS);
         let base = outer.offset();
         let parts: Vec<R::State> = (0..lane_len.div_ceil(per))
             .into_par_iter()
             .map(|c| {
                 let mut s = r.init();
-                for j in c * per..((c + 1) * per).min(lane_len) {
-                    r.push(&mut s, v[base + j * step], j as u64);
-                }
+                push_row(&mut s, base, 0, c * per, ((c + 1) * per).min(lane_len));
                 s
             })
             .collect();
@@ -293,30 +309,35 @@ fn run<T: Element, R: Reducer<T>>(r: &R, v: &[T], l: &Layout, dims: &[usize]) ->
 }
 
 /// Reduces `dims` (sorted, distinct) of `l`; the output is contiguous over the
-/// kept dims, in the dtype [`ReduceOp::result_dtype`] gives.
-pub(crate) fn reduce(op: ReduceOp, s: &CpuStorage, l: &Layout, dims: &[usize]) -> CpuStorage {
+/// kept dims, in the dtype [`ReduceOp::result_dtype`] gives. Stops with a
+/// `Terminated` error when the run must stop (checked every chunk).
+pub(crate) fn reduce(op: ReduceOp, s: &CpuStorage, l: &Layout, dims: &[usize]) -> Result<CpuStorage> {
     let out_dtype = op.result_dtype(s.dtype());
     let float = s.dtype().is_float();
-    with_storage!(s, v: T => {
+    let stop = Stop::current();
+    let stop = &stop;
+    let out = with_storage!(s, v: T => {
         {
             let out: Vec<Value<T>> = match op {
-                ReduceOp::Sum if float => run(&SumF, v, l, dims),
-                ReduceOp::Sum => run(&SumI, v, l, dims),
-                ReduceOp::Prod if float => run(&ProdF, v, l, dims),
-                ReduceOp::Prod => run(&ProdI, v, l, dims),
-                ReduceOp::Mean => run(&Moments { what: MomentKind::Mean }, v, l, dims),
-                ReduceOp::Var { correction } => run(&Moments { what: MomentKind::Var(correction) }, v, l, dims),
-                ReduceOp::Std { correction } => run(&Moments { what: MomentKind::Std(correction) }, v, l, dims),
-                ReduceOp::Max => run(&Extreme { max: true, index: false }, v, l, dims),
-                ReduceOp::Min => run(&Extreme { max: false, index: false }, v, l, dims),
-                ReduceOp::ArgMax => run(&Extreme { max: true, index: true }, v, l, dims),
-                ReduceOp::ArgMin => run(&Extreme { max: false, index: true }, v, l, dims),
-                ReduceOp::All => run(&Truth { all: true }, v, l, dims),
-                ReduceOp::Any => run(&Truth { all: false }, v, l, dims),
+                ReduceOp::Sum if float => run(&SumF, v, l, dims, stop),
+                ReduceOp::Sum => run(&SumI, v, l, dims, stop),
+                ReduceOp::Prod if float => run(&ProdF, v, l, dims, stop),
+                ReduceOp::Prod => run(&ProdI, v, l, dims, stop),
+                ReduceOp::Mean => run(&Moments { what: MomentKind::Mean }, v, l, dims, stop),
+                ReduceOp::Var { correction } => run(&Moments { what: MomentKind::Var(correction) }, v, l, dims, stop),
+                ReduceOp::Std { correction } => run(&Moments { what: MomentKind::Std(correction) }, v, l, dims, stop),
+                ReduceOp::Max => run(&Extreme { max: true, index: false }, v, l, dims, stop),
+                ReduceOp::Min => run(&Extreme { max: false, index: false }, v, l, dims, stop),
+                ReduceOp::ArgMax => run(&Extreme { max: true, index: true }, v, l, dims, stop),
+                ReduceOp::ArgMin => run(&Extreme { max: false, index: true }, v, l, dims, stop),
+                ReduceOp::All => run(&Truth { all: true }, v, l, dims, stop),
+                ReduceOp::Any => run(&Truth { all: false }, v, l, dims, stop),
             };
             store_all(out, out_dtype)
         }
-    })
+    });
+    stop.finish(op.name())?;
+    Ok(out)
 }
 
 fn store_all<T: Element>(v: Vec<Value<T>>, dtype: crate::tensor::DType) -> CpuStorage {

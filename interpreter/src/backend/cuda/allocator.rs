@@ -37,9 +37,9 @@ unsafe impl Send for CachingAllocator {}
 pub fn round_size(bytes: usize) -> usize {
     let b = bytes.max(1);
     if b < SMALL {
-        b.div_ceil(SMALL_ROUND) * SMALL_ROUND
+        b.div_ceil(SMALL_ROUND).saturating_mul(SMALL_ROUND)
     } else {
-        b.div_ceil(LARGE_ROUND) * LARGE_ROUND
+        b.div_ceil(LARGE_ROUND).saturating_mul(LARGE_ROUND)
     }
 }
 

@@ -86,14 +86,23 @@ impl CudaStorage {
     /// Uninitialised storage for `len` elements of `dtype`.
     pub fn alloc(dtype: DType, len: usize) -> Result<CudaStorage> {
         let rt = CudaRuntime::get()?;
-        let bytes = len * dtype.size_in_bytes();
+        let op = crate::tensor::memory::current_op();
+        let oom = |bytes: usize, why: String| Error::OutOfMemory {
+            op,
+            bytes,
+            device: "cuda:0".into(),
+            why,
+        };
+        let bytes = len
+            .checked_mul(dtype.size_in_bytes())
+            .ok_or_else(|| oom(usize::MAX, format!("{len} elements overflow the address space")))?;
         let stream = rt.cu_stream();
         let (ptr, size) = rt
             .allocator
             .lock()
-            .map_err(|_| Error::invalid("cuda", "allocator lock poisoned"))?
+            .map_err(|_| Error::invalid(op, "the GPU allocator's lock is poisoned"))?
             .alloc(bytes, stream as usize)
-            .map_err(|e| Error::invalid("cuda", e))?;
+            .map_err(|e| oom(bytes, e))?;
         Ok(CudaStorage {
             buf: Arc::new(DeviceBuffer {
                 ptr,

@@ -313,7 +313,7 @@ pub(crate) fn record(
     });
     // A forward may return an input's own handle; the result needs its own.
     let out = if out.autograd_meta().is_some() {
-        out.with_layout(out.layout().clone())
+        out.with_checked_layout(out.layout().clone())
     } else {
         out
     };
@@ -484,7 +484,7 @@ impl Tensor {
 
     /// A handle on the same data outside the graph: it does not require grad.
     pub fn detach(&self) -> Tensor {
-        self.with_layout(self.layout().clone())
+        self.with_checked_layout(self.layout().clone())
     }
 
     /// Backpropagates from this one-element tensor (its gradient is 1).

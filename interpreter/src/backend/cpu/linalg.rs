@@ -89,7 +89,8 @@ fn gemm_batched<T: Element>(x: &[T], la: &Layout, y: &[T], lb: &Layout, d: &Matm
     if mn == 0 {
         return out;
     }
-    let kc = (PIECE_WORK / mn).max(1024);
+    // bounded in k too: a thin product (m, n small) costs per k far more than m·n
+    let kc = (PIECE_WORK / mn).clamp(1024, 1 << 20);
     out.par_chunks_mut(mn).enumerate().for_each(|(i, c)| {
         let mut p0 = 0;
         while p0 < d.k {

@@ -146,7 +146,8 @@ pub fn matmul(
         );
         let algo = sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
         // SAFETY: the pointers are live device allocations covering every element the
-        // layouts address; `alpha`/`beta` match the compute type; the handle is bound to
+        // layouts address (each operand's layout passed `Layout::check_fits` against
+        // its storage when its tensor was made, and the output is dense); `alpha`/`beta` match the compute type; the handle is bound to
         // the calling thread's stream and held under the runtime's mutex.
         unsafe {
             if count == 1 {

@@ -332,6 +332,9 @@ pub fn geometry<const N: usize>(
             format!("shape {shape:?} is too large for the CUDA kernels (32-bit indexing)"),
         )
     };
+    // Every layout passed `Layout::check_fits` against its storage when its
+    // tensor was made, so the extents below are exact and every offset the
+    // kernels compute lies inside the buffers they are given.
     if n > u32::MAX as usize || layouts.iter().any(|l| l.storage_extent() > u32::MAX as usize) {
         return Err(too_big());
     }

@@ -113,6 +113,43 @@ fn repl_on_piped_input_keeps_state_and_survives_errors() {
     assert!(stderr(&o).contains("<repl>:1:"), "{}", stderr(&o));
 }
 
+/// Runs the line REPL on `input` piped in.
+fn piped(input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["--device", "cpu"])
+        .env_remove("KILN_DEVICE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn repl_skips_a_line_of_invalid_utf8_and_goes_on() {
+    let o = piped(
+        b"let x = 20;\nprint(\"a\xff\");\nx + 1\nfn f(t) {\n  t \xc3\n}\nx + 2\r\nprint(\"\xc3\xa9\")\n",
+    );
+    let err = stderr(&o);
+    assert_eq!(stdout(&o), "21\n22\n\u{e9}\n", "{err}");
+    assert!(
+        err.contains("error: line 2: invalid UTF-8 (byte 9 of the line: 0xff); the line is skipped\n"),
+        "{err}"
+    );
+    // inside an unfinished statement: that statement goes too, and its
+    // last line is then input of its own
+    assert!(
+        err.contains("error: line 5: invalid UTF-8 (byte 5 of the line: 0xc3); the line is skipped (with the unfinished input before it)"),
+        "{err}"
+    );
+    assert!(err.contains("error: <repl>:1:1: Unexpected '}'"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // the session reports the failure in its exit status
+    assert_eq!(o.status.code(), Some(1));
+}
+
 #[test]
 fn no_input_reaches_a_panic() {
     let cases = [

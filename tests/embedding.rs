@@ -278,6 +278,133 @@ fn kiln_on_a_host_engine() {
     assert_eq!(t.to_vec::<f32>().unwrap(), [3.0, 0.0, 0.0, 3.0]);
 }
 
+#[test]
+fn engines_on_one_thread_keep_their_own_grad_mode_and_tf32() {
+    let (mut a, mut b) = (cpu(), cpu());
+    let _ = a
+        .run("set_grad_enabled(false); cuda::set_allow_tf32(true);", "a.rhai")
+        .unwrap();
+    // the thread is as it was, and b starts with its own defaults
+    assert!(kiln::tensor::autograd::is_grad_enabled());
+    assert!(!kiln::backend::cuda::blas::allow_tf32());
+    let src = "let w = tensor([1.0, 2.0]).requires_grad(true); (w * w).sum().backward(); w.grad";
+    let grad: Tensor = b.eval(src).unwrap();
+    assert_eq!(grad.to_vec::<f32>().unwrap(), [2.0, 4.0]);
+    assert!(!b.eval::<bool>("cuda::allow_tf32()").unwrap());
+    // a keeps what its script set, through every entry point
+    assert!(!a.eval::<bool>("is_grad_enabled()").unwrap());
+    assert!(a.eval::<bool>("cuda::allow_tf32()").unwrap());
+    let _ = a
+        .run("fn modes() { [is_grad_enabled(), cuda::allow_tf32()] }", "f.rhai")
+        .unwrap();
+    let modes: rhai::Array = a.call_fn("modes", ()).unwrap();
+    assert_eq!((modes[0].as_bool(), modes[1].as_bool()), (Ok(false), Ok(true)));
+    let ast = a
+        .compile("(ones([2]).requires_grad(true) * 2).requires_grad", "r.rhai")
+        .unwrap();
+    assert!(!a.eval_ast::<bool>(&ast).unwrap());
+    assert!(!a.runtime().grad_enabled() && a.runtime().allow_tf32());
+    // a failing script leaves its modes too, and the thread's alone
+    let e = a
+        .run("set_grad_enabled(true); throw \"stop\";", "t.rhai")
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Runtime);
+    assert!(a.runtime().grad_enabled());
+    a.runtime().set_grad_enabled(false);
+    assert!(!a.eval::<bool>("is_grad_enabled()").unwrap());
+    assert!(kiln::tensor::autograd::is_grad_enabled());
+    assert!(!kiln::backend::cuda::blas::allow_tf32());
+
+    // a host engine holding the runtime's scope
+    let mut engine = rhai::Engine::new();
+    let rt = Builder::new().device(Device::Cpu).register(&mut engine).unwrap();
+    {
+        let _run = rt.enter();
+        engine.run("set_grad_enabled(false)").unwrap();
+        assert!(!rt.grad_enabled());
+        assert!(!kiln::tensor::autograd::is_grad_enabled());
+        // another engine runs inside with its own mode
+        assert!(b.eval::<bool>("is_grad_enabled()").unwrap());
+        assert!(!kiln::tensor::autograd::is_grad_enabled());
+    }
+    assert!(kiln::tensor::autograd::is_grad_enabled());
+    assert!(!rt.grad_enabled());
+    let _run = rt.enter();
+    assert!(!engine.eval::<bool>("is_grad_enabled()").unwrap());
+}
+
+#[test]
+fn debug_and_progress_reach_the_hosts_callbacks() {
+    use std::sync::{Arc, Mutex};
+    let collect = || {
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let l = lines.clone();
+        (lines, move |s: &str| l.lock().unwrap().push(s.to_string()))
+    };
+    let mut k = cpu();
+    let (printed, on_print) = collect();
+    k.on_print(on_print);
+    let script = "print(\"p\"); debug(7); \
+                  let p = progress(4, #{desc: \"fit\", mode: \"bar\"}); \
+                  for i in 0..4 { p.tick(); p.set(\"loss\", 0.5); } p.finish();";
+    let _ = k.run(script, "out.rhai").unwrap();
+    let lines = printed.lock().unwrap().clone();
+    assert_eq!(lines[0], "p");
+    assert_eq!(lines[1], "out.rhai @ 1:13 | 7");
+    // a bar asked for is drawn as plain lines through the callback
+    assert!(lines[2].starts_with("fit: 1/4 (25%) "), "{lines:?}");
+    assert!(lines.last().unwrap().starts_with("fit: 4/4 (100%) "), "{lines:?}");
+    assert!(lines.last().unwrap().ends_with(", loss=0.5"), "{lines:?}");
+    assert!(lines.iter().all(|l| !l.contains('\x1b')), "{lines:?}");
+    // progress of its own
+    let (progress, on_progress) = collect();
+    k.on_progress_output(on_progress);
+    printed.lock().unwrap().clear();
+    let _ = k.run(script, "out.rhai").unwrap();
+    assert_eq!(*printed.lock().unwrap(), ["p", "out.rhai @ 1:13 | 7"]);
+    let shown = progress.lock().unwrap();
+    assert_eq!(shown.len(), 4, "{shown:?}");
+    assert!(shown[3].starts_with("fit: 4/4 (100%) "), "{shown:?}");
+
+    // a host engine: progress through the runtime's callback
+    let mut engine = rhai::Engine::new();
+    let rt = kiln::register(&mut engine);
+    let (shown, on_progress) = collect();
+    rt.set_progress_output(Some(Arc::new(on_progress)));
+    let _run = rt.enter();
+    engine.run("progress(2, #{desc: \"host\"}).inc(2)").unwrap();
+    let shown = shown.lock().unwrap();
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(shown[0].starts_with("host: 2/2 (100%) "), "{shown:?}");
+}
+
+#[test]
+fn register_keeps_files_off_unless_asked() {
+    let dir = std::env::temp_dir().join(format!("kiln-register-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.npy").display().to_string().replace('\\', "/");
+    let save = format!("save_npy(arange(3), \"{path}\")");
+    let load = format!("load_npy(\"{path}\").sum().item()");
+
+    let mut engine = rhai::Engine::new();
+    let rt = kiln::register(&mut engine);
+    assert!(!rt.files().allowed());
+    let e = engine.run(&save).unwrap_err().to_string();
+    assert!(e.contains("file access is disabled"), "{e}");
+    assert!(!std::path::Path::new(&path).exists());
+    // as the builder's default
+    let mut engine = rhai::Engine::new();
+    let rt = Builder::new().register(&mut engine).unwrap();
+    assert!(!rt.files().allowed());
+    // allowed when asked
+    let mut engine = rhai::Engine::new();
+    let rt = Builder::new().allow_files(true).register(&mut engine).unwrap();
+    assert!(rt.files().allowed());
+    engine.run(&save).unwrap();
+    assert_eq!(engine.eval::<i64>(&load).unwrap(), 3);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// Runs `src` under `k`, expecting it to hit `limit`; then checks the
 /// interpreter still works.
 fn hits(k: &mut Interpreter, src: &str, limit: Limit) -> kiln::ScriptError {

@@ -1,7 +1,7 @@
 //! The interactive session driven through a pseudo-terminal, as a person
 //! would use it: multi-line input, value echo, completion, errors with a
-//! caret, Ctrl-C on a running loop, history across sessions, imports that
-//! last, and the `:` commands. Every wait has a generous timeout and none assumes a timing.
+//! caret, a line of invalid UTF-8, Ctrl-C on a running loop, history across
+//! sessions, imports that last, and the `:` commands. Every wait has a generous timeout and none assumes a timing.
 
 use rexpect::reader::Options;
 use rexpect::session::PtySession;
@@ -132,6 +132,28 @@ fn error_with_caret_then_a_working_line() {
     p.exp_string("error: <repl>:1:").unwrap();
     p.exp_string(">>> ").unwrap();
     run(&mut p, "1 + 1", "2");
+    quit(p);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn invalid_utf8_at_the_prompt_skips_the_line() {
+    use std::io::Write;
+    let dir = temp_dir("utf8");
+    let mut p = start(&dir.join("history"));
+    run(&mut p, "let x = 40;", "");
+    // an unfinished statement, then a byte that is no UTF-8
+    enter(&mut p, "fn f(t) {");
+    p.exp_string("... ").unwrap();
+    let mut tty = p.process().get_file_handle().unwrap();
+    tty.write_all(b"t \xff").unwrap();
+    tty.flush().unwrap();
+    p.exp_string(
+        "error: invalid UTF-8 in the input; the line is skipped (with the unfinished input before it)",
+    )
+    .unwrap();
+    p.exp_string(">>> ").unwrap();
+    run(&mut p, "x + 2", "42");
     quit(p);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -211,6 +211,11 @@ impl Builder {
         self
     }
 
+    /// Whether scripts may read and write files.
+    pub(crate) fn files_allowed(&self) -> bool {
+        self.allow_files
+    }
+
     fn runtime(&self) -> Result<Arc<Runtime>> {
         if let Some(names) = &self.stdlib {
             stdlib::check_names(names)?;
@@ -244,7 +249,15 @@ impl Builder {
     /// that are set (the memory budget applies while the host holds
     /// [`Runtime::enter`]'s scope around its `eval` calls), and, unless
     /// [`Builder::no_stdlib`], replaces the engine's module resolver with
-    /// one serving the stdlib modules and gated `.rhai` files.
+    /// one serving the stdlib modules and gated `.rhai` files. File access
+    /// is off unless [`Builder::allow_files`] turned it on.
+    ///
+    /// Hold [`Runtime::enter`]'s scope around the engine's `eval` calls: it
+    /// also applies this engine's grad mode and TF32 setting to the thread
+    /// and keeps what the scripts changed of them out of the thread's.
+    /// `debug` and `print` follow the engine's own `on_debug` and
+    /// `on_print`; progress bars draw on stderr unless
+    /// [`Runtime::set_progress_output`] gives them a callback.
     ///
     /// ```
     /// let mut engine = rhai::Engine::new();

@@ -5,8 +5,12 @@
 //! An interpreter owns a Rhai engine with the whole kiln API, a scope that
 //! persists between runs (variables, and the functions scripts define), and
 //! its [`Runtime`] (default device, random generator, file gate, memory
-//! budget). It is `Send + Sync`; several interpreters run on several threads
-//! at once, each with its own state.
+//! budget, grad mode, TF32 setting, output callbacks). It is `Send + Sync`;
+//! several interpreters run on several threads at once, each with its own
+//! state, and several on one thread do not see each other's grad mode or
+//! TF32 setting: every entry point ([`Interpreter::run`], `run_ast`, `eval`,
+//! `call_fn`, and [`Runtime::enter`] for hosts with their own engine)
+//! applies the engine's own and restores the thread's on the way out.
 
 mod builder;
 mod error;
@@ -43,29 +47,39 @@ impl InterruptHandle {
 }
 
 use crate::error::Error;
-use crate::script::Runtime;
+use crate::script::{OutputFn, Runtime};
 use crate::tensor::{Device, MemoryBudget};
-use rhai::{Dynamic, Engine, FuncArgs, RhaiNativeFunc, Scope, AST};
+use rhai::{Dynamic, Engine, FuncArgs, Position, RhaiNativeFunc, Scope, AST};
 use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 
 /// Puts kiln on an engine the host already has, with [`Builder::new`]'s
-/// settings but files allowed (as the host's own engine would read them)
-/// and the default device; see [`Builder::register`] for what it changes on
-/// the engine and to configure it.
+/// settings: the default device, no limits, every stdlib module, and file
+/// access off (as for [`Interpreter::builder`]; `Builder::new().allow_files(true)`
+/// or [`Runtime::files`] turns it on). See [`Builder::register`] for what it
+/// changes on the engine and to configure it.
 ///
 /// ```
 /// let mut engine = rhai::Engine::new();
-/// let _runtime = kiln::register(&mut engine);
+/// let runtime = kiln::register(&mut engine);
+/// let _run = runtime.enter();
 /// let n: i64 = engine.eval("zeros([3, 4]).numel").unwrap();
 /// assert_eq!(n, 12);
+/// assert!(engine.eval::<rhai::Dynamic>("load_npy(\"x.npy\")").is_err());   // files are off
 /// ```
 pub fn register(engine: &mut Engine) -> Arc<Runtime> {
-    let runtime = Arc::new(Runtime::new(None, true));
-    crate::script::register_api(engine, &runtime);
-    crate::script::stdlib::install(engine, &runtime, None);
-    runtime
+    match Builder::new().register(engine) {
+        Ok(runtime) => runtime,
+        // without a device or module names to check, this cannot fail;
+        // register with a default runtime rather than panic if it ever does
+        Err(_) => {
+            let runtime = Arc::new(Runtime::new(None, false));
+            crate::script::register_api(engine, &runtime);
+            crate::script::stdlib::install(engine, &runtime, None);
+            runtime
+        }
+    }
 }
 
 /// A Rhai engine with the whole kiln API, a persistent scope (variables and
@@ -112,11 +126,16 @@ impl Interpreter {
     }
 
     fn assemble(b: Builder) -> Self {
+        let files = b.files_allowed();
         match b.build() {
             Ok(i) => i,
             // without a device or module names to check, building cannot
             // fail; keep a bare engine rather than panic if it ever does
-            Err(_) => Interpreter::from_parts(Engine::new(), Arc::new(Runtime::default()), Limits::default()),
+            Err(_) => Interpreter::from_parts(
+                Engine::new(),
+                Arc::new(Runtime::new(None, files)),
+                Limits::default(),
+            ),
         }
     }
 
@@ -236,9 +255,39 @@ impl Interpreter {
         self.runtime.files().set_allowed(allowed);
     }
 
-    /// Sends the output of `print` to `f` instead of stdout.
+    /// Sends the output of `print`, of `debug` (as `source @ line:col | text`)
+    /// and of `progress(n)` bars (as plain lines, unless
+    /// [`Interpreter::on_progress_output`] sends them elsewhere) to `f`
+    /// instead of stdout and stderr.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// let mut kiln = kiln::Interpreter::builder().device(kiln::Device::Cpu).build()?;
+    /// let out = Arc::new(Mutex::new(Vec::<String>::new()));
+    /// let o = out.clone();
+    /// kiln.on_print(move |s| o.lock().unwrap().push(s.to_string()));
+    /// kiln.run("print(1 + 1); debug(\"hi\"); progress(3).inc(3);", "out.rhai").unwrap();
+    /// let out = out.lock().unwrap();
+    /// assert_eq!(out[0], "2");
+    /// assert_eq!(out[1], "out.rhai @ 1:15 | \"hi\"");
+    /// assert!(out[2].starts_with("3/3 (100%)"), "{}", out[2]);
+    /// # Ok::<(), kiln::Error>(())
+    /// ```
     pub fn on_print(&mut self, f: impl Fn(&str) + Send + Sync + 'static) {
-        self.engine.on_print(f);
+        let f: OutputFn = Arc::new(f);
+        let print = f.clone();
+        self.engine.on_print(move |s| print(s));
+        let debug = f.clone();
+        self.engine
+            .on_debug(move |s, source, pos| debug(&debug_line(s, source, pos)));
+        self.runtime.set_print_output(Some(f));
+    }
+
+    /// Sends the lines of `progress(n)` bars to `f`, one line a call (the
+    /// plain lines, never a live bar), instead of the print callback or
+    /// stderr.
+    pub fn on_progress_output(&mut self, f: impl Fn(&str) + Send + Sync + 'static) {
+        self.runtime.set_progress_output(Some(Arc::new(f)));
     }
 
     /// Compiles `source` (named `name` in error messages) once, to run it
@@ -339,6 +388,21 @@ impl Interpreter {
             }
         }
         e
+    }
+}
+
+/// A `debug` line as Rhai writes it by default.
+fn debug_line(text: &str, source: Option<&str>, pos: Position) -> String {
+    let at = match (pos.line(), pos.position()) {
+        (Some(l), Some(c)) => Some(format!("{l}:{c}")),
+        (Some(l), None) => Some(l.to_string()),
+        _ => None,
+    };
+    match (source, at) {
+        (Some(s), Some(at)) => format!("{s} @ {at} | {text}"),
+        (Some(s), None) => format!("{s} | {text}"),
+        (None, Some(at)) => format!("{at} | {text}"),
+        (None, None) => text.to_string(),
     }
 }
 

@@ -201,6 +201,9 @@ fn tidy_signature(sig: &str) -> String {
 /// Evaluates a script expression on the session's engine, outside its scope.
 fn query<T: Clone + Send + Sync + 'static>(session: &Session, code: &str) -> Option<T> {
     let state = session.state.try_borrow().ok()?;
+    // on the session's engine: its CUDA stream (for `cuda::synchronize()`),
+    // budget and modes
+    let _run = state.kiln.runtime().enter();
     state.kiln.engine().eval::<T>(code).ok()
 }
 

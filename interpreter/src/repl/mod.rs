@@ -4,7 +4,9 @@
 //! multi-line input at a `... ` prompt, the value of every expression echoed,
 //! completion, `:` commands, and Ctrl-C that interrupts a running script
 //! without ending the session. With piped input: a plain line reader that
-//! runs each complete statement. Completion, validation and highlighting
+//! runs each complete statement. A line that is not valid UTF-8 is reported
+//! and skipped (with any unfinished statement it belongs to); the session
+//! goes on with the next line. Completion, validation and highlighting
 //! live in [`helper`], the `:` commands in [`commands`], and how values and
 //! errors are shown in [`display`].
 
@@ -172,6 +174,16 @@ impl Session {
                     continue;
                 }
                 Err(ReadlineError::Eof) => break,
+                Err(ReadlineError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    let dropped = if pending.is_empty() {
+                        ""
+                    } else {
+                        " (with the unfinished input before it)"
+                    };
+                    eprintln!("error: invalid UTF-8 in the input; the line is skipped{dropped}");
+                    pending.clear();
+                    continue;
+                }
                 Err(e) => return Err(e.into()),
             };
             let Some(source) = self.accumulate(&mut pending, &line, true) else {
@@ -198,9 +210,30 @@ impl Session {
 
     fn piped(&mut self) -> Result<()> {
         let mut pending = String::new();
-        for line in std::io::stdin().lock().lines() {
-            let line = line?;
-            let Some(source) = self.accumulate(&mut pending, &line, false) else {
+        let mut stdin = std::io::stdin().lock();
+        let mut bytes = Vec::new();
+        let mut number = 0usize;
+        loop {
+            bytes.clear();
+            if stdin.read_until(b'\n', &mut bytes)? == 0 {
+                break;
+            }
+            number += 1;
+            let line = match input_line(&bytes) {
+                Ok(line) => line,
+                Err(e) => {
+                    self.failed = true;
+                    let dropped = if pending.trim().is_empty() {
+                        ""
+                    } else {
+                        " (with the unfinished input before it)"
+                    };
+                    eprintln!("error: line {number}: {e}; the line is skipped{dropped}");
+                    pending.clear();
+                    continue;
+                }
+            };
+            let Some(source) = self.accumulate(&mut pending, line, false) else {
                 continue;
             };
             if self.input(&source) == Flow::Quit {
@@ -305,16 +338,31 @@ impl Session {
     }
 }
 
+/// One line of piped input as text, without its line ending (`\n` or `\r\n`).
+fn input_line(bytes: &[u8]) -> std::result::Result<&str, String> {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let len = e.error_len().unwrap_or(bytes.len() - at);
+        let shown: Vec<String> = bytes[at..at + len].iter().map(|b| format!("0x{b:02x}")).collect();
+        format!("invalid UTF-8 (byte {} of the line: {})", at + 1, shown.join(" "))
+    })
+}
+
 /// Registers the modules that `source` imports at its top level on the
 /// engine, so that the next inputs still see them (an engine forgets a
 /// script's imports when the run ends).
 fn keep_imports(state: &mut State, source: &str) {
     for (path, alias) in helper::top_level_imports(source) {
         let engine = state.kiln.engine();
-        let Ok(module) = engine
+        // resolving runs the module's top level: on the session's engine
+        let run = state.kiln.runtime().enter();
+        let resolved = engine
             .module_resolver()
-            .resolve(engine, None, &path, rhai::Position::NONE)
-        else {
+            .resolve(engine, None, &path, rhai::Position::NONE);
+        drop(run);
+        let Ok(module) = resolved else {
             continue;
         };
         let members = module
@@ -354,6 +402,23 @@ fn compact(scope: &mut Scope<'static>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn input_lines_lose_their_ending_and_invalid_bytes_are_named() {
+        assert_eq!(input_line(b"1 + 1\n"), Ok("1 + 1"));
+        assert_eq!(input_line(b"x\r\n"), Ok("x"));
+        assert_eq!(input_line(b"last"), Ok("last"));
+        assert_eq!(input_line("é\n".as_bytes()), Ok("é"));
+        assert_eq!(
+            input_line(b"ab\xff c\n"),
+            Err("invalid UTF-8 (byte 3 of the line: 0xff)".to_string())
+        );
+        // a sequence cut short by the end of the line
+        assert_eq!(
+            input_line(b"a\xe2\x82\n"),
+            Err("invalid UTF-8 (byte 2 of the line: 0xe2 0x82)".to_string())
+        );
+    }
 
     #[test]
     fn compact_keeps_the_last_binding() {

@@ -239,6 +239,17 @@ pub fn scalar_to_dynamic(s: Scalar) -> Dynamic {
 
 /// A tensor's values as nested Rhai arrays (a 0-dim tensor gives a number).
 pub fn tensor_to_nested(t: &Tensor) -> RhaiResult<Dynamic> {
+    // every value and every nested array is a Rhai value (about 32 bytes
+    // with its slot): checked before anything is built, since a shape like
+    // [2^40, 0] has no elements but 2^40 arrays
+    let mut values = 1usize;
+    let mut arrays = 0usize;
+    for &d in t.shape() {
+        arrays = arrays.saturating_add(values);
+        values = values.saturating_mul(d);
+    }
+    let bytes = values.saturating_add(arrays).saturating_mul(32);
+    ok(crate::tensor::memory::check_bytes("to_list", bytes, true))?;
     let host = ok(t.to_host())?;
     let mut i = 0;
     Ok(build(&host, t.shape(), &mut i))

@@ -13,6 +13,11 @@
 //! namespace), [`dist`] (the `dist::` process group and collectives), [`files`] (CSV, `.npy`, safetensors), [`progress`] (the
 //! `progress(n)` bar).
 //!
+//! The [`Runtime`] holds what belongs to one engine: besides its device,
+//! generator, file gate and memory budget, its grad mode and TF32 setting
+//! (applied to the thread while its scripts run, [`scope`]) and the host's
+//! output callbacks ([`output`]).
+//!
 //! The engine runs with Rhai's optimizer off: it rewrites `x = x + y` into
 //! `x += y`, and `+=` on a tensor writes in place (as in PyTorch), which would
 //! change every alias of `x`. Functions with effects (random draws, devices,
@@ -27,23 +32,29 @@ pub mod files;
 pub mod methods;
 pub mod operators;
 pub mod optim;
+pub mod output;
 pub mod progress;
 pub mod runtime_api;
+pub mod scope;
 pub(crate) mod stdlib;
 
+pub use output::OutputFn;
+pub use scope::RunScope;
 pub use stdlib::MODULE_NAMES as STDLIB_MODULES;
 
-use crate::backend::cuda::{CudaRuntime, EngineStream, StreamScope};
+use crate::backend::cuda::{CudaRuntime, EngineStream};
 use crate::io::FileAccess;
-use crate::tensor::control::{ControlScope, RunControl};
-use crate::tensor::{BudgetScope, Device, Generator, MemoryBudget, Tensor};
+use crate::tensor::control::RunControl;
+use crate::tensor::{Device, Generator, MemoryBudget, Tensor};
+use output::Outputs;
 use rhai::{Engine, OptimizationLevel};
+use scope::Modes;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 /// Per-engine state the script API reads: default device, random generator,
-/// the script's command-line arguments, the file-access gate and the memory
-/// budget.
-#[derive(Debug, Default)]
+/// the script's command-line arguments, the file-access gate, the memory
+/// budget, grad mode and the TF32 setting, and the host's output callbacks.
+#[derive(Debug)]
 pub struct Runtime {
     device: RwLock<Option<Device>>,
     rng: Mutex<Generator>,
@@ -52,16 +63,15 @@ pub struct Runtime {
     budget: Option<Arc<MemoryBudget>>,
     stream: OnceLock<Option<EngineStream>>,
     control: Arc<RunControl>,
+    modes: Arc<Modes>,
+    outputs: Outputs,
 }
 
-/// What [`Runtime::enter`] sets up on a thread while a script runs there;
-/// dropping it undoes that.
-#[derive(Debug)]
-#[must_use = "the runtime applies only while the scope is alive"]
-pub struct RunScope {
-    _control: ControlScope,
-    _budget: Option<BudgetScope>,
-    _stream: Option<StreamScope>,
+impl Default for Runtime {
+    /// No memory budget, file access off.
+    fn default() -> Self {
+        Runtime::new(None, false)
+    }
 }
 
 impl Runtime {
@@ -105,7 +115,8 @@ impl Runtime {
         }
     }
 
-    /// The gate every script file access passes (allowed by default).
+    /// The gate every script file access passes (its starting state is
+    /// [`Runtime::new`]'s `files`).
     pub fn files(&self) -> &FileAccess {
         &self.files
     }
@@ -131,20 +142,69 @@ impl Runtime {
     /// [`crate::tensor::memory`]) and whose file access starts as `files`.
     pub fn new(budget: Option<Arc<MemoryBudget>>, files: bool) -> Runtime {
         Runtime {
-            budget,
+            device: RwLock::new(None),
+            rng: Mutex::new(Generator::default()),
+            args: RwLock::new(Vec::new()),
             files: FileAccess::new(files),
-            ..Runtime::default()
+            budget,
+            stream: OnceLock::new(),
+            control: Arc::default(),
+            modes: Arc::new(Modes::default()),
+            outputs: Outputs::default(),
         }
+    }
+
+    /// This engine's grad mode (on at first): the live one while one of its
+    /// scripts runs on this thread, else the one its last run left.
+    pub fn grad_enabled(&self) -> bool {
+        self.modes.grad_enabled()
+    }
+
+    /// Sets this engine's grad mode (as `set_grad_enabled(b)` in its scripts).
+    pub fn set_grad_enabled(&self, enabled: bool) {
+        self.modes.set_grad_enabled(enabled);
+    }
+
+    /// Whether this engine's f32 matmuls may use TF32 tensor cores (off at
+    /// first; `cuda::set_allow_tf32(b)` in its scripts).
+    pub fn allow_tf32(&self) -> bool {
+        self.modes.allow_tf32()
+    }
+
+    /// Lets this engine's f32 matmuls use TF32 tensor cores, or not.
+    pub fn set_allow_tf32(&self, allow: bool) {
+        self.modes.set_allow_tf32(allow);
+    }
+
+    /// Sends this engine's progress lines (`progress(n)`) to `f`, one line a
+    /// call, instead of drawing them on stderr; `None` goes back to the
+    /// print callback, if one is set, else stderr. Bars made before keep
+    /// their output.
+    pub fn set_progress_output(&self, f: Option<OutputFn>) {
+        self.outputs.set_progress(f);
+    }
+
+    /// The host's `print` callback, which progress lines fall back to.
+    pub(crate) fn set_print_output(&self, f: Option<OutputFn>) {
+        self.outputs.set_print(f);
+    }
+
+    /// Where this engine's progress lines go.
+    pub(crate) fn outputs(&self) -> &Outputs {
+        &self.outputs
     }
 
     /// Prepares this thread to run a script of this runtime: starts the
     /// run's control (clears the interrupt flag, starts the time limit),
     /// enters its memory budget, makes its own CUDA stream (created on first use, when a
-    /// GPU is usable) the thread's current stream, and forgets earlier typed
-    /// errors. The
+    /// GPU is usable) the thread's current stream, applies its grad mode and
+    /// TF32 setting, and forgets earlier typed errors. Dropping the scope
+    /// keeps the grad mode and TF32 setting the scripts left for this
+    /// runtime's next run and restores the thread's own. The
     /// [`Interpreter`](crate::Interpreter) does this around every run; a host
     /// that runs kiln scripts on its own engine ([`crate::register`]) holds
-    /// the returned scope around its `eval` calls for the budget to apply.
+    /// the returned scope around its `eval` calls, for the budget and the
+    /// engine's modes to apply (and not leak into the thread).
     pub fn enter(&self) -> RunScope {
         convert::clear_typed_error();
         let stream = match CudaRuntime::get() {
@@ -153,11 +213,12 @@ impl Runtime {
             }
             _ => None,
         };
-        RunScope {
-            _control: self.control.enter(),
-            _budget: self.budget.as_ref().map(|b| b.enter()),
-            _stream: stream.map(EngineStream::enter),
-        }
+        RunScope::enter(
+            &self.modes,
+            Some(self.control.enter()),
+            self.budget.as_ref().map(|b| b.enter()),
+            stream.map(EngineStream::enter),
+        )
     }
 }
 
@@ -179,6 +240,6 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     runtime_api::register(engine, runtime);
     dist::register(engine);
     files::register(engine, runtime);
-    progress::register(engine);
+    progress::register(engine, runtime);
     optim::register(engine);
 }

@@ -1,6 +1,7 @@
 //! The `progress(n)` object, after tqdm: the script ticks it and it shows the
 //! count, the rate and live metrics (see [`crate::progress`] for how it is
-//! drawn: a bar on a terminal, plain lines on stderr otherwise).
+//! drawn: a bar on a terminal, plain lines on stderr otherwise; an
+//! embedder's callback gets the plain lines instead, see [`super::output`]).
 //!
 //! ```rhai
 //! let p = progress(100, #{desc: "train"});   // also progress(n)
@@ -17,6 +18,7 @@
 
 use super::convert::{ok, script_error, RhaiResult};
 use super::creation::volatile;
+use super::Runtime;
 use crate::progress::{format_metric, Mode, Progress};
 use crate::tensor::{Scalar, Tensor};
 use rhai::{Dynamic, Engine, Map, FLOAT, INT};
@@ -30,7 +32,7 @@ fn count(op: &str, n: INT) -> RhaiResult<u64> {
     u64::try_from(n).map_err(|_| script_error(format!("{op}: expected a count >= 0, got {n}")))
 }
 
-fn make(n: INT, m: &Map) -> RhaiResult<ScriptProgress> {
+fn make(rt: &Runtime, n: INT, m: &Map) -> RhaiResult<ScriptProgress> {
     let total = count("progress", n)?;
     let mut desc = String::new();
     let mut mode = Mode::detect();
@@ -55,7 +57,9 @@ fn make(n: INT, m: &Map) -> RhaiResult<ScriptProgress> {
             }
         }
     }
-    Ok(ScriptProgress(Arc::new(Progress::new(total, &desc, mode))))
+    Ok(ScriptProgress(Arc::new(
+        rt.outputs().progress(total, &desc, mode),
+    )))
 }
 
 /// A metric value as text: numbers with four significant digits, tensors by their one element.
@@ -77,10 +81,12 @@ fn metric_text(v: &Dynamic) -> RhaiResult<String> {
 }
 
 /// Registers `progress` and its methods.
-pub fn register(engine: &mut Engine) {
+pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     engine.register_type_with_name::<ScriptProgress>("Progress");
-    volatile!(engine, "progress", |n: INT| make(n, &Map::new()));
-    volatile!(engine, "progress", |n: INT, m: Map| make(n, &m));
+    let r = rt.clone();
+    volatile!(engine, "progress", move |n: INT| make(&r, n, &Map::new()));
+    let r = rt.clone();
+    volatile!(engine, "progress", move |n: INT, m: Map| make(&r, n, &m));
     volatile!(engine, "tick", |p: &mut ScriptProgress| p.0.inc(1));
     volatile!(engine, "inc", |p: &mut ScriptProgress,
                               k: INT|

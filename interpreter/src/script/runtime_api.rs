@@ -72,6 +72,9 @@ fn cuda_module() -> Module {
     reg("stream_handoffs").set_into_module(&mut m, || {
         CudaRuntime::get().map_or(0, |rt| rt.stream_handoffs() as INT)
     });
-    reg("set_allow_tf32").set_into_module(&mut m, blas::set_allow_tf32);
+    reg("set_allow_tf32").set_into_module(&mut m, |allow: bool| {
+        blas::set_allow_tf32(allow);
+    });
+    reg("allow_tf32").set_into_module(&mut m, blas::allow_tf32);
     m
 }

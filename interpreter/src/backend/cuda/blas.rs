@@ -2,7 +2,7 @@
 //! `C = A·B` is computed as column-major `Cᵀ = Bᵀ·Aᵀ`; transposed or
 //! column-major operands are passed with cuBLAS's transpose flags, not copied.
 //! f32 uses full FP32 unless TF32 is allowed ([`set_allow_tf32`], as
-//! PyTorch's `allow_tf32`); f16 and bf16 accumulate in f32.
+//! PyTorch's `allow_tf32`, but per thread and so per engine); f16 and bf16 accumulate in f32.
 
 use super::runtime::{cuda_error, CudaRuntime};
 use super::CudaStorage;
@@ -11,19 +11,24 @@ use crate::error::{Error, Result};
 use crate::tensor::strided::offsets;
 use crate::tensor::{DType, Layout};
 use cudarc::cublas::{result as blas, sys};
+use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-static ALLOW_TF32: AtomicBool = AtomicBool::new(false);
-
-/// Lets f32 matmuls use TF32 tensor cores (off by default).
-pub fn set_allow_tf32(allow: bool) {
-    ALLOW_TF32.store(allow, Ordering::Relaxed);
+thread_local! {
+    static ALLOW_TF32: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Whether f32 matmuls may use TF32.
+/// Lets f32 matmuls issued from this thread use TF32 tensor cores (off by
+/// default); returns the previous setting. An engine's scripts see the
+/// engine's own setting: [`Runtime::enter`](crate::Runtime::enter) applies
+/// it to the thread while they run and restores the thread's afterwards.
+pub fn set_allow_tf32(allow: bool) -> bool {
+    ALLOW_TF32.with(|c| c.replace(allow))
+}
+
+/// Whether f32 matmuls issued from this thread may use TF32.
 pub fn allow_tf32() -> bool {
-    ALLOW_TF32.load(Ordering::Relaxed)
+    ALLOW_TF32.with(Cell::get)
 }
 
 /// One operand as cuBLAS sees it: per-batch element offsets, transpose flag, leading dim.

@@ -48,7 +48,11 @@ impl Model {
             Op::Narrow(d, start, len) => {
                 let d = norm_dim(d, nd)?;
                 let size = self.shape[d];
-                let s = if start < 0 { start as i128 + size } else { start as i128 };
+                let s = if start < 0 {
+                    start as i128 + size
+                } else {
+                    start as i128
+                };
                 if s < 0 || len < 0 || s + len as i128 > size {
                     return None;
                 }
@@ -148,7 +152,11 @@ impl Model {
             }
             Op::Unsqueeze(d) => {
                 let d = norm_dim(d, nd + 1)?;
-                let st = if d < nd { self.strides[d] * self.shape[d] } else { 1 };
+                let st = if d < nd {
+                    self.strides[d] * self.shape[d]
+                } else {
+                    1
+                };
                 m.shape.insert(d, 1);
                 m.strides.insert(d, st);
             }

@@ -149,7 +149,9 @@ fn the_host_can_interrupt_a_native_op() {
         std::thread::sleep(Duration::from_millis(200));
         stop.interrupt();
     });
-    let e = k.run("ones([1]).expand([1 << 50]).sum()", "long.rhai").unwrap_err();
+    let e = k
+        .run("ones([1]).expand([1 << 50]).sum()", "long.rhai")
+        .unwrap_err();
     t.join().unwrap();
     assert_eq!(e.kind, ErrorKind::Terminated, "{e}");
     assert_eq!(k.eval::<i64>("arange(3).sum().item()").unwrap(), 3);

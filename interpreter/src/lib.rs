@@ -44,7 +44,7 @@ pub mod progress;
 pub mod script;
 pub mod tensor;
 
-pub use engine::{register, Builder, ErrorKind, InterruptHandle, Interpreter, Limit, Limits, ScriptError};
+pub use engine::{register, Builder, ErrorKind, Interpreter, InterruptHandle, Limit, Limits, ScriptError};
 pub use error::{Error, Result};
 pub use half::{bf16, f16};
 pub use script::convert::RhaiResult;

@@ -54,7 +54,10 @@ pub fn check_device(device: Device) -> Result<()> {
 pub(crate) fn preflight(op: &'static str, device: Device, dtype: DType, n: usize) -> Result<()> {
     crate::tensor::control::check(op)?;
     let bytes = n.checked_mul(dtype.size_in_bytes()).ok_or_else(|| {
-        Error::shape(op, format!("an output of {n} {dtype} elements has more bytes than can be addressed"))
+        Error::shape(
+            op,
+            format!("an output of {n} {dtype} elements has more bytes than can be addressed"),
+        )
     })?;
     crate::tensor::memory::check_bytes(op, bytes, device == Device::Cpu)
 }
@@ -158,7 +161,12 @@ impl Storage {
     /// The elements of `layout` in logical order, on the host (waits for the device).
     pub fn to_host(&self, layout: &Layout) -> Result<HostValues> {
         // host values of 8 bytes each (i64 / f64) and their 8-byte offsets
-        preflight("to_list", Device::Cpu, DType::F64, layout.numel().saturating_mul(2))?;
+        preflight(
+            "to_list",
+            Device::Cpu,
+            DType::F64,
+            layout.numel().saturating_mul(2),
+        )?;
         match self {
             Storage::Cpu(s) => Ok(s.to_host(layout)),
             Storage::Cuda(s) => {
@@ -373,7 +381,10 @@ impl Storage {
 
     /// Reduction over sorted, distinct `dims`; contiguous output over the kept dims.
     pub fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize]) -> Result<Storage> {
-        let kept: usize = (0..l.ndim()).filter(|d| !dims.contains(d)).map(|d| l.shape()[d]).product();
+        let kept: usize = (0..l.ndim())
+            .filter(|d| !dims.contains(d))
+            .map(|d| l.shape()[d])
+            .product();
         gate(self, op.name(), DType::F64, kept)?;
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::reduce(op, s, l, dims)?)),
@@ -383,7 +394,12 @@ impl Storage {
 
     /// Softmax or log-softmax along `dim`; contiguous output.
     pub fn softmax(&self, l: &Layout, dim: usize, log: bool) -> Result<Storage> {
-        gate(self, if log { "log_softmax" } else { "softmax" }, self.dtype(), l.numel())?;
+        gate(
+            self,
+            if log { "log_softmax" } else { "softmax" },
+            self.dtype(),
+            l.numel(),
+        )?;
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::softmax(s, l, dim, log)?)),
             Storage::Cuda(s) => Ok(Storage::Cuda(s.softmax(l, dim, log)?)),
@@ -427,7 +443,12 @@ impl Storage {
         ignore_index: i64,
         smoothing: f64,
     ) -> Result<(Storage, Storage)> {
-        gate(self, "cross_entropy", DType::F64, 2 * (self.len() / classes.max(1)))?;
+        gate(
+            self,
+            "cross_entropy",
+            DType::F64,
+            2 * (self.len() / classes.max(1)),
+        )?;
         match (self, labels) {
             (Storage::Cpu(x), Storage::Cpu(l)) => {
                 let (loss, lse) = cpu::cross_entropy(x, classes, l, ignore_index, smoothing)?;
@@ -558,7 +579,10 @@ impl Storage {
 
     /// Batched matmul (see [`MatmulDims`]); contiguous output.
     pub fn matmul(&self, l: &Layout, rhs: &Storage, lr: &Layout, d: &MatmulDims) -> Result<Storage> {
-        let out = d.batch.iter().try_fold(d.m.saturating_mul(d.n), |acc, &b| acc.checked_mul(b));
+        let out = d
+            .batch
+            .iter()
+            .try_fold(d.m.saturating_mul(d.n), |acc, &b| acc.checked_mul(b));
         gate(self, "matmul", self.dtype(), out.unwrap_or(usize::MAX))?;
         if matches!(self.dtype(), DType::F16 | DType::BF16) {
             // widened (CPU) or made dense (cuBLAS) copies of both operands

@@ -73,7 +73,9 @@ impl Limits {
     /// interrupt or the time limit stops Rhai code as well as native ops.
     fn apply(&self, engine: &mut Engine, runtime: &Arc<Runtime>) {
         let control = runtime.control().clone();
-        let limit = self.max_duration.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let limit = self
+            .max_duration
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         engine.on_progress(move |_| {
             if control.is_interrupted() {
                 Some(rhai::Dynamic::from("interrupted"))

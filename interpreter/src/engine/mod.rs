@@ -373,7 +373,9 @@ impl Interpreter {
         args: impl FuncArgs,
     ) -> Result<T, ScriptError> {
         let _run = self.runtime.enter();
-        let r = self.engine.call_fn::<T>(&mut self.scope, &self.functions, name, args);
+        let r = self
+            .engine
+            .call_fn::<T>(&mut self.scope, &self.functions, name, args);
         r.map_err(|e| self.stopped(ScriptError::from_eval(*e, Some(name), &self.engine)))
     }
 

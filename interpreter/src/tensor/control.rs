@@ -224,7 +224,9 @@ mod tests {
         c.interrupt();
         let e = check("sum").unwrap_err();
         assert!(matches!(e, Error::Terminated { op: "sum", .. }), "{e}");
-        let from_worker = std::thread::spawn(move || stop.check("sum").is_err()).join().unwrap();
+        let from_worker = std::thread::spawn(move || stop.check("sum").is_err())
+            .join()
+            .unwrap();
         assert!(from_worker);
         drop(scope);
         assert!(check("t").is_ok(), "no control outside the run");

@@ -102,7 +102,11 @@ impl Tensor {
         }
         // the count in i128 (exact for any i64 bounds), or f64 for floats
         let n: i128 = if all_int {
-            let (a, b, s) = (start.to_i64() as i128, end.to_i64() as i128, step.to_i64() as i128);
+            let (a, b, s) = (
+                start.to_i64() as i128,
+                end.to_i64() as i128,
+                step.to_i64() as i128,
+            );
             ((b - a) + s - s.signum()) / s
         } else {
             let n = ((b - a) / s).ceil();

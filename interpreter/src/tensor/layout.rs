@@ -124,7 +124,10 @@ impl Layout {
     pub fn check_fits(&self, op: &'static str, storage_len: usize) -> Result<()> {
         shape::check_rank(op, self.ndim())?;
         if self.strides.len() != self.shape.len() {
-            return Err(Error::invalid(op, "internal: a layout's shape and strides differ in length"));
+            return Err(Error::invalid(
+                op,
+                "internal: a layout's shape and strides differ in length",
+            ));
         }
         shape::checked_numel(op, &self.shape)?;
         match self.checked_extent() {
@@ -163,7 +166,11 @@ impl Layout {
             l.offset = l.offset.saturating_add(start.saturating_mul(self.strides[dim]));
         }
         l.shape[dim] = len;
-        l.strides[dim] = l.strides[dim].saturating_mul(step);
+        // a dim of one element keeps its stride: the step never moves along it,
+        // and libraries such as cuBLAS refuse huge strides even where unused
+        if len > 1 {
+            l.strides[dim] = l.strides[dim].saturating_mul(step);
+        }
         l
     }
 

@@ -3,9 +3,11 @@
 
 use crate::error::{Error, Result};
 
-/// Number of elements of a shape (1 for a 0-dim shape).
+/// Number of elements of a shape (1 for a 0-dim shape); saturates at
+/// `usize::MAX` for a shape whose count overflows (which no tensor has:
+/// [`checked_numel`] refuses it where shapes come in).
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    shape.iter().fold(1usize, |acc, &d| acc.saturating_mul(d))
 }
 
 /// Number of elements of a shape, or an error when the product overflows.
@@ -65,10 +67,10 @@ pub fn check_alloc(op: &'static str, shape: &[usize], dtype: super::DType) -> Re
 /// Row-major (C-contiguous) strides of a shape, in elements.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
-    let mut acc = 1;
+    let mut acc: usize = 1;
     for (s, &d) in strides.iter_mut().zip(shape).rev() {
         *s = acc;
-        acc *= d.max(1);
+        acc = acc.saturating_mul(d.max(1));
     }
     strides
 }

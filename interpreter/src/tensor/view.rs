@@ -11,7 +11,12 @@ use crate::error::{Error, Result};
 /// Python's slice clamping of `[start:end:step]` (step > 0) over a dim of
 /// `size`: the first index, the clamped end (never before the first) and the
 /// number of elements, in i128 so that no bound can overflow.
-pub(crate) fn clamp_slice(size: usize, start: Option<i64>, end: Option<i64>, step: i64) -> (usize, usize, usize) {
+pub(crate) fn clamp_slice(
+    size: usize,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> (usize, usize, usize) {
     let n = size as i128;
     let clamp = |v: i64| {
         let v = v as i128;
@@ -248,7 +253,11 @@ impl Tensor {
     pub fn narrow(&self, dim: i64, start: i64, len: i64) -> Result<Tensor> {
         let d = normalize_dim("narrow", dim, self.shape())?;
         let size = self.shape()[d] as i64;
-        let s = if start < 0 { start.saturating_add(size) } else { start };
+        let s = if start < 0 {
+            start.saturating_add(size)
+        } else {
+            start
+        };
         if s < 0 || len < 0 || s.checked_add(len).is_none_or(|end| end > size) {
             return Err(Error::invalid(
                 "narrow",

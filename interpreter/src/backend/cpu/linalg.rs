@@ -82,7 +82,14 @@ fn out_shape(d: &MatmulDims) -> Vec<usize> {
 /// long contractions are split along `k` (accumulating into the output).
 const PIECE_WORK: usize = 1 << 28;
 
-fn gemm_batched<T: Element>(x: &[T], la: &Layout, y: &[T], lb: &Layout, d: &MatmulDims, stop: &Stop) -> Vec<T> {
+fn gemm_batched<T: Element>(
+    x: &[T],
+    la: &Layout,
+    y: &[T],
+    lb: &Layout,
+    d: &MatmulDims,
+    stop: &Stop,
+) -> Vec<T> {
     let (oa, ob) = (operand(la), operand(lb));
     let mn = d.m * d.n;
     let mut out = vec![T::default(); oa.bases.len() * mn];
@@ -99,7 +106,19 @@ fn gemm_batched<T: Element>(x: &[T], la: &Layout, y: &[T], lb: &Layout, d: &Matm
                 return;
             }
             let piece = Piece { p0, p1 };
-            gemm(x, oa.bases[i], oa.rs, oa.cs, y, ob.bases[i], ob.rs, ob.cs, c, d, piece);
+            gemm(
+                x,
+                oa.bases[i],
+                oa.rs,
+                oa.cs,
+                y,
+                ob.bases[i],
+                ob.rs,
+                ob.cs,
+                c,
+                d,
+                piece,
+            );
             p0 = p1;
         }
     });
@@ -186,7 +205,10 @@ fn gemm<T: Element>(
             |base: usize, i: usize, r: isize, j: usize, cst: isize| base + i * r as usize + j * cst as usize;
         for i in 0..m {
             let row = &mut c[i * n..(i + 1) * n];
-            let mut acc: Vec<i64> = row.iter().map(|v| if beta == 0.0 { 0 } else { v.to_i64() }).collect();
+            let mut acc: Vec<i64> = row
+                .iter()
+                .map(|v| if beta == 0.0 { 0 } else { v.to_i64() })
+                .collect();
             for p in 0..k {
                 let a = x[at(xo, i, xr, p, xc)].to_i64();
                 for (j, s) in acc.iter_mut().enumerate() {

@@ -271,7 +271,9 @@ fn run<T: Element, R: Reducer<T>>(r: &R, v: &[T], l: &Layout, dims: &[usize], st
     };
     let lane = |base: usize, rows: std::ops::Range<usize>| {
         let mut s = r.init();
-        inner.for_each_row([base], rows.start, rows.end, |row, [b]| push_row(&mut s, b, row, 0, row_len));
+        inner.for_each_row([base], rows.start, rows.end, |row, [b]| {
+            push_row(&mut s, b, row, 0, row_len)
+        });
         s
     };
     let lane_len: usize = inner_shape.iter().product();

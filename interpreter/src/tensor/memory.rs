@@ -237,12 +237,14 @@ pub fn check_bytes(op: &'static str, bytes: usize, on_host: bool) -> Result<()> 
 /// A host vector of `n` zero-valued `T` (all-zero bytes), allocated
 /// fallibly: an allocator failure is an [`Error::OutOfMemory`], not an abort.
 pub(crate) fn try_zeroed_vec<T: zeroable::Zeroable>(op: &'static str, n: usize) -> Result<Vec<T>> {
-    let bytes = n.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| Error::OutOfMemory {
-        op,
-        bytes: usize::MAX,
-        device: "cpu".into(),
-        why: format!("{n} elements overflow the address space"),
-    })?;
+    let bytes = n
+        .checked_mul(std::mem::size_of::<T>())
+        .ok_or_else(|| Error::OutOfMemory {
+            op,
+            bytes: usize::MAX,
+            device: "cpu".into(),
+            why: format!("{n} elements overflow the address space"),
+        })?;
     check_host_bytes(op, bytes)?;
     if n == 0 || bytes == 0 {
         return Ok(Vec::new());

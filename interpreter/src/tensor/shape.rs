@@ -40,7 +40,12 @@ pub fn check_rank(op: &'static str, ndim: usize) -> Result<()> {
 /// than the memory budget entered on this thread has left, or (on the host)
 /// more than the machine or the process's address space allows
 /// ([`super::memory::check_bytes`]).
-pub fn check_alloc_on(op: &'static str, shape: &[usize], dtype: super::DType, device: super::Device) -> Result<()> {
+pub fn check_alloc_on(
+    op: &'static str,
+    shape: &[usize],
+    dtype: super::DType,
+    device: super::Device,
+) -> Result<()> {
     check_rank(op, shape.len())?;
     let n = checked_numel(op, shape)?;
     let bytes = n.checked_mul(dtype.size_in_bytes()).ok_or_else(|| {

@@ -2,7 +2,7 @@
 //! endian, C or Fortran order; Fortran data is transposed into row-major
 //! order), and writing version 1.0, little-endian, C order (2.0 only when a
 //! header outgrows 64 KiB). The header, a Python dict literal, is parsed here
-//! by a small parser bounded in depth ([`pyliteral`]); a key given twice
+//! by a small parser bounded in depth (`pyliteral`); a key given twice
 //! takes its last value, as in Python. Malformed or truncated files are
 //! errors, never panics.
 //!

@@ -10,11 +10,25 @@
 //! the end) or, with a header, by name; only the picked columns must be
 //! numeric, so a text column can be left out. Every row must have as many
 //! fields as the first.
+//!
+//! Integer dtypes take integers (`3`, `3.0`, `3e2`) within the dtype's range:
+//! `300` or `-1` for u8, `3000000000` for i32 are errors naming the line and
+//! column, as NumPy and PyTorch refuse them, not wrapped values.
+//!
+//! The text is parsed as it streams in (see [`feed`]), never held whole: the
+//! table's cells and the record being read are checked against the memory
+//! budget as they grow, and the text against the budget and the table it
+//! yields, so a huge or endless input, or a gzip bomb, stops early.
 
-use super::{format_error, FileAccess};
-use crate::error::Result;
+use super::{Decode, FileAccess};
+use crate::error::{Error, Result};
 use crate::tensor::{DType, Device, HostValues, Tensor};
+use feed::{Feed, Track};
+use std::cell::RefCell;
+use std::io::Read;
 use std::path::Path;
+
+mod feed;
 
 /// A column picked by `columns`.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,9 +96,8 @@ pub fn load(
     opts: &CsvOptions,
     device: Device,
 ) -> Result<(Vec<String>, Tensor)> {
-    let bytes = files.read(OP, path)?;
-    let bytes = super::gunzip_if_compressed(OP, path, bytes)?;
-    let table = parse(&bytes, opts).map_err(|msg| format_error(OP, path, msg))?;
+    let src = files.open(OP, path, true)?;
+    let table = read(src.reader, opts).map_err(|e| e.into_error(OP, path))?;
     Ok((table.header.clone(), table.to_tensor(opts.dtype, device)?))
 }
 
@@ -117,16 +130,38 @@ fn cell_value(cell: &[u8], dtype: DType) -> std::result::Result<Cell, String> {
                 .map_err(|_| not_number()),
         },
         d if d.is_int() => {
-            if let Ok(i) = s.parse::<i64>() {
-                return Ok(Cell::Int(i));
+            let (lo, hi) = int_range(d);
+            let out_of_range = || format!("{s} is out of range for dtype {d} ({lo} to {hi})");
+            let i = match s.parse::<i64>() {
+                Ok(i) => i,
+                Err(_) => {
+                    let f = s.parse::<f64>().map_err(|_| not_number())?;
+                    if f.fract() != 0.0 || !f.is_finite() {
+                        return Err(format!("\"{s}\" is not an integer (dtype {dtype})"));
+                    }
+                    // every integral f64 in [-2^63, 2^63) converts to i64 exactly
+                    let two_63 = -(i64::MIN as f64);
+                    if !(-two_63..two_63).contains(&f) {
+                        return Err(out_of_range());
+                    }
+                    f as i64
+                }
+            };
+            if i < lo || i > hi {
+                return Err(out_of_range());
             }
-            let f = s.parse::<f64>().map_err(|_| not_number())?;
-            if f.fract() != 0.0 || !f.is_finite() || f.abs() > 9.2e18 {
-                return Err(format!("\"{s}\" is not an integer (dtype {dtype})"));
-            }
-            Ok(Cell::Int(f as i64))
+            Ok(Cell::Int(i))
         }
         _ => s.parse::<f64>().map(Cell::Float).map_err(|_| not_number()),
+    }
+}
+
+/// The values an integer dtype holds.
+fn int_range(dtype: DType) -> (i64, i64) {
+    match dtype {
+        DType::U8 => (0, 255),
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        _ => (i64::MIN, i64::MAX),
     }
 }
 
@@ -166,56 +201,78 @@ fn resolve(
         .collect()
 }
 
-/// Where the record read from byte `at` begins: past the blank and comment
-/// lines the reader skipped.
-fn record_start(bytes: &[u8], mut at: usize, comment: Option<u8>) -> usize {
-    loop {
-        match bytes.get(at) {
-            Some(b'\r' | b'\n') => at += 1,
-            Some(&c) if Some(c) == comment => {
-                at = bytes[at..]
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .map_or(bytes.len(), |i| at + i + 1)
-            }
-            _ => return at.min(bytes.len()),
-        }
+/// Parses CSV text into a table; the error names the line and column.
+pub fn parse(bytes: &[u8], opts: &CsvOptions) -> std::result::Result<CsvTable, Decode> {
+    read(bytes, opts)
+}
+
+/// A growing column of cells whose cost (with the tensor it will become)
+/// is reserved on the [`Track`] before it grows.
+fn push<T>(v: &mut Vec<T>, x: T, dtype: DType, track: &RefCell<Track>) -> std::result::Result<(), Decode> {
+    if v.len() == v.capacity() {
+        let cost = |n: usize| n.saturating_mul(std::mem::size_of::<T>() + dtype.size_in_bytes());
+        let cap = v.capacity();
+        let mut t = track.borrow_mut();
+        let doubled = cap.saturating_mul(2).max(1024);
+        let new_cap = if t.reserve_table(cost(doubled)).is_ok() {
+            doubled
+        } else {
+            let step = cap.saturating_add((cap / 16).max(64));
+            t.reserve_table(cost(step))?;
+            step
+        };
+        v.try_reserve_exact(new_cap - v.len()).map_err(|e| {
+            Decode::Kiln(Error::OutOfMemory {
+                op: OP,
+                bytes: cost(new_cap),
+                device: "cpu".into(),
+                why: e.to_string(),
+            })
+        })?;
+    }
+    v.push(x);
+    Ok(())
+}
+
+/// The error of the csv reader: a read error (which may carry the
+/// [`Track`]'s verdict) or malformed text.
+fn csv_error(e: ::csv::Error) -> Decode {
+    if !matches!(e.kind(), ::csv::ErrorKind::Io(_)) {
+        return Decode::Format(e.to_string());
+    }
+    match e.into_kind() {
+        ::csv::ErrorKind::Io(io) => Decode::from(io),
+        kind => Decode::Format(format!("{kind:?}")),
     }
 }
 
-/// Parses CSV text into a table; the error names the line and column.
-pub fn parse(bytes: &[u8], opts: &CsvOptions) -> std::result::Result<CsvTable, String> {
+/// Parses the CSV text `r` streams into a table.
+fn read(r: impl Read, opts: &CsvOptions) -> std::result::Result<CsvTable, Decode> {
+    let track = Track::new(OP, opts.delimiter, opts.comment);
     let mut reader = ::csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .delimiter(opts.delimiter)
         .comment(opts.comment)
         .trim(::csv::Trim::All)
-        .from_reader(bytes);
-    let mut records = reader.byte_records();
+        .from_reader(Feed::new(r, track.clone()));
+    let mut rec = ::csv::ByteRecord::new();
     let mut header: Option<Vec<String>> = None;
     let mut width: Option<(usize, u64)> = None;
     let mut picked: Option<Vec<usize>> = None;
     let (mut floats, mut ints, mut bools) = (vec![], vec![], vec![]);
     let mut rows = 0;
     let mut first = true;
-    let (mut line, mut seen) = (1u64, 0usize);
-    for rec in records.by_ref() {
-        let rec = rec.map_err(|e| e.to_string())?;
-        // count lines from byte offsets: the reader's own count skips blank lines
-        let at = record_start(
-            bytes,
-            rec.position().map_or(0, |p| p.byte() as usize),
-            opts.comment,
-        );
-        line += bytes[seen..at].iter().filter(|&&b| b == b'\n').count() as u64;
-        seen = at;
+    while reader.read_byte_record(&mut rec).map_err(csv_error)? {
+        // number lines from byte offsets: the reader's own count skips blank lines
+        let position = rec.position().map_or(0, |p| p.byte());
+        let line = track.borrow_mut().line_of(position, reader.position().byte());
         let (w, first_line) = *width.get_or_insert((rec.len(), line));
         if rec.len() != w {
-            return Err(format!(
+            return Err(Decode::Format(format!(
                 "line {line} has {} fields, expected {w} as on line {first_line}",
                 rec.len()
-            ));
+            )));
         }
         if first {
             first = false;
@@ -236,10 +293,12 @@ pub fn parse(bytes: &[u8], opts: &CsvOptions) -> std::result::Result<CsvTable, S
         };
         for &j in cols.iter() {
             let cell = rec.get(j).unwrap_or_default();
-            match cell_value(cell, opts.dtype).map_err(|m| format!("line {line}, column {}: {m}", j + 1))? {
-                Cell::Bool(b) => bools.push(b),
-                Cell::Int(i) => ints.push(i),
-                Cell::Float(f) => floats.push(f),
+            let value = cell_value(cell, opts.dtype)
+                .map_err(|m| Decode::Format(format!("line {line}, column {}: {m}", j + 1)))?;
+            match value {
+                Cell::Bool(b) => push(&mut bools, b, opts.dtype, &track)?,
+                Cell::Int(i) => push(&mut ints, i, opts.dtype, &track)?,
+                Cell::Float(f) => push(&mut floats, f, opts.dtype, &track)?,
             }
         }
         rows += 1;
@@ -277,10 +336,12 @@ pub fn parse(bytes: &[u8], opts: &CsvOptions) -> std::result::Result<CsvTable, S
 mod tests {
     use super::*;
     use crate::error::Error;
+    use crate::tensor::MemoryBudget;
     use std::io::Write;
+    use std::sync::Arc;
 
     fn table(s: &str, opts: &CsvOptions) -> std::result::Result<CsvTable, String> {
-        parse(s.as_bytes(), opts)
+        parse(s.as_bytes(), opts).map_err(|e| e.to_string())
     }
 
     fn floats(t: &CsvTable) -> Vec<f64> {
@@ -465,5 +526,158 @@ mod tests {
         let files = FileAccess::new(false);
         let e = load(&files, Path::new("x.csv"), &CsvOptions::default(), Device::Cpu).unwrap_err();
         assert_eq!(e, Error::FilesDisabled { op: "load_csv" });
+    }
+
+    fn ints(src: &str, dtype: DType) -> std::result::Result<HostValues, String> {
+        let opts = CsvOptions {
+            dtype,
+            ..CsvOptions::default()
+        };
+        table(src, &opts).map(|t| t.values)
+    }
+
+    #[test]
+    fn integers_out_of_the_dtypes_range_are_errors() {
+        assert_eq!(
+            ints("1,255,0\n", DType::U8).unwrap(),
+            HostValues::Int(vec![1, 255, 0])
+        );
+        assert_eq!(
+            ints("1,300\n", DType::U8).unwrap_err(),
+            "line 1, column 2: 300 is out of range for dtype u8 (0 to 255)"
+        );
+        assert_eq!(
+            ints("1\n\n-1\n", DType::U8).unwrap_err(),
+            "line 3, column 1: -1 is out of range for dtype u8 (0 to 255)"
+        );
+        assert_eq!(
+            ints("2.56e2\n", DType::U8).unwrap_err(),
+            "line 1, column 1: 2.56e2 is out of range for dtype u8 (0 to 255)"
+        );
+        assert_eq!(ints("255.0\n", DType::U8).unwrap(), HostValues::Int(vec![255]));
+        assert_eq!(
+            ints("2147483647,-2147483648\n", DType::I32).unwrap(),
+            HostValues::Int(vec![2147483647, -2147483648])
+        );
+        assert_eq!(
+            ints("0,3000000000\n", DType::I32).unwrap_err(),
+            "line 1, column 2: 3000000000 is out of range for dtype i32 (-2147483648 to 2147483647)"
+        );
+        assert_eq!(
+            ints("9223372036854775807\n", DType::I64).unwrap(),
+            HostValues::Int(vec![i64::MAX])
+        );
+        for big in ["9223372036854775808", "1e19", "-9.3e18"] {
+            let e = ints(&format!("{big}\n"), DType::I64).unwrap_err();
+            assert!(
+                e.ends_with("is out of range for dtype i64 (-9223372036854775808 to 9223372036854775807)"),
+                "{e}"
+            );
+        }
+        assert!(ints("inf\n", DType::I64).unwrap_err().contains("not an integer"));
+    }
+
+    /// A reader that counts the bytes it hands out.
+    struct Counted<R> {
+        inner: R,
+        n: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl<R: Read> Read for Counted<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let k = self.inner.read(buf)?;
+            self.n.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
+            Ok(k)
+        }
+    }
+
+    /// Parses `r` under a budget of `limit` bytes; the error and the bytes read.
+    fn read_under_budget(r: impl Read, limit: usize) -> (Decode, usize) {
+        let n = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let budget = Arc::new(MemoryBudget::new(limit));
+        let _scope = budget.enter();
+        let r = Counted {
+            inner: r,
+            n: n.clone(),
+        };
+        let e = read(r, &CsvOptions::default()).unwrap_err();
+        (e, n.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    #[test]
+    fn a_gzip_bomb_stops_while_it_streams() {
+        // 1 GiB of text: one 1 MiB gzip member, 1024 times over
+        let row = b"0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n";
+        let mut gz = flate2::write::GzEncoder::new(vec![], flate2::Compression::best());
+        gz.write_all(&row.repeat((1 << 20) / row.len())).unwrap();
+        let member = gz.finish().unwrap();
+        let bomb = member.repeat(1024);
+        assert!(bomb.len() < 4 << 20, "{} bytes", bomb.len());
+        let (e, n) = read_under_budget(flate2::read::MultiGzDecoder::new(bomb.as_slice()), 4 << 20);
+        assert!(
+            matches!(e, Decode::Kiln(Error::MemoryLimit { op: "load_csv", .. })),
+            "{e}"
+        );
+        // the table of 12-byte cells filled the budget after ~1/3 MiB of cells
+        assert!(n < 2 << 20, "{n} bytes read");
+        // through the loader, by name and magic
+        let p = std::env::temp_dir().join(format!("kiln-csv-bomb-{}.csv.gz", std::process::id()));
+        std::fs::write(&p, &bomb).unwrap();
+        let budget = Arc::new(MemoryBudget::new(4 << 20));
+        let scope = budget.enter();
+        let e = load(&FileAccess::default(), &p, &CsvOptions::default(), Device::Cpu).unwrap_err();
+        assert!(matches!(e, Error::MemoryLimit { op: "load_csv", .. }), "{e}");
+        drop(scope);
+        assert_eq!(budget.in_use(), 0);
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    fn endless_text_stops_early() {
+        // one endless field: the record being read outgrows the budget
+        let (e, n) = read_under_budget(std::io::repeat(b'1'), 4 << 20);
+        assert!(matches!(e, Decode::Kiln(Error::MemoryLimit { .. })), "{e}");
+        assert!(n < 4 << 20, "{n} bytes read");
+        // endless blank lines cost nothing to hold, but the text counts against the budget
+        let (e, n) = read_under_budget(std::io::repeat(b'\n'), 4 << 20);
+        assert!(matches!(e, Decode::Kiln(Error::MemoryLimit { .. })), "{e}");
+        assert!(n <= (4 << 20) + (64 << 10), "{n} bytes read");
+        // and without a budget, text out of all proportion to its table is refused
+        let blank_then_row = std::io::repeat(b'\n')
+            .take(feed::TEXT_FREE + 1)
+            .chain(&b"1\n"[..]);
+        let e = read(blank_then_row, &CsvOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("decompression bomb"), "{e}");
+        // NUL bytes: not text at all
+        let e = load(
+            &FileAccess::default(),
+            Path::new("/dev/zero"),
+            &CsvOptions::default(),
+            Device::Cpu,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "load_csv: '/dev/zero': byte 1 is a NUL byte: this is not a text file"
+        );
+    }
+
+    #[test]
+    fn a_table_that_fits_the_budget_loads() {
+        let src = format!("a,b\n{}", "1.5,2\n".repeat(10_000));
+        let budget = Arc::new(MemoryBudget::new(1 << 20));
+        let _scope = budget.enter();
+        let t = parse(src.as_bytes(), &CsvOptions::default()).unwrap();
+        assert_eq!((t.rows, t.cols), (10_000, 2));
+        let tensor = t.to_tensor(DType::F32, Device::Cpu).unwrap();
+        assert_eq!(budget.in_use(), 80_000);
+        drop(tensor);
+        // 20 000 cells cost 12 bytes each while parsing: 240 kB do not fit in 200 kB
+        let small = Arc::new(MemoryBudget::new(200_000));
+        let _inner = small.enter();
+        let e = parse(src.as_bytes(), &CsvOptions::default()).unwrap_err();
+        assert!(matches!(e, Decode::Kiln(Error::MemoryLimit { .. })), "{e}");
     }
 }

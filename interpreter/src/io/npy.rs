@@ -2,8 +2,14 @@
 //! endian, C or Fortran order; Fortran data is transposed into row-major
 //! order), and writing version 1.0, little-endian, C order (2.0 only when a
 //! header outgrows 64 KiB). The header, a Python dict literal, is parsed here
-//! by a small bounded parser: malformed or truncated files are errors, never
-//! panics.
+//! by a small parser bounded in depth (`pyliteral`); a key given twice
+//! takes its last value, as in Python. Malformed or truncated files are
+//! errors, never panics.
+//!
+//! Loading streams the file: the magic and a header of at most
+//! [`MAX_HEADER_LEN`] bytes first; then the shape (at most [`MAX_DIMS`] dims,
+//! checked products) is checked against the file's length and the memory
+//! budget, and exactly the data it promises is read, a chunk at a time.
 //!
 //! dtypes: `b1` → bool, `u1` → u8, `i1 i2 u2 i4` → i32, `u4 i8 u8` → i64
 //! (u8 values above `i64::MAX` are refused), `f2 f4 f8` → f16, f32, f64.
@@ -11,20 +17,26 @@
 //! convert first. Complex, string, object and structured dtypes are refused.
 
 use super::raw::{self, Endian, FileDType};
-use super::{format_error, FileAccess};
+use super::{read_up_to, Decode, FileAccess};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Device, Tensor};
+use crate::tensor::shape::{check_alloc, MAX_DIMS};
+use crate::tensor::{memory, DType, Device, Tensor};
+use pyliteral::Py;
+use std::io::Read;
 use std::path::Path;
 
+mod pyliteral;
+
 const MAGIC: &[u8] = b"\x93NUMPY";
-/// Deepest nesting of brackets the header parser follows.
-const MAX_DEPTH: usize = 8;
+const OP: &str = "load_npy";
+/// The longest header read. A valid one with at most [`MAX_DIMS`] dims is a
+/// few KiB at most (NumPy itself refuses more than 10 000 bytes by default).
+pub const MAX_HEADER_LEN: usize = 1 << 20;
 
 /// Reads the `.npy` file at `path` (gzip-compressed too) into a tensor on `device`.
 pub fn load(files: &FileAccess, path: &Path, device: Device) -> Result<Tensor> {
-    let bytes = files.read("load_npy", path)?;
-    let bytes = super::gunzip_if_compressed("load_npy", path, bytes)?;
-    decode(&bytes, device).map_err(|msg| format_error("load_npy", path, msg))
+    let mut src = files.open(OP, path, true)?;
+    read(&mut src.reader, src.len, device).map_err(|e| e.into_error(OP, path))
 }
 
 /// Writes `t` to `path` as a `.npy` file.
@@ -46,25 +58,55 @@ pub struct Header {
     pub shape: Vec<usize>,
 }
 
-/// Decodes the bytes of a `.npy` file; the error says what is wrong with it.
-pub fn decode(bytes: &[u8], device: Device) -> std::result::Result<Tensor, String> {
-    let (header, data) = split(bytes)?;
+/// Decodes the bytes of a `.npy` file.
+pub fn decode(bytes: &[u8], device: Device) -> std::result::Result<Tensor, Decode> {
+    read(&mut &bytes[..], Some(bytes.len() as u64), device)
+}
+
+/// Reads a `.npy` stream of `len` bytes (when known): the magic and the
+/// bounded header, then, once the data size it declares is checked against
+/// `len` and the memory budget, exactly that many bytes of data (anything
+/// after them is ignored, as NumPy does).
+fn read(
+    r: &mut (impl Read + ?Sized),
+    len: Option<u64>,
+    device: Device,
+) -> std::result::Result<Tensor, Decode> {
+    let (header, header_end) = read_header(r)?;
+    let too_large = || Decode::Format(format!("shape {:?} is too large", header.shape));
     let numel = header
         .shape
         .iter()
         .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(|| format!("shape {:?} is too large", header.shape))?;
-    let need = numel
-        .checked_mul(header.dtype.size())
-        .ok_or_else(|| format!("shape {:?} is too large", header.shape))?;
-    if data.len() < need {
-        return Err(format!(
-            "truncated: shape {:?} needs {need} bytes of data, the file holds {}",
-            header.shape,
-            data.len()
-        ));
+        .ok_or_else(too_large)?;
+    let need = numel.checked_mul(header.dtype.size()).ok_or_else(too_large)?;
+    let truncated = |have: u64| {
+        format!(
+            "truncated: shape {:?} needs {need} bytes of data, the file holds {have}",
+            header.shape
+        )
+    };
+    if let Some(len) = len {
+        let have = len.saturating_sub(header_end as u64);
+        if have < need as u64 {
+            return Err(Decode::Format(truncated(have)));
+        }
     }
-    let storage = raw::decode(&data[..need], header.dtype, header.endian)?;
+    let kiln = header.dtype.kiln();
+    check_alloc(OP, &header.shape, kiln)?;
+    // the tensor, then either the chunk being read or a second copy (the
+    // row-major transpose of Fortran data, or the move to a device)
+    let tensor_bytes = numel.saturating_mul(kiln.size_in_bytes());
+    let copy = (header.fortran_order && header.shape.len() > 1) || device != Device::Cpu;
+    let extra = if copy {
+        tensor_bytes
+    } else {
+        need.min(super::CHUNK)
+    };
+    memory::check_bytes(OP, tensor_bytes.saturating_add(extra), true)?;
+    let storage = super::read_elements(OP, r, header.dtype, header.endian, numel, |have| {
+        truncated(have as u64)
+    })?;
     let t = if header.fortran_order && header.shape.len() > 1 {
         // column-major data is the row-major array of the reversed shape, transposed
         let reversed: Vec<usize> = header.shape.iter().rev().copied().collect();
@@ -76,57 +118,68 @@ pub fn decode(bytes: &[u8], device: Device) -> std::result::Result<Tensor, Strin
     } else {
         super::tensor_from_cpu(storage, &header.shape, device)
     };
-    t.map_err(|e| e.to_string())
+    Ok(t?)
 }
 
-/// The parsed header and the data bytes after it.
-pub fn split(bytes: &[u8]) -> std::result::Result<(Header, &[u8]), String> {
-    if bytes.len() < MAGIC.len() + 2 || &bytes[..MAGIC.len()] != MAGIC {
-        return Err("not a .npy file (it does not start with \\x93NUMPY)".into());
+/// Reads the magic, version and header; returns the header and the offset of the data.
+fn read_header(r: &mut (impl Read + ?Sized)) -> std::result::Result<(Header, usize), Decode> {
+    let mut pre = [0u8; 8];
+    let n = read_up_to(r, &mut pre)?;
+    if n < pre.len() || &pre[..MAGIC.len()] != MAGIC {
+        return Err(Decode::Format(
+            "not a .npy file (it does not start with \\x93NUMPY)".into(),
+        ));
     }
-    let (major, minor) = (bytes[6], bytes[7]);
+    let (major, minor) = (pre[6], pre[7]);
     let (len_bytes, utf8) = match major {
         1 => (2, false),
         2 => (4, false),
         3 => (4, true),
-        _ => return Err(format!("unsupported .npy format version {major}.{minor}")),
+        _ => {
+            return Err(Decode::Format(format!(
+                "unsupported .npy format version {major}.{minor}"
+            )))
+        }
     };
-    let start = 8 + len_bytes;
-    let len_field = bytes.get(8..start).ok_or("truncated header")?;
-    let header_len = len_field.iter().rev().fold(0usize, |a, &b| (a << 8) | b as usize);
-    let end = start.checked_add(header_len).ok_or("truncated header")?;
-    let text = bytes.get(start..end).ok_or_else(|| {
-        format!(
-            "truncated header: {header_len} bytes announced, {} present",
-            bytes.len() - start
-        )
-    })?;
+    let mut len_field = [0u8; 4];
+    if read_up_to(r, &mut len_field[..len_bytes])? < len_bytes {
+        return Err(Decode::Format("truncated header".into()));
+    }
+    let header_len = u32::from_le_bytes(len_field) as usize;
+    if header_len > MAX_HEADER_LEN {
+        return Err(Decode::Format(format!(
+            "the header announces {header_len} bytes, more than the {MAX_HEADER_LEN} kiln reads"
+        )));
+    }
+    let mut text = vec![0u8; header_len];
+    let got = read_up_to(r, &mut text)?;
+    if got < header_len {
+        return Err(Decode::Format(format!(
+            "truncated header: {header_len} bytes announced, {got} present"
+        )));
+    }
     let text: String = if utf8 {
-        std::str::from_utf8(text)
-            .map_err(|_| "the header is not valid UTF-8")?
-            .to_string()
+        String::from_utf8(text).map_err(|_| "the header is not valid UTF-8".to_string())?
     } else {
         // versions 1 and 2 are latin-1
         text.iter().map(|&b| b as char).collect()
     };
-    Ok((parse_header(&text)?, &bytes[end..]))
+    Ok((parse_header(&text)?, 8 + len_bytes + header_len))
+}
+
+/// The parsed header and the data bytes after it.
+pub fn split(bytes: &[u8]) -> std::result::Result<(Header, &[u8]), String> {
+    let (header, end) = read_header(&mut &bytes[..]).map_err(|e| e.to_string())?;
+    Ok((header, bytes.get(end..).unwrap_or_default()))
 }
 
 /// Parses the header dict `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`.
+/// A key given twice takes its last value, as in Python.
 pub fn parse_header(text: &str) -> std::result::Result<Header, String> {
-    let mut p = Parser {
-        s: text.as_bytes(),
-        i: 0,
-    };
-    let v = p.value(0)?;
-    p.skip_ws();
-    if p.i != p.s.len() {
-        return Err(format!("unexpected text after the header dict at byte {}", p.i));
-    }
-    let Py::Dict(entries) = v else {
+    let Py::Dict(entries) = pyliteral::parse(text)? else {
         return Err("the header is not a dict".into());
     };
-    let get = |k: &str| entries.iter().find(|(n, _)| n == k).map(|(_, v)| v);
+    let get = |k: &str| entries.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v);
     let descr = match get("descr") {
         Some(Py::Str(s)) => s.as_str(),
         Some(_) => return Err("structured (record) dtypes are not supported".into()),
@@ -139,15 +192,23 @@ pub fn parse_header(text: &str) -> std::result::Result<Header, String> {
         None => return Err("the header has no 'fortran_order'".into()),
     };
     let shape = match get("shape") {
-        Some(Py::Tuple(items)) | Some(Py::List(items)) => items
-            .iter()
-            .map(|d| match d {
-                Py::Int(n) if *n >= 0 => {
-                    usize::try_from(*n).map_err(|_| format!("dimension {n} is too large"))
-                }
-                _ => Err("'shape' must hold non-negative integers".to_string()),
-            })
-            .collect::<std::result::Result<Vec<_>, _>>()?,
+        Some(Py::Tuple(items)) | Some(Py::List(items)) => {
+            if items.len() > MAX_DIMS {
+                return Err(format!(
+                    "the array has {} dims; a kiln tensor may have at most {MAX_DIMS}",
+                    items.len()
+                ));
+            }
+            items
+                .iter()
+                .map(|d| match d {
+                    Py::Int(n) if *n >= 0 => {
+                        usize::try_from(*n).map_err(|_| format!("dimension {n} is too large"))
+                    }
+                    _ => Err("'shape' must hold non-negative integers".to_string()),
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?
+        }
         Some(_) => return Err("'shape' must be a tuple".into()),
         None => return Err("the header has no 'shape'".into()),
     };
@@ -247,148 +308,12 @@ pub fn encode(t: &Tensor) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The Python literals a header may hold.
-#[derive(Debug, Clone, PartialEq)]
-enum Py {
-    Str(String),
-    Int(i128),
-    Bool(bool),
-    None,
-    Tuple(Vec<Py>),
-    List(Vec<Py>),
-    Dict(Vec<(String, Py)>),
-}
-
-/// A recursive-descent parser over the header text, bounded in depth.
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl Parser<'_> {
-    fn skip_ws(&mut self) {
-        while self.s.get(self.i).is_some_and(|c| c.is_ascii_whitespace()) {
-            self.i += 1;
-        }
-    }
-
-    fn peek(&mut self) -> Option<u8> {
-        self.skip_ws();
-        self.s.get(self.i).copied()
-    }
-
-    fn expect(&mut self, c: u8) -> std::result::Result<(), String> {
-        if self.peek() == Some(c) {
-            self.i += 1;
-            Ok(())
-        } else {
-            Err(format!(
-                "malformed header: expected '{}' at byte {}",
-                c as char, self.i
-            ))
-        }
-    }
-
-    fn value(&mut self, depth: usize) -> std::result::Result<Py, String> {
-        if depth > MAX_DEPTH {
-            return Err("malformed header: nested too deeply".into());
-        }
-        match self.peek() {
-            Some(b'{') => {
-                self.i += 1;
-                let mut entries = vec![];
-                while self.peek() != Some(b'}') {
-                    let Py::Str(key) = self.value(depth + 1)? else {
-                        return Err(format!(
-                            "malformed header: dict key at byte {} is not a string",
-                            self.i
-                        ));
-                    };
-                    self.expect(b':')?;
-                    entries.push((key, self.value(depth + 1)?));
-                    if self.peek() != Some(b',') {
-                        break;
-                    }
-                    self.i += 1;
-                }
-                self.expect(b'}')?;
-                Ok(Py::Dict(entries))
-            }
-            Some(open @ (b'(' | b'[')) => {
-                self.i += 1;
-                let close = if open == b'(' { b')' } else { b']' };
-                let mut items = vec![];
-                while self.peek() != Some(close) {
-                    items.push(self.value(depth + 1)?);
-                    if self.peek() != Some(b',') {
-                        break;
-                    }
-                    self.i += 1;
-                }
-                self.expect(close)?;
-                Ok(if open == b'(' {
-                    Py::Tuple(items)
-                } else {
-                    Py::List(items)
-                })
-            }
-            Some(q @ (b'\'' | b'"')) => {
-                self.i += 1;
-                let start = self.i;
-                while self.s.get(self.i).is_some_and(|&c| c != q) {
-                    self.i += 1;
-                }
-                if self.i >= self.s.len() {
-                    return Err("malformed header: unterminated string".into());
-                }
-                let s = String::from_utf8_lossy(&self.s[start..self.i]).into_owned();
-                self.i += 1;
-                Ok(Py::Str(s))
-            }
-            Some(c) if c.is_ascii_digit() || c == b'-' => {
-                let start = self.i;
-                self.i += 1;
-                while self.s.get(self.i).is_some_and(|c| c.is_ascii_digit()) {
-                    self.i += 1;
-                }
-                // Python 2 headers wrote longs as `3L`
-                let digits = String::from_utf8_lossy(&self.s[start..self.i]).into_owned();
-                if self.s.get(self.i) == Some(&b'L') {
-                    self.i += 1;
-                }
-                digits
-                    .parse()
-                    .map(Py::Int)
-                    .map_err(|_| format!("malformed header: bad integer '{digits}'"))
-            }
-            Some(c) if c.is_ascii_alphabetic() => {
-                let start = self.i;
-                while self.s.get(self.i).is_some_and(|c| c.is_ascii_alphanumeric()) {
-                    self.i += 1;
-                }
-                match &self.s[start..self.i] {
-                    b"True" => Ok(Py::Bool(true)),
-                    b"False" => Ok(Py::Bool(false)),
-                    b"None" => Ok(Py::None),
-                    w => Err(format!(
-                        "malformed header: unexpected word '{}'",
-                        String::from_utf8_lossy(w)
-                    )),
-                }
-            }
-            Some(c) => Err(format!(
-                "malformed header: unexpected '{}' at byte {}",
-                c as char, self.i
-            )),
-            None => Err("malformed header: it ends early".into()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::HostValues;
+    use crate::tensor::{HostValues, MemoryBudget};
+    use std::io::Write;
+    use std::sync::Arc;
 
     /// A `.npy` file as NumPy writes it: version, dict padded to 64 bytes, data.
     fn npy(version: u8, dict: &str, data: &[u8]) -> Vec<u8> {
@@ -610,6 +535,7 @@ mod tests {
         wrong_version[6] = 9;
         assert!(decode(&wrong_version, Device::Cpu)
             .unwrap_err()
+            .to_string()
             .contains("version 9.0"));
         let mut huge_len = npy(
             1,
@@ -618,7 +544,10 @@ mod tests {
         );
         huge_len[8] = 0xff;
         huge_len[9] = 0xff;
-        assert!(decode(&huge_len, Device::Cpu).unwrap_err().contains("truncated"));
+        assert!(decode(&huge_len, Device::Cpu)
+            .unwrap_err()
+            .to_string()
+            .contains("truncated"));
     }
 
     #[test]
@@ -637,5 +566,137 @@ mod tests {
             }
             let _ = decode(&b, Device::Cpu);
         }
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(vec![], flate2::Compression::fast());
+        gz.write_all(bytes).unwrap();
+        gz.finish().unwrap()
+    }
+
+    fn temp_file(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("kiln-npy-test-{}-{name}", std::process::id()));
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    #[test]
+    fn dev_zero_is_refused_at_once() {
+        let e = load(&FileAccess::default(), Path::new("/dev/zero"), Device::Cpu).unwrap_err();
+        assert_eq!(
+            e,
+            Error::FileFormat {
+                op: "load_npy",
+                path: "/dev/zero".into(),
+                msg: "not a .npy file (it does not start with \\x93NUMPY)".into()
+            }
+        );
+    }
+
+    #[test]
+    fn more_than_64_dims_is_an_error() {
+        let dims = "1, ".repeat(20_000);
+        let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({dims}), }}");
+        let e = decode(&npy(1, &dict, &f32_le(&[1.0])), Device::Cpu).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the array has 20000 dims; a kiln tensor may have at most 64"
+        );
+        let dims = "1, ".repeat(64);
+        let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({dims}), }}");
+        let t = decode(&npy(1, &dict, &f32_le(&[1.0])), Device::Cpu).unwrap();
+        assert_eq!(t.shape().len(), 64);
+    }
+
+    #[test]
+    fn a_key_given_twice_takes_its_last_value() {
+        // NumPy reads the header as a Python dict literal, where the last value wins
+        let dict = "{'descr': '<i4', 'fortran_order': True, 'shape': (9,), \
+                    'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+        let t = decode(&npy(1, dict, &f32_le(&[1.5, 2.5])), Device::Cpu).unwrap();
+        assert_eq!((t.dtype(), t.shape()), (DType::F32, &[2][..]));
+        assert_eq!(host(&t), HostValues::Float(vec![1.5, 2.5]));
+    }
+
+    #[test]
+    fn a_huge_declared_size_is_an_error_before_any_allocation() {
+        // 8 TiB declared, 8 bytes present: the length check answers
+        let dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776,), }";
+        let e = decode(&npy(1, dict, &[0; 8]), Device::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "truncated: shape [1099511627776] needs 8796093022208 bytes of data, the file holds 8"
+        );
+        // gzip has no length up front: the machine's memory answers
+        let p = temp_file("huge.npy.gz", &gzip(&npy(1, dict, &[0; 8])));
+        let e = load(&FileAccess::default(), &p, Device::Cpu).unwrap_err();
+        assert!(matches!(e, Error::OutOfMemory { op: "load_npy", .. }), "{e}");
+        // ... or the budget
+        let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 1000), }";
+        let p = temp_file("big.npy.gz", &gzip(&npy(1, dict, &[0; 8])));
+        let budget = Arc::new(MemoryBudget::new(1 << 20));
+        let scope = budget.enter();
+        let e = load(&FileAccess::default(), &p, Device::Cpu).unwrap_err();
+        assert!(matches!(e, Error::MemoryLimit { op: "load_npy", .. }), "{e}");
+        drop(scope);
+        // within the budget, a short stream is truncated
+        let e = load(&FileAccess::default(), &p, Device::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "big.npy.gz': truncated: shape [1000, 1000] needs 4000000 bytes of data, the file holds 8"
+            ),
+            "{e}"
+        );
+        assert_eq!(budget.in_use(), 0);
+        for name in ["huge.npy.gz", "big.npy.gz"] {
+            let _ = std::fs::remove_file(temp_file(name, &[]));
+        }
+    }
+
+    #[test]
+    fn reads_exactly_the_declared_data_from_an_endless_stream() {
+        let dict = "{'descr': '<i2', 'fortran_order': False, 'shape': (3, 2), }";
+        let head = npy(1, dict, &[]);
+        let mut endless = head.as_slice().chain(std::io::repeat(1));
+        let t = read(&mut endless, None, Device::Cpu).unwrap();
+        assert_eq!(host(&t), HostValues::Int(vec![257; 6]));
+        let mut b = [0u8; 4];
+        endless.read_exact(&mut b).unwrap();
+        assert_eq!(b, [1; 4]);
+    }
+
+    #[test]
+    fn loads_gzip_files_and_keeps_the_budget() {
+        let t = Tensor::from_f32(&[1., 2., 3., 4.], &[2, 2], Device::Cpu).unwrap();
+        let p = temp_file("t.npy.gz", &gzip(&encode(&t).unwrap()));
+        let budget = Arc::new(MemoryBudget::new(1 << 20));
+        let scope = budget.enter();
+        let back = load(&FileAccess::default(), &p, Device::Cpu).unwrap();
+        assert_eq!(budget.in_use(), 16);
+        assert_eq!(host(&back), host(&t));
+        drop((back, scope));
+        let p = temp_file("cut.npy.gz", &gzip(&encode(&t).unwrap())[..20]);
+        let e = load(&FileAccess::default(), &p, Device::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a valid gzip stream"), "{e}");
+        for name in ["t.npy.gz", "cut.npy.gz"] {
+            let _ = std::fs::remove_file(temp_file(name, &[]));
+        }
+    }
+
+    #[test]
+    fn an_oversized_header_is_refused_unread() {
+        let mut b = b"\x93NUMPY\x02\x00".to_vec();
+        b.extend(u32::MAX.to_le_bytes());
+        let e = decode(&b, Device::Cpu).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the header announces 4294967295 bytes, more than the 1048576 kiln reads"
+        );
     }
 }

@@ -2,11 +2,15 @@
 //! hold ([`FileDType`]), decoding raw bytes in either byte order into a
 //! typed [`CpuStorage`], and encoding a storage as little-endian bytes. Types
 //! kiln lacks are widened losslessly (i8, i16, u16 → i32; u32 → i64); u64
-//! values above `i64::MAX` are an error. No file access happens here.
+//! values above `i64::MAX` are an error. Storage is allocated fallibly, and
+//! [`decode_into`] appends, so a loader can decode a file a chunk at a time.
+//! No file access happens here.
 
 use crate::backend::CpuStorage;
+use crate::tensor::memory::try_vec_with_capacity;
 use crate::tensor::DType;
 use half::{bf16, f16};
+use std::convert::identity;
 
 /// Byte order of multi-byte elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,30 +92,48 @@ impl FileDType {
     }
 }
 
-/// Splits `bytes` into `N`-byte chunks decoded by `f` (`bytes.len()` must be a multiple of `N`).
-fn chunks<const N: usize, T>(bytes: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
-    bytes
-        .chunks_exact(N)
-        .map(|c| {
-            let mut a = [0u8; N];
-            a.copy_from_slice(c);
-            f(a)
-        })
-        .collect()
+/// Appends the `N`-byte elements of `bytes` to `v`, each decoded by `f`.
+fn extend<const N: usize, T>(v: &mut Vec<T>, bytes: &[u8], f: impl Fn([u8; N]) -> T) {
+    v.extend(bytes.chunks_exact(N).map(|c| {
+        let mut a = [0u8; N];
+        a.copy_from_slice(c);
+        f(a)
+    }));
 }
 
-macro_rules! decode_as {
-    ($bytes:expr, $endian:expr, $t:ty) => {
+macro_rules! extend_as {
+    ($v:expr, $bytes:expr, $endian:expr, $t:ty, $map:expr) => {
         match $endian {
-            Endian::Little => chunks($bytes, <$t>::from_le_bytes),
-            Endian::Big => chunks($bytes, <$t>::from_be_bytes),
+            Endian::Little => extend($v, $bytes, |a| ($map)(<$t>::from_le_bytes(a))),
+            Endian::Big => extend($v, $bytes, |a| ($map)(<$t>::from_be_bytes(a))),
         }
     };
 }
 
-/// Decodes `bytes` (a whole number of `dtype` elements) into a storage of
-/// `dtype.kiln()`; the error says why values do not fit.
-pub fn decode(bytes: &[u8], dtype: FileDType, endian: Endian) -> Result<CpuStorage, String> {
+/// An empty host storage of `dtype` with room for `n` elements, allocated
+/// fallibly (an allocator failure is an [`crate::error::Error::OutOfMemory`]).
+pub(crate) fn with_capacity(op: &'static str, dtype: DType, n: usize) -> crate::error::Result<CpuStorage> {
+    Ok(match dtype {
+        DType::Bool => CpuStorage::Bool(try_vec_with_capacity(op, n)?),
+        DType::U8 => CpuStorage::U8(try_vec_with_capacity(op, n)?),
+        DType::I32 => CpuStorage::I32(try_vec_with_capacity(op, n)?),
+        DType::I64 => CpuStorage::I64(try_vec_with_capacity(op, n)?),
+        DType::F16 => CpuStorage::F16(try_vec_with_capacity(op, n)?),
+        DType::BF16 => CpuStorage::BF16(try_vec_with_capacity(op, n)?),
+        DType::F32 => CpuStorage::F32(try_vec_with_capacity(op, n)?),
+        DType::F64 => CpuStorage::F64(try_vec_with_capacity(op, n)?),
+    })
+}
+
+/// Decodes `bytes` (a whole number of `dtype` elements) and appends them to
+/// `out`, a storage of `dtype.kiln()`; the error says why values do not fit
+/// (then `out` is as it was).
+pub fn decode_into(
+    out: &mut CpuStorage,
+    bytes: &[u8],
+    dtype: FileDType,
+    endian: Endian,
+) -> Result<(), String> {
     if bytes.len() % dtype.size() != 0 {
         return Err(format!(
             "{} bytes are not a whole number of {}-byte elements",
@@ -119,40 +141,45 @@ pub fn decode(bytes: &[u8], dtype: FileDType, endian: Endian) -> Result<CpuStora
             dtype.size()
         ));
     }
-    Ok(match dtype {
-        FileDType::Bool => CpuStorage::Bool(bytes.iter().map(|&b| b != 0).collect()),
-        FileDType::U8 => CpuStorage::U8(bytes.to_vec()),
-        FileDType::I8 => CpuStorage::I32(bytes.iter().map(|&b| b as i8 as i32).collect()),
-        FileDType::I16 => {
-            let v: Vec<i16> = decode_as!(bytes, endian, i16);
-            CpuStorage::I32(v.into_iter().map(i32::from).collect())
+    match (dtype, out) {
+        (FileDType::Bool, CpuStorage::Bool(v)) => v.extend(bytes.iter().map(|&b| b != 0)),
+        (FileDType::U8, CpuStorage::U8(v)) => v.extend_from_slice(bytes),
+        (FileDType::I8, CpuStorage::I32(v)) => v.extend(bytes.iter().map(|&b| i32::from(b as i8))),
+        (FileDType::I16, CpuStorage::I32(v)) => extend_as!(v, bytes, endian, i16, i32::from),
+        (FileDType::U16, CpuStorage::I32(v)) => extend_as!(v, bytes, endian, u16, i32::from),
+        (FileDType::I32, CpuStorage::I32(v)) => extend_as!(v, bytes, endian, i32, identity),
+        (FileDType::U32, CpuStorage::I64(v)) => extend_as!(v, bytes, endian, u32, i64::from),
+        (FileDType::I64, CpuStorage::I64(v)) => extend_as!(v, bytes, endian, i64, identity),
+        (FileDType::U64, CpuStorage::I64(v)) => {
+            let start = v.len();
+            // a u64 above i64::MAX is exactly one whose bits read as a negative i64
+            extend_as!(v, bytes, endian, i64, identity);
+            if v[start..].iter().any(|&x| x < 0) {
+                v.truncate(start);
+                return Err("a u64 value above the largest i64 cannot be read".into());
+            }
         }
-        FileDType::U16 => {
-            let v: Vec<u16> = decode_as!(bytes, endian, u16);
-            CpuStorage::I32(v.into_iter().map(i32::from).collect())
+        (FileDType::F16, CpuStorage::F16(v)) => extend_as!(v, bytes, endian, u16, f16::from_bits),
+        (FileDType::BF16, CpuStorage::BF16(v)) => extend_as!(v, bytes, endian, u16, bf16::from_bits),
+        (FileDType::F32, CpuStorage::F32(v)) => extend_as!(v, bytes, endian, f32, identity),
+        (FileDType::F64, CpuStorage::F64(v)) => extend_as!(v, bytes, endian, f64, identity),
+        (d, out) => {
+            return Err(format!(
+                "internal: {d:?} elements cannot go into a {} storage",
+                out.dtype()
+            ))
         }
-        FileDType::I32 => CpuStorage::I32(decode_as!(bytes, endian, i32)),
-        FileDType::U32 => {
-            let v: Vec<u32> = decode_as!(bytes, endian, u32);
-            CpuStorage::I64(v.into_iter().map(i64::from).collect())
-        }
-        FileDType::I64 => CpuStorage::I64(decode_as!(bytes, endian, i64)),
-        FileDType::U64 => {
-            let v: Vec<u64> = decode_as!(bytes, endian, u64);
-            let v: Result<Vec<i64>, _> = v.into_iter().map(i64::try_from).collect();
-            CpuStorage::I64(v.map_err(|_| "a u64 value above the largest i64 cannot be read".to_string())?)
-        }
-        FileDType::F16 => {
-            let v: Vec<u16> = decode_as!(bytes, endian, u16);
-            CpuStorage::F16(v.into_iter().map(f16::from_bits).collect())
-        }
-        FileDType::BF16 => {
-            let v: Vec<u16> = decode_as!(bytes, endian, u16);
-            CpuStorage::BF16(v.into_iter().map(bf16::from_bits).collect())
-        }
-        FileDType::F32 => CpuStorage::F32(decode_as!(bytes, endian, f32)),
-        FileDType::F64 => CpuStorage::F64(decode_as!(bytes, endian, f64)),
-    })
+    }
+    Ok(())
+}
+
+/// Decodes `bytes` (a whole number of `dtype` elements) into a storage of
+/// `dtype.kiln()`, allocated fallibly; the error says why values do not fit.
+pub fn decode(bytes: &[u8], dtype: FileDType, endian: Endian) -> Result<CpuStorage, String> {
+    let mut out =
+        with_capacity("decode", dtype.kiln(), bytes.len() / dtype.size()).map_err(|e| e.to_string())?;
+    decode_into(&mut out, bytes, dtype, endian)?;
+    Ok(out)
 }
 
 /// The elements of `s` as little-endian bytes (bools as 0/1).
@@ -209,6 +236,20 @@ mod tests {
             decode(&[0, 2, 1], FileDType::Bool, Endian::Little).unwrap(),
             CpuStorage::Bool(vec![false, true, true])
         );
+    }
+
+    #[test]
+    fn decode_into_appends_and_leaves_the_storage_alone_on_error() {
+        let mut out = with_capacity("t", DType::I64, 4).unwrap();
+        decode_into(&mut out, &7u64.to_le_bytes(), FileDType::U64, Endian::Little).unwrap();
+        decode_into(&mut out, &9u32.to_be_bytes(), FileDType::U32, Endian::Big).unwrap();
+        assert_eq!(out, CpuStorage::I64(vec![7, 9]));
+        let mut big = 1u64.to_le_bytes().to_vec();
+        big.extend(u64::MAX.to_le_bytes());
+        assert!(decode_into(&mut out, &big, FileDType::U64, Endian::Little).is_err());
+        assert_eq!(out, CpuStorage::I64(vec![7, 9]));
+        let e = decode_into(&mut out, &[1, 2], FileDType::F16, Endian::Little).unwrap_err();
+        assert!(e.contains("internal"), "{e}");
     }
 
     #[test]

@@ -4,22 +4,33 @@
 //! u32 and u64 (→ i64, values above `i64::MAX` refused). Other dtypes (fp8,
 //! complex, ...) are a clear error. Device tensors are copied to the host
 //! for saving.
+//!
+//! Loading streams the file: the header (at most 100 MB, the format's limit)
+//! is read and validated first (the crate checks that the data offsets tile
+//! the data and match each shape; here each tensor may have at most
+//! [`MAX_DIMS`] dims), the declared sizes are checked against the file's
+//! length and all the tensors together against the memory budget, and only
+//! then is each tensor's data read, in file order.
 
 use super::raw::{self, Endian, FileDType};
-use super::{format_error, FileAccess};
+pub use super::Decode;
+use super::{read_up_to, FileAccess};
 use crate::error::{Error, Result};
-use crate::tensor::{Device, Tensor};
-use safetensors::tensor::{Dtype, TensorView, View};
+use crate::tensor::shape::MAX_DIMS;
+use crate::tensor::{memory, Device, Tensor};
+use safetensors::tensor::{Dtype, Metadata, TensorView, View};
 use std::borrow::Cow;
+use std::io::Read;
 use std::path::Path;
+
+const OP: &str = "load_safetensors";
+/// The largest header the format allows (the `safetensors` crate's limit).
+const MAX_HEADER_LEN: u64 = 100_000_000;
 
 /// Reads the safetensors file at `path`: its tensors by name, on `device`.
 pub fn load(files: &FileAccess, path: &Path, device: Device) -> Result<Vec<(String, Tensor)>> {
-    let bytes = files.read("load_safetensors", path)?;
-    decode(&bytes, device).map_err(|e| match e {
-        Decode::Format(msg) => format_error("load_safetensors", path, msg),
-        Decode::Kiln(e) => e,
-    })
+    let mut src = files.open(OP, path, false)?;
+    read(&mut src.reader, src.len, device).map_err(|e| e.into_error(OP, path))
 }
 
 /// Writes the named tensors to `path`.
@@ -28,13 +39,142 @@ pub fn save(files: &FileAccess, tensors: &[(String, Tensor)], path: &Path) -> Re
     files.write("save_safetensors", path, &bytes)
 }
 
-/// Why decoding failed: the file, or kiln (a device error).
-#[derive(Debug)]
-pub enum Decode {
-    /// The bytes are not a valid safetensors file.
-    Format(String),
-    /// Building the tensor failed.
-    Kiln(Error),
+/// Decodes the bytes of a safetensors file into named tensors, sorted by name.
+pub fn decode(bytes: &[u8], device: Device) -> std::result::Result<Vec<(String, Tensor)>, Decode> {
+    read(&mut &bytes[..], Some(bytes.len() as u64), device)
+}
+
+/// One tensor to read: its name, element type, shape and element count.
+struct Planned {
+    name: String,
+    dtype: FileDType,
+    shape: Vec<usize>,
+    numel: usize,
+}
+
+/// Reads a safetensors stream of `len` bytes (when known): the header
+/// length and the header, then, once every declared tensor is checked
+/// (dtype, at most [`MAX_DIMS`] dims, element counts, data offsets, the
+/// file's length) and all of them together fit the memory budget, each
+/// tensor's data in file order.
+fn read(
+    r: &mut (impl Read + ?Sized),
+    len: Option<u64>,
+    device: Device,
+) -> std::result::Result<Vec<(String, Tensor)>, Decode> {
+    let bad = |m: &str| Decode::Format(format!("not a valid safetensors file: {m}"));
+    let mut n8 = [0u8; 8];
+    if read_up_to(r, &mut n8)? < n8.len() {
+        return Err(bad("header too small"));
+    }
+    let n = u64::from_le_bytes(n8);
+    if n > MAX_HEADER_LEN {
+        return Err(bad("header too large"));
+    }
+    if let Some(len) = len {
+        let after = len.saturating_sub(8);
+        if n > after {
+            return Err(bad(&format!(
+                "truncated: the header is {n} bytes, the file holds {after} after its length"
+            )));
+        }
+    }
+    // n <= MAX_HEADER_LEN, so it fits a usize
+    let n = n as usize;
+    memory::check_bytes(OP, n, true)?;
+    let mut header = memory::try_zeroed_vec::<u8>(OP, n)?;
+    let got = read_up_to(r, &mut header)?;
+    if got < n {
+        return Err(bad(&format!("truncated: the header is {n} bytes, {got} present")));
+    }
+    let text = std::str::from_utf8(&header).map_err(|e| bad(&format!("the header is not UTF-8: {e}")))?;
+    // the crate checks that the data offsets tile the data section and
+    // match each shape and dtype (with checked products)
+    let meta: Metadata = serde_json::from_str(text).map_err(|e| bad(&e.to_string()))?;
+    drop(header);
+    let data_len = meta.data_len();
+    if let Some(len) = len {
+        let have = len.saturating_sub(8 + n as u64);
+        if have < data_len as u64 {
+            return Err(bad(&format!(
+                "truncated: the tensors need {data_len} bytes of data, the file holds {have}"
+            )));
+        }
+        if have > data_len as u64 {
+            return Err(bad(&format!(
+                "{have} bytes of data follow the header, the tensors use {data_len}"
+            )));
+        }
+    }
+    let (plan, total) = plan(&meta)?;
+    // all the tensors, plus the chunk being read or one tensor's device copy
+    let extra = if device == Device::Cpu {
+        data_len.min(super::CHUNK)
+    } else {
+        plan.iter()
+            .map(|p| p.numel.saturating_mul(p.dtype.kiln().size_in_bytes()))
+            .max()
+            .unwrap_or(0)
+    };
+    memory::check_bytes(OP, total.saturating_add(extra), true)?;
+    let mut out = Vec::with_capacity(plan.len());
+    for p in plan {
+        let storage = super::read_elements(OP, r, p.dtype, Endian::Little, p.numel, |have| {
+            format!(
+                "truncated: tensor '{}' needs {} bytes, the file holds {have}",
+                p.name,
+                p.numel.saturating_mul(p.dtype.size())
+            )
+        })?;
+        let t = super::tensor_from_cpu(storage, &p.shape, device)?;
+        out.push((p.name, t));
+    }
+    if len.is_none() && read_up_to(r, &mut [0u8; 1])? > 0 {
+        return Err(bad("there are bytes after the last tensor's data"));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// The tensors of `meta` in file order, checked for kiln, and the bytes of
+/// host memory they take together.
+fn plan(meta: &Metadata) -> std::result::Result<(Vec<Planned>, usize), Decode> {
+    let mut plan = vec![];
+    let mut total = 0usize;
+    for name in meta.offset_keys() {
+        let Some(info) = meta.info(&name) else {
+            continue;
+        };
+        let dtype = file_dtype(info.dtype).ok_or_else(|| {
+            Decode::Format(format!(
+                "tensor '{name}' has dtype {:?}, which kiln cannot read",
+                info.dtype
+            ))
+        })?;
+        if info.shape.len() > MAX_DIMS {
+            return Err(Decode::Format(format!(
+                "tensor '{name}' has {} dims; a kiln tensor may have at most {MAX_DIMS}",
+                info.shape.len()
+            )));
+        }
+        let too_large = || Decode::Format(format!("tensor '{name}': shape {:?} is too large", info.shape));
+        let numel = info
+            .shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or_else(too_large)?;
+        total = numel
+            .checked_mul(dtype.kiln().size_in_bytes())
+            .and_then(|b| b.checked_add(total))
+            .ok_or_else(too_large)?;
+        plan.push(Planned {
+            shape: info.shape.clone(),
+            name,
+            dtype,
+            numel,
+        });
+    }
+    Ok((plan, total))
 }
 
 fn file_dtype(d: Dtype) -> Option<FileDType> {
@@ -72,27 +212,6 @@ fn st_dtype(d: FileDType) -> Dtype {
         FileDType::F32 => Dtype::F32,
         FileDType::F64 => Dtype::F64,
     }
-}
-
-/// Decodes the bytes of a safetensors file into named tensors, sorted by name.
-pub fn decode(bytes: &[u8], device: Device) -> std::result::Result<Vec<(String, Tensor)>, Decode> {
-    let st = safetensors::SafeTensors::deserialize(bytes)
-        .map_err(|e| Decode::Format(format!("not a valid safetensors file: {e}")))?;
-    let mut out = vec![];
-    for (name, view) in st.iter() {
-        let fd = file_dtype(view.dtype()).ok_or_else(|| {
-            Decode::Format(format!(
-                "tensor '{name}' has dtype {:?}, which kiln cannot read",
-                view.dtype()
-            ))
-        })?;
-        let storage = raw::decode(view.data(), fd, Endian::Little)
-            .map_err(|m| Decode::Format(format!("tensor '{name}': {m}")))?;
-        let t = super::tensor_from_cpu(storage, view.shape(), device).map_err(Decode::Kiln)?;
-        out.push((name.to_string(), t));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
 }
 
 /// One tensor's bytes as the crate's serializer wants them.
@@ -143,7 +262,27 @@ pub fn encode(tensors: &[(String, Tensor)]) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::{DType, HostValues};
+    use crate::tensor::{DType, HostValues, MemoryBudget};
+    use std::sync::Arc;
+
+    /// A file with header `json` (padded to 8 bytes) and `data`.
+    fn file(json: &str, data: &[u8]) -> Vec<u8> {
+        let mut h = json.as_bytes().to_vec();
+        while h.len() % 8 != 0 {
+            h.push(b' ');
+        }
+        let mut bytes = (h.len() as u64).to_le_bytes().to_vec();
+        bytes.extend(&h);
+        bytes.extend(data);
+        bytes
+    }
+
+    fn format_error(r: std::result::Result<Vec<(String, Tensor)>, Decode>) -> String {
+        match r {
+            Err(Decode::Format(m)) => m,
+            other => panic!("expected a format error, got {other:?}"),
+        }
+    }
 
     #[test]
     fn round_trips_every_kiln_dtype() {
@@ -231,5 +370,120 @@ mod tests {
             Err(Decode::Format(m)) => assert!(m.contains("F8_E4M3"), "{m}"),
             other => panic!("expected a format error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn huge_declared_sizes_are_errors_before_any_allocation() {
+        // 4 TiB declared, 8 bytes present: the file's length answers
+        let json = r#"{"w":{"dtype":"F32","shape":[1048576,1048576],"data_offsets":[0,4398046511104]}}"#;
+        let bytes = file(json, &[0; 8]);
+        assert_eq!(
+            format_error(decode(&bytes, Device::Cpu)),
+            "not a valid safetensors file: truncated: the tensors need 4398046511104 bytes of data, the file holds 8"
+        );
+        // a stream has no length up front: the machine's memory answers
+        let e = read(&mut bytes.as_slice(), None, Device::Cpu).unwrap_err();
+        assert!(
+            matches!(e, Decode::Kiln(Error::OutOfMemory { op: OP, .. })),
+            "{e}"
+        );
+        // ... or the budget
+        let json = r#"{"w":{"dtype":"F32","shape":[1000,1000],"data_offsets":[0,4000000]}}"#;
+        let bytes = file(json, &[0; 8]);
+        let budget = Arc::new(MemoryBudget::new(1 << 20));
+        let scope = budget.enter();
+        let e = read(&mut bytes.as_slice(), None, Device::Cpu).unwrap_err();
+        assert!(
+            matches!(e, Decode::Kiln(Error::MemoryLimit { op: OP, .. })),
+            "{e}"
+        );
+        drop(scope);
+        let e = read(&mut bytes.as_slice(), None, Device::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "truncated: tensor 'w' needs 4000000 bytes, the file holds 8");
+    }
+
+    #[test]
+    fn all_tensors_together_must_fit_the_budget() {
+        let one = Tensor::zeros(&[150_000], Some(DType::F32), Device::Cpu).unwrap();
+        let named = vec![("a".to_string(), one.clone()), ("b".to_string(), one)];
+        let bytes = encode(&named).unwrap();
+        let budget = Arc::new(MemoryBudget::new(1 << 20));
+        let _scope = budget.enter();
+        let e = decode(&bytes, Device::Cpu).unwrap_err();
+        // refused as a whole, before the first tensor is built
+        assert!(
+            matches!(e, Decode::Kiln(Error::MemoryLimit { op: OP, .. })),
+            "{e}"
+        );
+        assert_eq!(budget.in_use(), 0);
+        let half = decode(&encode(&named[..1]).unwrap(), Device::Cpu).unwrap();
+        assert_eq!(budget.in_use(), 600_000);
+        drop(half);
+    }
+
+    #[test]
+    fn crafted_headers_are_errors_not_panics() {
+        let dims = vec!["1"; 65].join(",");
+        let too_many_dims = format!(r#"{{"w":{{"dtype":"F32","shape":[{dims}],"data_offsets":[0,4]}}}}"#);
+        assert_eq!(
+            format_error(decode(&file(&too_many_dims, &[0; 4]), Device::Cpu)),
+            "tensor 'w' has 65 dims; a kiln tensor may have at most 64"
+        );
+        let bad = [
+            // products that overflow
+            r#"{"w":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}}"#,
+            r#"{"w":{"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,0]}}"#,
+            // offsets that overlap, run backwards, leave gaps or lie about the size
+            r#"{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}}"#,
+            r#"{"w":{"dtype":"U8","shape":[4],"data_offsets":[4,0]}}"#,
+            r#"{"w":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}}"#,
+            r#"{"w":{"dtype":"U8","shape":[3],"data_offsets":[0,4]}}"#,
+            r#"{"w":{"dtype":"U8","shape":[-1],"data_offsets":[0,4]}}"#,
+            r#"{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,18446744073709551615]}}"#,
+            r#"{"w":{"dtype":"Q9","shape":[4],"data_offsets":[0,4]}}"#,
+            r#"{"w":[1,2]}"#,
+            r#"[]"#,
+            r#"{"#,
+        ];
+        for json in bad {
+            let e = format_error(decode(&file(json, &[0; 8]), Device::Cpu));
+            assert!(e.starts_with("not a valid safetensors file"), "{json}: {e}");
+        }
+        // the header length past the end, and bytes after the data
+        let mut short = file(
+            r#"{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}"#,
+            &[1, 2, 3, 4],
+        );
+        assert!(decode(&short, Device::Cpu).is_ok());
+        short.push(9);
+        assert_eq!(
+            format_error(decode(&short, Device::Cpu)),
+            "not a valid safetensors file: 5 bytes of data follow the header, the tensors use 4"
+        );
+        let e = read(&mut short.as_slice(), None, Device::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "not a valid safetensors file: there are bytes after the last tensor's data"
+        );
+        short[0] = 200;
+        assert!(format_error(decode(&short, Device::Cpu)).contains("truncated: the header is 200 bytes"));
+    }
+
+    #[test]
+    fn dev_zero_and_missing_files_are_errors() {
+        let files = FileAccess::default();
+        let e = load(&files, Path::new("/dev/zero"), Device::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("load_safetensors: '/dev/zero': not a valid safetensors file"),
+            "{e}"
+        );
+        let e = load(&files, Path::new("/no/such.safetensors"), Device::Cpu).unwrap_err();
+        assert!(matches!(e, Error::FileAccess { .. }), "{e}");
     }
 }

@@ -256,7 +256,7 @@ fn engine() -> Interpreter {
         .unwrap();
     // the target shape of an expand: new leading sizes, then the tensor's
     // dims (-1 keeps one, or the size asked for)
-    k.run(
+    let _defined = k.run(
         "fn expand_to(v, lead, ones) { let s = lead; for i in 0..v.ndim { s.push(if i < ones.len() { ones[i] } else { -1 }); } s }",
         "helpers.rhai",
     )

@@ -105,6 +105,15 @@ impl Layout {
         self.checked_extent().unwrap_or(usize::MAX)
     }
 
+    /// This layout, with offset 0 when it has no elements (an empty view
+    /// reaches nothing, wherever its start was).
+    pub fn without_empty_offset(mut self) -> Layout {
+        if self.shape.contains(&0) {
+            self.offset = 0;
+        }
+        self
+    }
+
     /// [`Layout::storage_extent`] in checked arithmetic: `None` when it overflows.
     pub fn checked_extent(&self) -> Option<usize> {
         if self.shape.contains(&0) {

@@ -140,6 +140,7 @@ impl Tensor {
     /// unless the layout stays inside the storage ([`Layout::check_fits`]),
     /// the invariant every kernel relies on.
     pub(crate) fn view_with(&self, op: &'static str, layout: Layout) -> Result<Tensor> {
+        let layout = layout.without_empty_offset();
         layout.check_fits(op, self.storage_len())?;
         Ok(self.with_checked_layout(layout))
     }

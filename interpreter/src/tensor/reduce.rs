@@ -61,7 +61,7 @@ impl Tensor {
             }
         };
         ds.sort_unstable();
-        let lane: usize = ds.iter().map(|&d| self.shape()[d]).product();
+        let lane: usize = ds.iter().fold(1usize, |n, &d| n.saturating_mul(self.shape()[d]));
         if op.needs_elements() && lane == 0 {
             return Err(Error::invalid(
                 op.name(),

@@ -12,6 +12,9 @@ pub fn numel(shape: &[usize]) -> usize {
 
 /// Number of elements of a shape, or an error when the product overflows.
 pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
+    if shape.contains(&0) {
+        return Ok(0);
+    }
     shape
         .iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))

@@ -117,7 +117,7 @@ impl Tensor {
             ));
         }
         let mut shape: Vec<i64> = self.shape()[..s].iter().map(|&d| d as i64).collect();
-        shape.push(self.shape()[s..=e].iter().product::<usize>() as i64);
+        shape.push(super::shape::numel(&self.shape()[s..=e]) as i64);
         shape.extend(self.shape()[e + 1..].iter().map(|&d| d as i64));
         self.reshape(&shape)
     }

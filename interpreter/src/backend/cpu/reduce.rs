@@ -276,7 +276,7 @@ fn run<T: Element, R: Reducer<T>>(r: &R, v: &[T], l: &Layout, dims: &[usize], st
         });
         s
     };
-    let lane_len: usize = inner_shape.iter().product();
+    let lane_len: usize = crate::tensor::shape::numel(&inner_shape);
     if outer.numel() == 1 && lane_len >= PAR_THRESHOLD && inner.rows() > 1 {
         let rows = inner.rows();
         let per = (PAR_THRESHOLD / row_len.max(1)).max(1).max(rows / MAX_PARTS);

@@ -130,7 +130,7 @@ fn cell_value(cell: &[u8], dtype: DType) -> std::result::Result<Cell, String> {
                 .map_err(|_| not_number()),
         },
         d if d.is_int() => {
-            let (lo, hi) = int_range(d);
+            let (lo, hi) = d.int_range().unwrap_or((i64::MIN, i64::MAX));
             let out_of_range = || format!("{s} is out of range for dtype {d} ({lo} to {hi})");
             let i = match s.parse::<i64>() {
                 Ok(i) => i,
@@ -153,15 +153,6 @@ fn cell_value(cell: &[u8], dtype: DType) -> std::result::Result<Cell, String> {
             Ok(Cell::Int(i))
         }
         _ => s.parse::<f64>().map(Cell::Float).map_err(|_| not_number()),
-    }
-}
-
-/// The values an integer dtype holds.
-fn int_range(dtype: DType) -> (i64, i64) {
-    match dtype {
-        DType::U8 => (0, 255),
-        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
-        _ => (i64::MIN, i64::MAX),
     }
 }
 

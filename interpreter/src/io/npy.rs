@@ -74,11 +74,7 @@ fn read(
 ) -> std::result::Result<Tensor, Decode> {
     let (header, header_end) = read_header(r)?;
     let too_large = || Decode::Format(format!("shape {:?} is too large", header.shape));
-    let numel = header
-        .shape
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(too_large)?;
+    let numel = crate::tensor::shape::checked_numel("load_npy", &header.shape).map_err(|_| too_large())?;
     let need = numel.checked_mul(header.dtype.size()).ok_or_else(too_large)?;
     let truncated = |have: u64| {
         format!(

@@ -158,11 +158,8 @@ fn plan(meta: &Metadata) -> std::result::Result<(Vec<Planned>, usize), Decode> {
             )));
         }
         let too_large = || Decode::Format(format!("tensor '{name}': shape {:?} is too large", info.shape));
-        let numel = info
-            .shape
-            .iter()
-            .try_fold(1usize, |a, &d| a.checked_mul(d))
-            .ok_or_else(too_large)?;
+        let numel =
+            crate::tensor::shape::checked_numel("load_safetensors", &info.shape).map_err(|_| too_large())?;
         total = numel
             .checked_mul(dtype.kiln().size_in_bytes())
             .and_then(|b| b.checked_add(total))

@@ -140,23 +140,29 @@ thread_local! {
     static WORK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// A handle on the control of the run that started an op, to check from
-/// any thread the op's work runs on; once one check finds that the run must
-/// stop, every later [`Stop::tick`] of this op says so at once.
-#[derive(Clone, Debug, Default)]
-pub struct Stop(Option<(Arc<RunControl>, Arc<AtomicBool>)>);
+/// A handle on the control of the run that started an op, made on the
+/// thread that runs the script and shared by reference with the op's worker
+/// threads; once one check finds that the run must stop, every later
+/// [`Stop::tick`] of this op says so at once.
+#[derive(Debug, Default)]
+pub struct Stop {
+    ctrl: Option<Arc<RunControl>>,
+    halted: AtomicBool,
+}
 
 impl Stop {
     /// The control entered on this thread (none: never stops).
     pub fn current() -> Stop {
-        let ctrl = CURRENT.try_with(|c| c.borrow().clone()).ok().flatten();
-        Stop(ctrl.map(|c| (c, Arc::new(AtomicBool::new(false)))))
+        Stop {
+            ctrl: CURRENT.try_with(|c| c.borrow().clone()).ok().flatten(),
+            halted: AtomicBool::new(false),
+        }
     }
 
     /// Fails with [`Error::Terminated`] naming `op` when the run must stop.
     pub fn check(&self, op: &'static str) -> Result<()> {
-        match &self.0 {
-            Some((c, _)) => c.check(op),
+        match &self.ctrl {
+            Some(c) => c.check(op),
             None => Ok(()),
         }
     }
@@ -165,10 +171,10 @@ impl Stop {
     /// whether the op must stop instead; the control itself is looked at
     /// once every [`CHECK_EVERY`] elements, so this is cheap in inner loops.
     pub fn tick(&self, n: usize) -> bool {
-        let Some((ctrl, halted)) = &self.0 else {
+        let Some(ctrl) = &self.ctrl else {
             return false;
         };
-        if halted.load(Ordering::Relaxed) {
+        if self.halted.load(Ordering::Relaxed) {
             return true;
         }
         let done = WORK.with(|w| {
@@ -177,7 +183,7 @@ impl Stop {
             v
         });
         if done >= CHECK_EVERY && ctrl.must_stop() {
-            halted.store(true, Ordering::Relaxed);
+            self.halted.store(true, Ordering::Relaxed);
             return true;
         }
         false
@@ -186,8 +192,8 @@ impl Stop {
     /// After an op's loops: fails when a [`Stop::tick`] stopped them (or the
     /// run must stop now), so a partial result is never returned.
     pub fn finish(&self, op: &'static str) -> Result<()> {
-        match &self.0 {
-            Some((c, halted)) if halted.load(Ordering::Relaxed) => Err(Error::Terminated {
+        match &self.ctrl {
+            Some(c) if self.halted.load(Ordering::Relaxed) => Err(Error::Terminated {
                 op,
                 why: c.stop_reason().unwrap_or_else(|| "interrupted".into()),
             }),

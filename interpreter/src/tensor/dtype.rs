@@ -37,6 +37,16 @@ pub enum Category {
 }
 
 impl DType {
+    /// The values an integer dtype holds (`None` for floats and bool).
+    pub fn int_range(self) -> Option<(i64, i64)> {
+        match self {
+            DType::U8 => Some((0, u8::MAX as i64)),
+            DType::I32 => Some((i32::MIN as i64, i32::MAX as i64)),
+            DType::I64 => Some((i64::MIN, i64::MAX)),
+            _ => None,
+        }
+    }
+
     /// Every dtype, in promotion order.
     pub const ALL: [DType; 8] = [
         DType::Bool,
@@ -157,30 +167,31 @@ impl Scalar {
     /// out-of-range number into an integer dtype (`300` as `u8`, `-1` as
     /// `u8`, `3e9` as `i32`). Floats take any number; `bool` any value.
     pub fn check_fits(self, op: &'static str, dtype: DType) -> crate::error::Result<()> {
-        let (lo, hi): (i128, i128) = match dtype {
-            DType::U8 => (0, u8::MAX as i128),
-            DType::I32 => (i32::MIN as i128, i32::MAX as i128),
-            DType::I64 => (i64::MIN as i128, i64::MAX as i128),
-            _ => return Ok(()),
+        let Some((lo, hi)) = dtype.int_range() else {
+            return Ok(());
         };
         let fits = match self {
             Scalar::Bool(_) => true,
-            Scalar::Int(i) => (lo..=hi).contains(&(i as i128)),
-            // truncation toward zero, as the conversion does; NaN fails both bounds
-            Scalar::Float(f) => f.trunc() >= lo as f64 && f.trunc() <= hi as f64 && f.trunc() < 9.3e18,
+            Scalar::Int(i) => (lo..=hi).contains(&i),
+            // truncated toward zero, as the conversion does; every integral
+            // f64 in [-2^63, 2^63) converts to i64 exactly, and NaN is in no range
+            Scalar::Float(f) => {
+                let t = f.trunc();
+                let two_63 = -(i64::MIN as f64);
+                (-two_63..two_63).contains(&t) && (lo..=hi).contains(&(t as i64))
+            }
         };
         if fits {
-            Ok(())
-        } else {
-            let v = match self {
-                Scalar::Float(f) => f.to_string(),
-                other => other.to_i64().to_string(),
-            };
-            Err(crate::error::Error::invalid(
-                op,
-                format!("value {v} cannot be converted to dtype {dtype} without overflow"),
-            ))
+            return Ok(());
         }
+        let v = match self {
+            Scalar::Float(f) => f.to_string(),
+            other => other.to_i64().to_string(),
+        };
+        Err(crate::error::Error::invalid(
+            op,
+            format!("value {v} cannot be converted to dtype {dtype} without overflow"),
+        ))
     }
 
     /// Bool, integer or float.

@@ -132,7 +132,6 @@ impl Tensor {
         };
         let la = a.layout().broadcast_to(op, &full(m, k))?;
         let lb = b.layout().broadcast_to(op, &full(k, n))?;
-        super::shape::check_alloc(op, &full(m, n), dtype)?;
         let dims = MatmulDims {
             batch: batch.clone(),
             m,

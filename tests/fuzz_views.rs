@@ -301,12 +301,6 @@ proptest! {
         let v: Tensor = k.get_var("v").unwrap();
         let shape: Vec<i128> = v.shape().iter().map(|&d| d as i128).collect();
         prop_assert_eq!(&shape, &m.shape);
-        // empty views with huge other dims (e.g. [2^31, 2^33, 0]) are made and
-        // checked above; ops on them are not yet overflow-safe everywhere
-        let spread: i128 = m.shape.iter().filter(|&&d| d > 0).product();
-        if m.numel() == 0 && spread > 1 << 40 {
-            return Ok(());
-        }
         if m.numel() <= 4096 {
             let want = m.values();
             let got: Vec<f32> = k.eval::<Tensor>("v.flatten()").unwrap().to_vec().unwrap();

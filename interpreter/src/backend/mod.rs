@@ -383,8 +383,7 @@ impl Storage {
     pub fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize]) -> Result<Storage> {
         let kept: usize = (0..l.ndim())
             .filter(|d| !dims.contains(d))
-            .map(|d| l.shape()[d])
-            .product();
+            .fold(1usize, |n, d| n.saturating_mul(l.shape()[d]));
         gate(self, op.name(), DType::F64, kept)?;
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::reduce(op, s, l, dims)?)),

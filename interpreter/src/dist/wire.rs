@@ -308,7 +308,7 @@ pub fn combine(reqs: &[Request]) -> Result<Vec<u8>, String> {
     }
     let world = reqs.len();
     let elem = first.dtype.size_in_bytes();
-    let numel: usize = first.shape.iter().product();
+    let numel = crate::tensor::shape::numel(&first.shape);
     let expect = |r: usize, q: &Request| {
         if q.data.len() != numel * elem {
             Err(format!(

@@ -130,9 +130,15 @@ impl Tensor {
         }
         let n = n.max(0) as usize;
         if dtype.is_int() && n > 0 {
-            // the first and last values must fit the dtype
-            let last = start.to_f64() + (n - 1) as f64 * step.to_f64();
-            for v in [start, Scalar::Float(last)] {
+            // the first and last values must fit the dtype (exact for integer
+            // arguments, whose last value may lie past i64)
+            let last = if all_int {
+                let v = start.to_i64() as i128 + (n as i128 - 1) * step.to_i64() as i128;
+                i64::try_from(v).map_or(Scalar::Float(v as f64), Scalar::Int)
+            } else {
+                Scalar::Float(start.to_f64() + (n - 1) as f64 * step.to_f64())
+            };
+            for v in [start, last] {
                 v.check_fits("arange", dtype)?;
             }
         }

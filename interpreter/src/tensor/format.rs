@@ -165,7 +165,7 @@ fn nested(v: &[String], shape: &[usize], cut: &[bool], indent: usize, width: usi
         let lines: Vec<String> = items.chunks(per_line).map(|c| c.join(", ")).collect();
         return format!("[{}]", lines.join(&format!(",\n{}", " ".repeat(indent + 1))));
     }
-    let inner: usize = shape[1..].iter().product();
+    let inner = super::shape::numel(&shape[1..]);
     let mut parts: Vec<String> = (0..n)
         .map(|i| {
             nested(

@@ -68,16 +68,16 @@ impl Layout {
 
     /// True when the elements are row-major and dense (size-1 dims ignored).
     pub fn is_contiguous(&self) -> bool {
-        let mut expected = 1;
+        if self.shape.contains(&0) {
+            return true;
+        }
+        let mut expected = 1usize;
         for (&d, &s) in self.shape.iter().zip(&self.strides).rev() {
-            if d == 0 {
-                return true;
-            }
             if d != 1 {
                 if s != expected {
                     return false;
                 }
-                expected *= d;
+                expected = expected.saturating_mul(d);
             }
         }
         true

@@ -99,7 +99,7 @@ impl Tensor {
         };
         let (w, b) = (prep(weight, "weight")?, prep(bias, "bias")?);
         let x = self.to_dtype(dtype)?.dense()?;
-        let norm: usize = normalized_shape.iter().product();
+        let norm = super::shape::numel(normalized_shape);
         let out = {
             let xs = x.storage();
             let ws = w.as_ref().map(|t| t.storage());

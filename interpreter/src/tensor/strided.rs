@@ -15,6 +15,12 @@ pub struct Merged<const N: usize> {
 impl<const N: usize> Merged<N> {
     /// Merges the dims of `N` operands that share `shape`.
     pub fn new(shape: &[usize], strides: [&[usize]; N]) -> Self {
+        if shape.contains(&0) {
+            return Merged {
+                shape: vec![0],
+                strides: std::array::from_fn(|_| vec![0]),
+            };
+        }
         let mut out_shape: Vec<usize> = Vec::with_capacity(shape.len());
         let mut out_strides: [Vec<usize>; N] = std::array::from_fn(|_| Vec::new());
         for (d, &size) in shape.iter().enumerate() {
@@ -24,7 +30,7 @@ impl<const N: usize> Merged<N> {
             if let Some(&last) = out_shape.last() {
                 let mergeable = (0..N).all(|k| {
                     let prev = *out_strides[k].last().unwrap_or(&0);
-                    prev == strides[k][d] * size
+                    strides[k][d].checked_mul(size) == Some(prev)
                 });
                 if mergeable {
                     let n = out_shape.len() - 1;
@@ -40,10 +46,9 @@ impl<const N: usize> Merged<N> {
                 out_strides[k].push(strides[k][d]);
             }
         }
-        if out_shape.is_empty() || shape.contains(&0) {
-            let n = if shape.contains(&0) { 0 } else { 1 };
+        if out_shape.is_empty() {
             return Merged {
-                shape: vec![n],
+                shape: vec![1],
                 strides: std::array::from_fn(|_| vec![0]),
             };
         }
@@ -61,7 +66,7 @@ impl<const N: usize> Merged<N> {
     /// Number of rows.
     pub fn rows(&self) -> usize {
         let n = self.shape.len();
-        self.shape[..n - 1].iter().product()
+        super::shape::numel(&self.shape[..n - 1])
     }
 
     /// Per operand, its stride along a row.

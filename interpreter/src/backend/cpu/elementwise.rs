@@ -18,7 +18,7 @@ pub(crate) fn map_strided<const N: usize, D: Copy + Default + Send>(
     layouts: [&Layout; N],
     f: impl Fn([usize; N]) -> D + Sync,
 ) -> Vec<D> {
-    let n: usize = shape.iter().product();
+    let n = crate::tensor::shape::numel(shape);
     let mut out = vec![D::default(); n];
     if n == 0 {
         return out;

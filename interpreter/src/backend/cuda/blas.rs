@@ -124,7 +124,7 @@ pub fn matmul(
     }
     let (dt, compute) = types(dtype)?;
     let (m, k, n) = (d.m, d.k, d.n);
-    let batches: usize = d.batch.iter().product();
+    let batches = crate::tensor::shape::numel(&d.batch);
     let out = CudaStorage::alloc(dtype, batches * m * n)?;
     if out.len == 0 {
         return Ok(out);
@@ -228,7 +228,7 @@ fn matmul_int(
     lb: &Layout,
     d: &MatmulDims,
 ) -> Result<CudaStorage> {
-    let batches: usize = d.batch.iter().product();
+    let batches = crate::tensor::shape::numel(&d.batch);
     let out = CudaStorage::alloc(a.dtype, batches * d.m * d.n)?;
     if out.len == 0 {
         return Ok(out);

@@ -325,7 +325,7 @@ pub fn geometry<const N: usize>(
     shape: &[usize],
     layouts: [&Layout; N],
 ) -> Result<(Geometry, [Operand; N])> {
-    let n: usize = shape.iter().product();
+    let n = crate::tensor::shape::numel(shape);
     let too_big = || {
         Error::invalid(
             op,

@@ -463,7 +463,7 @@ impl CudaStorage {
             return Ok(false);
         }
         let (a, b) = (dims[0], dims[dims.len() - 1] + 1);
-        let size = |ds: &[usize]| ds.iter().product::<usize>();
+        let size = |ds: &[usize]| crate::tensor::shape::numel(ds);
         let (outer, r, inner) = (
             size(&l.shape()[..a]),
             size(&l.shape()[a..b]),

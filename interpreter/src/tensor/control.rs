@@ -11,9 +11,9 @@
 //! the GPU finishes). Outside an entered control nothing is ever stopped and
 //! a check costs one thread-local read.
 
+use super::thread_scope::{self, ThreadScope};
 use crate::error::{Error, Result};
 use std::cell::RefCell;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -69,8 +69,8 @@ impl RunControl {
     /// run's clock and makes this control the one ops check until the
     /// returned scope is dropped (nested entries keep the outer run's clock).
     pub fn enter(self: &Arc<Self>) -> ControlScope {
-        let prev = CURRENT.try_with(|c| c.replace(Some(self.clone()))).ok().flatten();
-        let outer = prev.as_ref().is_some_and(|p| Arc::ptr_eq(p, self));
+        let scope = ThreadScope::enter(&CURRENT, self.clone());
+        let outer = scope.previous().is_some_and(|p| Arc::ptr_eq(p, self));
         if !outer {
             self.interrupted.store(false, Ordering::SeqCst);
             let deadline = self.max_duration.map_or(0, |m| {
@@ -79,10 +79,7 @@ impl RunControl {
             });
             self.deadline_ns.store(deadline, Ordering::SeqCst);
         }
-        ControlScope {
-            prev,
-            _thread: PhantomData,
-        }
+        scope
     }
 
     /// True when the run in progress has used up its time limit.
@@ -116,24 +113,7 @@ impl RunControl {
 }
 
 /// The control entered on this thread while it lives (see [`RunControl::enter`]).
-#[must_use = "the control applies only while the scope is alive"]
-pub struct ControlScope {
-    prev: Option<Arc<RunControl>>,
-    _thread: PhantomData<*const ()>,
-}
-
-impl Drop for ControlScope {
-    fn drop(&mut self) {
-        let prev = self.prev.take();
-        let _gone = CURRENT.try_with(|c| *c.borrow_mut() = prev);
-    }
-}
-
-impl std::fmt::Debug for ControlScope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ControlScope")
-    }
-}
+pub type ControlScope = ThreadScope<RunControl>;
 
 thread_local! {
     /// Elements of work this thread did since it last looked at its run's control.
@@ -154,7 +134,7 @@ impl Stop {
     /// The control entered on this thread (none: never stops).
     pub fn current() -> Stop {
         Stop {
-            ctrl: CURRENT.try_with(|c| c.borrow().clone()).ok().flatten(),
+            ctrl: thread_scope::current(&CURRENT),
             halted: AtomicBool::new(false),
         }
     }
@@ -204,12 +184,11 @@ impl Stop {
 
 /// Fails when the run entered on this thread must stop (before an op queues work).
 pub fn check(op: &'static str) -> Result<()> {
-    CURRENT
-        .try_with(|c| match &*c.borrow() {
-            Some(ctrl) => ctrl.check(op),
-            None => Ok(()),
-        })
-        .unwrap_or(Ok(()))
+    thread_scope::with_current(&CURRENT, |ctrl| match ctrl {
+        Some(c) => c.check(op),
+        None => Ok(()),
+    })
+    .unwrap_or(Ok(()))
 }
 
 /// Elements of work a CPU loop does between two checks of its [`Stop`]

@@ -25,9 +25,9 @@
 //! host process. [`try_zeroed_vec`] and [`try_vec_with_capacity`] allocate host
 //! memory fallibly after that gate.
 
+use super::thread_scope::{self, ThreadScope};
 use crate::error::{Error, Result};
 use std::cell::RefCell;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -74,11 +74,7 @@ impl MemoryBudget {
     /// returned guard is dropped (then the budget entered before, if any,
     /// is back).
     pub fn enter(self: &Arc<Self>) -> BudgetScope {
-        let prev = CURRENT.try_with(|c| c.replace(Some(self.clone()))).ok().flatten();
-        BudgetScope {
-            prev,
-            _thread: PhantomData,
-        }
+        ThreadScope::enter(&CURRENT, self.clone())
     }
 
     fn error(&self, op: &'static str, requested: usize, in_use: usize) -> Error {
@@ -106,24 +102,7 @@ impl MemoryBudget {
 
 /// The budget entered on this thread while it lives (see
 /// [`MemoryBudget::enter`]); it cannot leave the thread.
-#[must_use = "the budget applies only while the scope is alive"]
-pub struct BudgetScope {
-    prev: Option<Arc<MemoryBudget>>,
-    _thread: PhantomData<*const ()>,
-}
-
-impl Drop for BudgetScope {
-    fn drop(&mut self) {
-        let prev = self.prev.take();
-        let _gone = CURRENT.try_with(|c| *c.borrow_mut() = prev);
-    }
-}
-
-impl std::fmt::Debug for BudgetScope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BudgetScope")
-    }
-}
+pub type BudgetScope = ThreadScope<MemoryBudget>;
 
 /// Bytes taken from a budget, given back on drop.
 #[derive(Debug)]
@@ -139,25 +118,24 @@ impl Drop for Charge {
 }
 
 fn current() -> Option<Arc<MemoryBudget>> {
-    CURRENT.try_with(|c| c.borrow().clone()).ok().flatten()
+    thread_scope::current(&CURRENT)
 }
 
 /// Fails when `bytes` more would not fit in the budget entered on this
 /// thread (before an op allocates them).
 pub(crate) fn check(op: &'static str, bytes: usize) -> Result<()> {
-    CURRENT
-        .try_with(|c| match &*c.borrow() {
-            Some(b) => {
-                let used = b.in_use();
-                if used.checked_add(bytes).is_some_and(|t| t <= b.limit) {
-                    Ok(())
-                } else {
-                    Err(b.error(op, bytes, used))
-                }
+    thread_scope::with_current(&CURRENT, |budget| match budget {
+        Some(b) => {
+            let used = b.in_use();
+            if used.checked_add(bytes).is_some_and(|t| t <= b.limit) {
+                Ok(())
+            } else {
+                Err(b.error(op, bytes, used))
             }
-            None => Ok(()),
-        })
-        .unwrap_or(Ok(()))
+        }
+        None => Ok(()),
+    })
+    .unwrap_or(Ok(()))
 }
 
 /// Charges `bytes` of new storage to the budget entered on this thread, if any.

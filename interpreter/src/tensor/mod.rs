@@ -26,6 +26,7 @@ pub mod random;
 pub mod reduce;
 pub mod shape;
 pub mod strided;
+pub mod thread_scope;
 pub mod view;
 
 pub use device::Device;

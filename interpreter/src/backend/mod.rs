@@ -4,7 +4,7 @@
 //! (`crate::tensor`) has already checked shapes, broadcast layouts and
 //! promoted dtypes before anything reaches this module.
 //!
-//! Every method that makes a new storage first passes [`preflight`]: the
+//! Every method that makes a new storage first passes `preflight`: the
 //! run's stop check and the memory gate for the bytes it is about to
 //! allocate (known from the layouts), so an impossible or over-budget output
 //! is a typed error before any allocation or kernel launch.
@@ -62,7 +62,7 @@ pub(crate) fn preflight(op: &'static str, device: Device, dtype: DType, n: usize
     crate::tensor::memory::check_bytes(op, bytes, device == Device::Cpu)
 }
 
-/// [`preflight`] for an output in this storage's device.
+/// `preflight` for an output in this storage's device.
 fn gate(s: &Storage, op: &'static str, dtype: DType, n: usize) -> Result<()> {
     preflight(op, s.device(), dtype, n)
 }

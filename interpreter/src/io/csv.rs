@@ -15,7 +15,7 @@
 //! `300` or `-1` for u8, `3000000000` for i32 are errors naming the line and
 //! column, as NumPy and PyTorch refuse them, not wrapped values.
 //!
-//! The text is parsed as it streams in (see [`feed`]), never held whole: the
+//! The text is parsed as it streams in (see `feed`), never held whole: the
 //! table's cells and the record being read are checked against the memory
 //! budget as they grow, and the text against the budget and the table it
 //! yields, so a huge or endless input, or a gzip bomb, stops early.

@@ -1,5 +1,5 @@
 //! Where an engine's text output goes besides `print`: the host's callbacks
-//! ([`Outputs`]), read by the `progress(n)` bar when it is made.
+//! (`Outputs`), read by the `progress(n)` bar when it is made.
 //!
 //! A host that sends `print` somewhere of its own
 //! ([`Interpreter::on_print`](crate::Interpreter::on_print)) gets the

@@ -1,5 +1,5 @@
 //! The thread state that belongs to an engine: its grad mode and its TF32
-//! setting ([`Modes`]), and the [`RunScope`] that
+//! setting (`Modes`), and the [`RunScope`] that
 //! [`Runtime::enter`](super::Runtime::enter) returns.
 //!
 //! Grad mode and TF32 are thread-local switches that the tensor layer reads

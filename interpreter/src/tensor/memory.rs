@@ -22,7 +22,7 @@
 //! first: a request larger than the machine's memory or than what this
 //! process's address-space limit (`ulimit -v`) still allows is an
 //! [`Error::OutOfMemory`] naming the op and the bytes, never an abort of the
-//! host process. [`try_zeroed_vec`] and [`try_vec_with_capacity`] allocate host
+//! host process. `try_zeroed_vec` and `try_vec_with_capacity` allocate host
 //! memory fallibly after that gate.
 
 use super::thread_scope::{self, ThreadScope};

@@ -1,7 +1,7 @@
 //! Per-thread "current" values entered for the length of a scope: the memory
 //! budget ([`super::memory`]) and the run control ([`super::control`]) an
-//! engine enters on the thread that runs its script. A [`Slot`] holds the
-//! value; [`Slot::enter`] sets it and returns a [`ThreadScope`] that puts the
+//! engine enters on the thread that runs its script. A `Slot` holds the
+//! value; [`ThreadScope::enter`] sets it and returns the [`ThreadScope`] that puts the
 //! previous one back when dropped (scopes nest and never leave their thread).
 
 use std::cell::RefCell;
@@ -12,7 +12,7 @@ use std::thread::LocalKey;
 /// A thread-local slot for the current `T` (declare it with `thread_local!`).
 pub(crate) type Slot<T> = LocalKey<RefCell<Option<Arc<T>>>>;
 
-/// The value entered in a [`Slot`] while this lives; the one before is back
+/// The value entered in a `Slot` while this lives; the one before is back
 /// when it is dropped. It cannot leave its thread.
 #[must_use = "the value applies only while the scope is alive"]
 pub struct ThreadScope<T: 'static> {

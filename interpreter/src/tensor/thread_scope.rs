@@ -1,7 +1,7 @@
 //! Per-thread "current" values entered for the length of a scope: the memory
 //! budget ([`super::memory`]) and the run control ([`super::control`]) an
 //! engine enters on the thread that runs its script. A `Slot` holds the
-//! value; [`ThreadScope::enter`] sets it and returns the [`ThreadScope`] that puts the
+//! value; `ThreadScope::enter` sets it and returns the [`ThreadScope`] that puts the
 //! previous one back when dropped (scopes nest and never leave their thread).
 
 use std::cell::RefCell;

@@ -390,9 +390,7 @@ impl ProcessGroup {
             self.with_communicator(op, |c| f(c, buf, start, t.numel()))?;
         }
         if !dense.shares_storage(t) {
-            let src = dense.storage();
-            let layout = t.layout().clone();
-            t.storage_mut().copy_from(&layout, &src, dense.layout())?;
+            t.write_elements(op, &dense, dense.layout())?;
         }
         Ok(())
     }

@@ -128,8 +128,7 @@ pub(super) fn all_reduce_coalesced(group: &ProcessGroup, tensors: &[Tensor], op:
         }
         group.all_reduce(&flat, op)?;
         for (part, t) in parts.iter().zip(&members) {
-            t.storage_mut()
-                .copy_from(t.layout(), &part.storage(), part.layout())?;
+            t.write_elements("all_reduce_coalesced", part, part.layout())?;
         }
     }
     Ok(())

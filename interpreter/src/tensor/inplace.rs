@@ -4,6 +4,7 @@
 //! may read itself (`x += x`, `t[0] = t[1]`).
 
 use super::dtype::Category;
+use super::locks::{lock_ordered, Access};
 use super::op::BinaryOp;
 use super::{DType, Scalar, Tensor};
 use crate::error::{Error, Result};
@@ -47,8 +48,19 @@ impl Tensor {
         };
         let ls = src.layout().broadcast_to(op, self.shape())?;
         // `src` is another storage here (a shared one was cloned above)
-        let (mut dst, data) = self.storage_mut_and_read(&src);
-        dst.copy_from(self.layout(), &data, &ls)
+        self.write_elements(op, &src, &ls)
+    }
+
+    /// Writes the elements of `src` (this tensor's dtype, read through `ls`,
+    /// a layout of this tensor's shape over `src`'s storage, which is not
+    /// this one's) into this tensor, with both storages locked in the global
+    /// order ([`lock_ordered`]); no autograd record, no conversion.
+    pub(crate) fn write_elements(&self, op: &'static str, src: &Tensor, ls: &super::Layout) -> Result<()> {
+        let mut locks = lock_ordered(op, &[(self, Access::Write), (src, Access::Read)])?;
+        let [dst, data] = &mut locks[..] else {
+            return Err(Error::invalid(op, "internal: two locks expected"));
+        };
+        dst.get_mut(op)?.copy_from(self.layout(), data.get(), ls)
     }
 
     /// Sets every element to `value`.

@@ -17,6 +17,7 @@ pub mod inplace;
 pub mod join;
 pub mod layout;
 pub mod linalg;
+pub(crate) mod locks;
 pub mod loss;
 pub mod memory;
 pub mod nn;
@@ -214,24 +215,6 @@ impl Tensor {
             .data
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Locks this tensor's storage for writing and `src`'s (another
-    /// storage) for reading, in one global order (by address), so that two
-    /// threads copying between the same two tensors in opposite directions
-    /// cannot deadlock.
-    pub(crate) fn storage_mut_and_read<'a>(
-        &'a self,
-        src: &'a Tensor,
-    ) -> (RwLockWriteGuard<'a, Storage>, RwLockReadGuard<'a, Storage>) {
-        let dst_first = Arc::as_ptr(&self.0.storage) < Arc::as_ptr(&src.0.storage);
-        if dst_first {
-            let d = self.storage_mut();
-            (d, src.storage())
-        } else {
-            let r = src.storage();
-            (self.storage_mut(), r)
-        }
     }
 
     /// How many writes the storage has seen (shared by all views of it).

@@ -9,6 +9,7 @@
 //! with grad mode off; every tensor written is bumped in version, so a saved
 //! tensor of a pending backward notices the update.
 
+use super::locks::{lock_ordered, Access};
 use super::autograd;
 use super::{DType, Tensor};
 use crate::error::{Error, Result};
@@ -225,22 +226,26 @@ impl Tensor {
             flags,
         };
         autograd::no_grad(|| {
-            let g = grad.storage();
-            let mut p = self.storage_mut();
-            let go = (&*g, grad.layout().offset());
             let n = self.numel();
             match buf {
                 Some(b) => {
-                    let mut bs = b.storage_mut();
-                    p.sgd_step(
-                        self.layout().offset(),
-                        go,
-                        Some((&mut bs, b.layout().offset())),
-                        n,
-                        &h,
-                    )
+                    let reqs = [(self, Access::Write), (grad, Access::Read), (b, Access::Write)];
+                    let mut locks = lock_ordered(OP, &reqs)?;
+                    let [p, g, bs] = &mut locks[..] else {
+                        return Err(Error::invalid(OP, "internal: three locks expected"));
+                    };
+                    let go = (g.get(), grad.layout().offset());
+                    let buf = Some((bs.get_mut(OP)?, b.layout().offset()));
+                    p.get_mut(OP)?.sgd_step(self.layout().offset(), go, buf, n, &h)
                 }
-                None => p.sgd_step(self.layout().offset(), go, None, n, &h),
+                None => {
+                    let mut locks = lock_ordered(OP, &[(self, Access::Write), (grad, Access::Read)])?;
+                    let [p, g] = &mut locks[..] else {
+                        return Err(Error::invalid(OP, "internal: two locks expected"));
+                    };
+                    let go = (g.get(), grad.layout().offset());
+                    p.get_mut(OP)?.sgd_step(self.layout().offset(), go, None, n, &h)
+                }
             }
         })
     }
@@ -271,14 +276,21 @@ impl Tensor {
         check_operands(OP, self, grad, &[("first moment", m), ("second moment", v)])?;
         let h = AdamParams::new(o.lr, o.betas, o.eps, o.weight_decay, step as u64, o.decoupled);
         autograd::no_grad(|| {
-            let g = grad.storage();
-            let mut p = self.storage_mut();
-            let (mut ms, mut vs) = (m.storage_mut(), v.storage_mut());
-            p.adam_step(
+            let reqs = [
+                (self, Access::Write),
+                (grad, Access::Read),
+                (m, Access::Write),
+                (v, Access::Write),
+            ];
+            let mut locks = lock_ordered(OP, &reqs)?;
+            let [p, g, ms, vs] = &mut locks[..] else {
+                return Err(Error::invalid(OP, "internal: four locks expected"));
+            };
+            p.get_mut(OP)?.adam_step(
                 self.layout().offset(),
-                (&*g, grad.layout().offset()),
-                (&mut ms, m.layout().offset()),
-                (&mut vs, v.layout().offset()),
+                (g.get(), grad.layout().offset()),
+                (ms.get_mut(OP)?, m.layout().offset()),
+                (vs.get_mut(OP)?, v.layout().offset()),
                 self.numel(),
                 &h,
             )

@@ -39,7 +39,10 @@ impl StorageGuard<'_> {
     pub(crate) fn get_mut(&mut self, op: &'static str) -> Result<&mut Storage> {
         match self {
             StorageGuard::Write(g) => Ok(&mut *g),
-            StorageGuard::Read(_) => Err(Error::invalid(op, "internal: a storage locked to read was written")),
+            StorageGuard::Read(_) => Err(Error::invalid(
+                op,
+                "internal: a storage locked to read was written",
+            )),
         }
     }
 }
@@ -47,7 +50,10 @@ impl StorageGuard<'_> {
 /// Locks the storages of `reqs` in address order and returns the guards in
 /// the order asked. Two requests for one storage are an error (the caller
 /// copies a shared source first), as is more than one lock per storage.
-pub(crate) fn lock_ordered<'a>(op: &'static str, reqs: &[(&'a Tensor, Access)]) -> Result<Vec<StorageGuard<'a>>> {
+pub(crate) fn lock_ordered<'a>(
+    op: &'static str,
+    reqs: &[(&'a Tensor, Access)],
+) -> Result<Vec<StorageGuard<'a>>> {
     let addr = |t: &Tensor| Arc::as_ptr(&t.0.storage) as usize;
     let mut order: Vec<usize> = (0..reqs.len()).collect();
     order.sort_by_key(|&i| addr(reqs[i].0));

@@ -9,8 +9,8 @@
 //! with grad mode off; every tensor written is bumped in version, so a saved
 //! tensor of a pending backward notices the update.
 
-use super::locks::{lock_ordered, Access};
 use super::autograd;
+use super::locks::{lock_ordered, Access};
 use super::{DType, Tensor};
 use crate::error::{Error, Result};
 use kiln_kernels::params::{AdamParams, SgdParams};

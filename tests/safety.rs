@@ -142,6 +142,25 @@ fn long_native_ops_stop_at_the_time_limit() {
 }
 
 #[test]
+fn long_elementwise_ops_on_expanded_views_stop_too() {
+    let limits = Limits {
+        max_duration: Some(Duration::from_millis(300)),
+        max_memory: Some(2 << 30),
+        ..Limits::sandbox()
+    };
+    let mut k = sandbox_on(Device::Cpu, limits);
+    // 2^28 elements (1 GiB of f32): allowed, but far longer than the limit
+    for src in [
+        "ones([1, 1]).expand([1 << 14, 1 << 14]).exp().sum()",
+        "(ones([1, 1]).expand([1 << 14, 1 << 14]) + ones([1 << 14]).expand([1 << 14, 1 << 14])).sum()",
+    ] {
+        let e = fails(&mut k, src);
+        assert_eq!(e.limit(), Some(Limit::Duration(300)), "{src}: {e}");
+    }
+    assert_eq!(k.memory_budget().unwrap().in_use(), 0);
+}
+
+#[test]
 fn the_host_can_interrupt_a_native_op() {
     let mut k = sandbox_on(Device::Cpu, Limits::default());
     let stop = k.interrupt_handle();

@@ -110,7 +110,10 @@ impl Tensor {
     /// A tensor over a whole new storage with a contiguous layout of `shape`;
     /// the storage is charged to the memory budget entered on this thread,
     /// if any (`op` names the allocating op in the error when it does not fit).
+    /// A run that must stop gets an error here instead of a result its CPU
+    /// loops may have cut short ([`control`]).
     pub(crate) fn from_storage(op: &'static str, storage: Storage, shape: &[usize]) -> Result<Tensor> {
+        control::check(op)?;
         let layout = Layout::contiguous(shape);
         layout.check_fits(op, storage.len())?;
         let bytes = storage.len().saturating_mul(storage.dtype().size_in_bytes());

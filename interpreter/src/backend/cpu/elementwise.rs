@@ -5,6 +5,7 @@
 use super::element::{cast, with_storage, Element};
 use super::{CpuStorage, PAR_THRESHOLD};
 use crate::error::{Error, Result};
+use crate::tensor::control::{Stop, CHECK_EVERY};
 use crate::tensor::op::{BinaryOp, CmpOp, UnaryOp};
 use crate::tensor::strided::Merged;
 use crate::tensor::{DType, Layout};
@@ -27,12 +28,23 @@ pub(crate) fn map_strided<const N: usize, D: Copy + Default + Send>(
     let offsets: [usize; N] = std::array::from_fn(|k| layouts[k].offset());
     let row_len = merged.row_len();
     let steps = merged.row_strides();
+    // Expanded inputs make long outputs cheap to ask for: the work is
+    // counted against the run's stop check every piece, and once the run
+    // must stop the rest is skipped (the caller's result is then discarded:
+    // `Tensor::from_storage` refuses it).
+    let stop = Stop::current();
     let fill = |chunk: &mut [D], first_row: usize| {
         let rows = chunk.len() / row_len;
         merged.for_each_row(offsets, first_row, first_row + rows, |row, base| {
             let dst = &mut chunk[(row - first_row) * row_len..(row - first_row + 1) * row_len];
-            for (j, d) in dst.iter_mut().enumerate() {
-                *d = f(std::array::from_fn(|k| base[k] + j * steps[k]));
+            for (p, piece) in dst.chunks_mut(CHECK_EVERY).enumerate() {
+                if stop.tick(piece.len()) {
+                    return;
+                }
+                let j0 = p * CHECK_EVERY;
+                for (j, d) in piece.iter_mut().enumerate() {
+                    *d = f(std::array::from_fn(|k| base[k] + (j0 + j) * steps[k]));
+                }
             }
         });
     };

@@ -214,3 +214,28 @@ fn opposite_copies_on_two_threads_finish() {
         .unwrap();
     assert_eq!(t, [0.0, 2.0, 1.0, 3.0]);
 }
+
+#[test]
+#[cfg(target_os = "linux")]
+fn an_address_space_limit_gives_an_error_not_an_abort() {
+    // 10 GB of u8 under a 4 GB `ulimit -v`: refused before the allocator is asked
+    let script = "let e = \"\"; try { zeros([10000000000], #{dtype: \"u8\"}); } catch (x) { e = x; } \
+                  print(e); print(arange(4).sum().item());";
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 4000000 && exec \"{}\" --device cpu -e '{}'",
+            env!("CARGO_BIN_EXE_kiln"),
+            script
+        ))
+        .output()
+        .expect("bash runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("address-space limit"), "{stdout}");
+    assert!(stdout.ends_with("6\n"), "{stdout}");
+}

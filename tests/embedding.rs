@@ -495,9 +495,11 @@ fn memory_budget_is_charged_and_released() {
     let budget = k.memory_budget().unwrap().clone();
     assert_eq!((budget.limit(), budget.in_use()), (1 << 20, 0));
 
+    // every tensor handle costs its metadata as well as its storage
+    let handle = |ndim: usize| Tensor::handle_bytes(ndim);
     // 600 KiB fits; a second 600 KiB does not
     let _ = k.run("let a = zeros([153600]);", "a.rhai").unwrap();
-    assert_eq!(budget.in_use(), 614_400);
+    assert_eq!(budget.in_use(), 614_400 + handle(1));
     let e = k
         .run("let x = 1;\nlet b = ones([153600]);", "b.rhai")
         .unwrap_err();
@@ -505,7 +507,10 @@ fn memory_budget_is_charged_and_released() {
     assert_eq!(e.line, Some(2));
     assert_eq!(
         e.message,
-        "full: memory limit exceeded: a new tensor of 614400 bytes does not fit in this engine's budget of 1048576 bytes (614400 bytes in use)"
+        format!(
+            "full: memory limit exceeded: a new tensor of 614400 bytes does not fit in this engine's budget of 1048576 bytes ({} bytes in use)",
+            614_400 + handle(1)
+        )
     );
     // ops whose output is not known in advance are charged too
     let e = k.run("let c = a.to_dtype(\"f64\");", "c.rhai").unwrap_err();
@@ -515,23 +520,27 @@ fn memory_budget_is_charged_and_released() {
     // broadcasting a small pair into a huge result is refused before allocating
     let e = k.run("ones([1000, 1]) + ones([1, 1000])", "e.rhai").unwrap_err();
     assert_eq!(e.limit(), Some(Limit::Memory(1 << 20)), "{e}");
-    assert_eq!(budget.in_use(), 614_400, "failed ops give their memory back");
-    // views are free
+    assert_eq!(
+        budget.in_use(),
+        614_400 + handle(1),
+        "failed ops give their memory back"
+    );
+    // views share the storage: they cost their handle only
     let _ = k
         .run("let v = a.reshape([480, 320]).t(); let w = a[0..10];", "v.rhai")
         .unwrap();
-    assert_eq!(budget.in_use(), 614_400);
+    assert_eq!(budget.in_use(), 614_400 + 2 * handle(1) + handle(2));
 
     // freeing the tensor (dropping the last handle) gives its bytes back
     let _ = k.run("a = (); v = (); w = ();", "free.rhai").unwrap();
     assert_eq!(budget.in_use(), 0);
     let _ = k.run("let b = ones([153600]);", "b.rhai").unwrap();
-    assert_eq!(budget.in_use(), 614_400);
+    assert_eq!(budget.in_use(), 614_400 + handle(1));
 
     // a tensor handed to the host stays charged until the host drops it
     let _ = k.run("b = ones([50000]);", "b.rhai").unwrap();
     let t: Tensor = k.eval("b + b").unwrap();
-    assert_eq!(budget.in_use(), 2 * 200_000);
+    assert_eq!(budget.in_use(), 2 * (200_000 + handle(1)));
     let e = k.run("let c = zeros([170000]);", "c.rhai").unwrap_err();
     assert_eq!(e.limit(), Some(Limit::Memory(1 << 20)));
     drop(t);
@@ -790,7 +799,7 @@ fn gpu_tensors_and_budget_when_available() {
     let mut k = Builder::new().device(gpu).max_memory(1 << 20).build().unwrap();
     let budget = k.memory_budget().unwrap().clone();
     let _ = k.run("let a = zeros([153600]);", "a.rhai").unwrap();
-    assert_eq!(budget.in_use(), 614_400);
+    assert_eq!(budget.in_use(), 614_400 + Tensor::handle_bytes(1));
     let e = k.run("let b = a + 1;", "b.rhai").unwrap_err();
     assert_eq!(e.limit(), Some(Limit::Memory(1 << 20)), "{e}");
     let _ = k.run("a = ();", "free.rhai").unwrap();

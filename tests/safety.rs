@@ -102,6 +102,23 @@ fn impossible_requests_are_errors_not_aborts() {
 }
 
 #[test]
+fn view_handles_count_against_the_budget() {
+    let limits = Limits {
+        max_memory: Some(1 << 20),
+        ..Limits::sandbox()
+    };
+    let mut k = sandbox(limits);
+    // 100 000 views of 64 dims of a one-element tensor: about 1 KiB each
+    let e = fails(
+        &mut k,
+        "let s = []; for i in 0..64 { s.push(1); } let base = zeros([1]); \
+         let views = []; for i in 0..100000 { views.push(base.reshape(s)); } views.len()",
+    );
+    assert_eq!(e.limit(), Some(Limit::Memory(1 << 20)), "{e}");
+    assert_eq!(k.memory_budget().unwrap().in_use(), 0);
+}
+
+#[test]
 fn silent_wrong_results_are_errors() {
     let mut k = sandbox(Limits::sandbox());
     for src in [

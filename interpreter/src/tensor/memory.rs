@@ -10,8 +10,10 @@
 //! allocator), and every new storage is charged when it is wrapped in a
 //! tensor, failing with [`Error::MemoryLimit`] when it does not fit. The
 //! storage keeps its charge and gives it back when it is dropped, whichever
-//! thread drops it and whether or not a script is running then. Views share
-//! their storage and cost nothing.
+//! thread drops it and whether or not a script is running then. Every tensor
+//! handle made in a budget (a view included, which shares its storage) is
+//! charged its own metadata too (`Tensor::handle_bytes`: the handle and its
+//! shape and strides), so that many views cannot hold memory unseen.
 //!
 //! The charge is the logical size of the elements (`numel * dtype size`), on
 //! the CPU and on a GPU alike; memory a caching allocator keeps for reuse
@@ -136,6 +138,16 @@ pub(crate) fn check(op: &'static str, bytes: usize) -> Result<()> {
         None => Ok(()),
     })
     .unwrap_or(Ok(()))
+}
+
+/// Charges `bytes` to the budget entered on this thread, if any, even past
+/// its limit: for what an op that cannot fail makes (the handles of
+/// `detach`, autograd results); the next allocation then fails.
+pub(crate) fn charge_unchecked(bytes: usize) -> Option<Charge> {
+    current().map(|budget| {
+        budget.in_use.fetch_add(bytes, Ordering::Relaxed);
+        Charge { budget, bytes }
+    })
 }
 
 /// Charges `bytes` of new storage to the budget entered on this thread, if any.

@@ -99,6 +99,9 @@ struct TensorImpl {
     device: Device,
     /// Set once, for tensors that require grad or were made by a recorded op.
     autograd: OnceLock<Arc<autograd::AutogradMeta>>,
+    /// The bytes of this handle (see [`Tensor::handle_bytes`]) held of the
+    /// memory budget entered where it was made, given back on drop.
+    _handle: Option<memory::Charge>,
 }
 
 /// An n-dimensional array on a device: a cheap, thread-safe handle. Cloning
@@ -118,36 +121,52 @@ impl Tensor {
         layout.check_fits(op, storage.len())?;
         let bytes = storage.len().saturating_mul(storage.dtype().size_in_bytes());
         let charge = memory::charge(op, bytes)?;
+        let (dtype, device) = (storage.dtype(), storage.device());
+        let handle = memory::charge(op, Tensor::handle_bytes(layout.ndim()))?;
         let cell = StorageCell {
             len: storage.len(),
             data: RwLock::new(storage),
             version: AtomicU64::new(0),
             _charge: charge,
         };
-        Ok(Tensor::from_parts(Arc::new(cell), layout))
-    }
-
-    pub(crate) fn from_parts(storage: SharedStorage, layout: Layout) -> Tensor {
-        let (dtype, device) = {
-            let s = read_lock(&storage);
-            (s.dtype(), s.device())
-        };
-        Tensor(Arc::new(TensorImpl {
-            storage,
+        Ok(Tensor(Arc::new(TensorImpl {
+            storage: Arc::new(cell),
             layout,
             dtype,
             device,
             autograd: OnceLock::new(),
-        }))
+            _handle: handle,
+        })))
+    }
+
+    /// The bytes a tensor handle of `ndim` dims holds besides its storage
+    /// (the handle and its layout). A memory budget charges them for every
+    /// handle a script makes, views included, so that many views of one
+    /// storage cannot hold memory the budget does not see.
+    pub fn handle_bytes(ndim: usize) -> usize {
+        std::mem::size_of::<TensorImpl>() + 2 * std::mem::size_of::<usize>() * ndim
     }
 
     /// A view of the same storage with another layout; fails (naming `op`)
     /// unless the layout stays inside the storage ([`Layout::check_fits`]),
-    /// the invariant every kernel relies on.
+    /// the invariant every kernel relies on, or its handle does not fit in
+    /// the memory budget.
     pub(crate) fn view_with(&self, op: &'static str, layout: Layout) -> Result<Tensor> {
         let layout = layout.without_empty_offset();
         layout.check_fits(op, self.storage_len())?;
-        Ok(self.with_checked_layout(layout))
+        let handle = memory::charge(op, Tensor::handle_bytes(layout.ndim()))?;
+        Ok(self.handle_with(layout, handle))
+    }
+
+    fn handle_with(&self, layout: Layout, handle: Option<memory::Charge>) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            storage: self.0.storage.clone(),
+            layout,
+            dtype: self.0.dtype,
+            device: self.0.device,
+            autograd: OnceLock::new(),
+            _handle: handle,
+        }))
     }
 
     /// Elements in the storage (shared by every view of it).
@@ -157,14 +176,11 @@ impl Tensor {
 
     /// A view with a layout known to fit: this tensor's own, or one of the
     /// same shape and elements.
+    /// Its handle is charged to the budget even past the limit (this cannot
+    /// fail); the next allocation then does.
     pub(crate) fn with_checked_layout(&self, layout: Layout) -> Tensor {
-        Tensor(Arc::new(TensorImpl {
-            storage: self.0.storage.clone(),
-            layout,
-            dtype: self.0.dtype,
-            device: self.0.device,
-            autograd: OnceLock::new(),
-        }))
+        let handle = memory::charge_unchecked(Tensor::handle_bytes(layout.ndim()));
+        self.handle_with(layout, handle)
     }
 
     /// The sizes of each dimension.

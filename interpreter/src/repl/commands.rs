@@ -116,6 +116,7 @@ The tensor API (docs/API.md has the details):
               default_device set_default_device
   runtime     time args cuda::is_available cuda::synchronize
               cuda::memory_allocated cuda::memory_reserved cuda::empty_cache
+              cuda::set_allow_tf32 cuda::allow_tf32
   dist        dist::rank dist::world_size dist::all_reduce dist::broadcast
               dist::all_gather dist::barrier dist::all_reduce_coalesced
               dist::reducer (red.wait)  (kiln launch --nproc N FILE)

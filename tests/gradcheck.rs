@@ -8,7 +8,7 @@
 //! non-scalar roots, in-place errors and ops that must not record.
 
 use kiln::tensor::autograd::{is_grad_enabled, no_grad};
-use kiln::tensor::op::{BinaryOp, ReduceOp, UnaryOp};
+use kiln::core::op::{BinaryOp, ReduceOp, UnaryOp};
 use kiln::tensor::HostValues;
 use kiln::{DType, Device, Interpreter, Result, Scalar, Tensor};
 
@@ -1021,7 +1021,7 @@ fn backward_of_a_tensor_without_grad_is_an_error() {
 fn integer_and_bool_results_do_not_record() {
     let x = param(&[1.0, -2.0, 3.0], &[3]);
     assert!(!x
-        .compare_scalar(kiln::tensor::op::CmpOp::Gt, Scalar::Int(0), false)
+        .compare_scalar(kiln::core::op::CmpOp::Gt, Scalar::Int(0), false)
         .unwrap()
         .requires_grad());
     assert!(!x.reduce(ReduceOp::ArgMax, None, false).unwrap().requires_grad());

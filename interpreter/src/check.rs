@@ -4,8 +4,9 @@
 //! and compared within per-dtype tolerances. Also checks that op chains are
 //! queued asynchronously. Run by the `kiln-check` binary on a GPU machine.
 
-use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
-use crate::tensor::{DType, Device, Generator, HostValues, Scalar, Tensor};
+use crate::core::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::core::{DType, Device, HostValues, Scalar};
+use crate::tensor::{Generator, Tensor};
 use crate::Result;
 
 /// One compared case.
@@ -822,7 +823,7 @@ impl Checker {
     /// accumulate with atomics on CUDA), also for an embedding-sized table with
     /// heavy contention; `randperm` seeded alike on both devices.
     fn indexing(&mut self) {
-        use crate::tensor::index::scatter_dtype;
+        use crate::core::index::scatter_dtype;
         let dev = Device::Cuda(0);
         // an index of `n` values in `0..size` (many repeats), in one of three forms
         fn index(gen: &mut Generator, kind: &str, size: usize, n: usize) -> Result<Tensor> {

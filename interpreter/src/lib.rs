@@ -36,20 +36,22 @@
 
 pub mod backend;
 pub mod check;
+pub mod core;
 pub mod dist;
 pub mod engine;
-pub mod error;
 pub mod io;
 pub mod progress;
 pub mod script;
 pub mod tensor;
 
+pub use crate::core::error;
+pub use crate::core::{BudgetScope, DType, Device, Layout, MemoryBudget, Scalar};
+pub use crate::core::{Error, Result};
 pub use engine::{register, Builder, ErrorKind, Interpreter, InterruptHandle, Limit, Limits, ScriptError};
-pub use error::{Error, Result};
 pub use half::{bf16, f16};
 pub use script::convert::RhaiResult;
 pub use script::Runtime;
-pub use tensor::{BudgetScope, DType, Device, Element, Layout, MemoryBudget, Scalar, Tensor};
+pub use tensor::{Element, Tensor};
 
 /// Compile-time checks that the handles a host shares between threads can be.
 const _: () = {

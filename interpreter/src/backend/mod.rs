@@ -16,10 +16,10 @@ pub use cpu::CpuStorage;
 pub use cpu::MatmulDims;
 pub use cuda::CudaStorage;
 
-use crate::error::{Error, Result};
-use crate::tensor::index::Along;
-use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
-use crate::tensor::{DType, Device, HostValues, Layout, Scalar};
+use crate::core::error::{Error, Result};
+use crate::core::index::Along;
+use crate::core::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::core::{DType, Device, HostValues, Layout, Scalar};
 use kiln_kernels::params::{AdamParams, SgdParams};
 
 /// The elements of a tensor on one device.
@@ -49,17 +49,17 @@ pub fn check_device(device: Device) -> Result<()> {
 
 /// The gate before a backend queues work for `op` that makes `n` new
 /// elements of `dtype` on `device`: fails when the run must stop
-/// ([`crate::tensor::control`]) or the bytes cannot be had
-/// ([`crate::tensor::memory::check_bytes`]).
+/// ([`crate::core::control`]) or the bytes cannot be had
+/// ([`crate::core::memory::check_bytes`]).
 pub(crate) fn preflight(op: &'static str, device: Device, dtype: DType, n: usize) -> Result<()> {
-    crate::tensor::control::check(op)?;
+    crate::core::control::check(op)?;
     let bytes = n.checked_mul(dtype.size_in_bytes()).ok_or_else(|| {
         Error::shape(
             op,
             format!("an output of {n} {dtype} elements has more bytes than can be addressed"),
         )
     })?;
-    crate::tensor::memory::check_bytes(op, bytes, device == Device::Cpu)
+    crate::core::memory::check_bytes(op, bytes, device == Device::Cpu)
 }
 
 /// `preflight` for an output in this storage's device.
@@ -345,7 +345,7 @@ impl Storage {
     /// Writes `src` (same dtype and shape) into the elements of `self` at `l`;
     /// `src` may live on the other device (a host↔device copy).
     pub fn copy_from(&mut self, l: &Layout, src: &Storage, ls: &Layout) -> Result<()> {
-        crate::tensor::control::check("copy_")?;
+        crate::core::control::check("copy_")?;
         if self.device() != src.device() {
             // a staging copy on either side at most
             preflight("copy_", Device::Cpu, src.dtype(), ls.numel())?;
@@ -542,7 +542,7 @@ impl Storage {
     /// For each element `i` of `lx`'s shape, `self` at `lx(i) + k * along.stride`
     /// with `k = idx[li(i)]` (`idx` is i64, `li` over the same shape); dense
     /// output. An index outside `0..along.size()` is an error on the CPU and
-    /// reads NaN / 0 on CUDA (see `crate::tensor::index`).
+    /// reads NaN / 0 on CUDA (see `crate::core::index`).
     pub fn gather(&self, lx: &Layout, along: &Along, idx: &Storage, li: &Layout) -> Result<Storage> {
         gate(self, along.op, self.dtype(), lx.numel())?;
         match (self, idx) {
@@ -555,7 +555,7 @@ impl Storage {
     /// For each element `i` of `ls`'s shape, adds `src[ls(i)]` into `self` at
     /// `ld(i) + k * along.stride` with `k = idx[li(i)]` (all three layouts over
     /// that shape). `self` holds the accumulator dtype of `src`'s dtype
-    /// (`crate::tensor::index::scatter_dtype`). An index outside
+    /// (`crate::core::index::scatter_dtype`). An index outside
     /// `0..along.size()` is an error on the CPU and skipped on CUDA.
     pub fn scatter_add_(
         &mut self,
@@ -566,7 +566,7 @@ impl Storage {
         src: &Storage,
         ls: &Layout,
     ) -> Result<()> {
-        crate::tensor::control::check(along.op)?;
+        crate::core::control::check(along.op)?;
         match (self, idx, src) {
             (Storage::Cpu(d), Storage::Cpu(i), Storage::Cpu(s)) => {
                 cpu::scatter_add(d, ld, along, i, li, s, ls)

@@ -37,14 +37,15 @@ pub mod wire;
 
 use crate::backend::cuda::nccl::{self, Communicator};
 use crate::backend::Storage;
-use crate::error::{Error, Result};
+pub use crate::core::collective::ReduceOp;
+use crate::core::error::{Error, Result};
+use crate::core::{DType, Device, Layout};
 use crate::io::raw::{decode, encode_le, Endian, FileDType};
-use crate::tensor::{DType, Device, Layout, Tensor};
+use crate::tensor::Tensor;
 pub use reducer::Reducer;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
-pub use wire::ReduceOp;
 use wire::{Kind, Request};
 
 /// The default I/O timeout of the transport.
@@ -260,7 +261,7 @@ impl ProcessGroup {
             return Ok(());
         }
         let data = host_bytes(t)?;
-        let out = self.collective(Kind::AllReduce, op.code(), t.dtype(), t.shape(), data)?;
+        let out = self.collective(Kind::AllReduce, wire::op_code(op), t.dtype(), t.shape(), data)?;
         write_back(name, t, &out)
     }
 

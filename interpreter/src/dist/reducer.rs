@@ -24,9 +24,10 @@
 
 use super::{ProcessGroup, ReduceOp, Transport};
 use crate::backend::cuda::{CudaRuntime, EngineStream};
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::{DType, Device, Scalar};
 use crate::tensor::autograd::{GradHook, HookHandle, NoGradGuard};
-use crate::tensor::{DType, Device, Scalar, Tensor};
+use crate::tensor::Tensor;
 use std::collections::HashMap;
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, Weak};
 

@@ -11,8 +11,9 @@
 //! message.
 
 use crate::backend::cpu::{with_storage, CpuStorage, Element};
+use crate::core::collective::ReduceOp;
+use crate::core::DType;
 use crate::io::raw::{decode, encode_le, Endian, FileDType};
-use crate::tensor::DType;
 use std::io::{self, Read, Write};
 
 /// Largest frame accepted (1 TiB): a guard against a corrupt length.
@@ -116,60 +117,25 @@ impl Kind {
     }
 }
 
-/// The reduction of an `all_reduce`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReduceOp {
-    /// Elementwise sum (logical or for bool).
-    Sum,
-    /// Sum divided by the world size (floating-point dtypes only).
-    Mean,
-    /// Elementwise maximum (NaN wins; logical or for bool).
-    Max,
-    /// Elementwise minimum (NaN wins; logical and for bool).
-    Min,
+/// The code of `op` sent as a request's arg.
+pub(super) fn op_code(op: ReduceOp) -> u64 {
+    match op {
+        ReduceOp::Sum => 0,
+        ReduceOp::Mean => 1,
+        ReduceOp::Max => 2,
+        ReduceOp::Min => 3,
+    }
 }
 
-impl ReduceOp {
-    /// Parses `"sum"`, `"mean"` (also `"avg"`), `"max"`, `"min"`.
-    pub fn parse(s: &str) -> Option<ReduceOp> {
-        Some(match s {
-            "sum" => ReduceOp::Sum,
-            "mean" | "avg" => ReduceOp::Mean,
-            "max" => ReduceOp::Max,
-            "min" => ReduceOp::Min,
-            _ => return None,
-        })
-    }
-
-    /// The op's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Mean => "mean",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-        }
-    }
-
-    /// The code sent as a request's arg.
-    pub fn code(self) -> u64 {
-        match self {
-            ReduceOp::Sum => 0,
-            ReduceOp::Mean => 1,
-            ReduceOp::Max => 2,
-            ReduceOp::Min => 3,
-        }
-    }
-
-    fn from_code(c: u64) -> Option<ReduceOp> {
-        Some(match c {
-            0 => ReduceOp::Sum,
-            1 => ReduceOp::Mean,
-            2 => ReduceOp::Max,
-            3 => ReduceOp::Min,
-            _ => return None,
-        })
-    }
+/// The reduce op of a request's arg.
+fn op_from_code(c: u64) -> Option<ReduceOp> {
+    Some(match c {
+        0 => ReduceOp::Sum,
+        1 => ReduceOp::Mean,
+        2 => ReduceOp::Max,
+        3 => ReduceOp::Min,
+        _ => return None,
+    })
 }
 
 /// What one rank contributes to a collective.
@@ -233,7 +199,7 @@ impl Request {
             Kind::Barrier => format!("barrier() (collective #{})", self.seq),
             k => {
                 let arg = match k {
-                    Kind::AllReduce => ReduceOp::from_code(self.arg)
+                    Kind::AllReduce => op_from_code(self.arg)
                         .map_or_else(|| "?".to_string(), |o| format!("\"{}\"", o.name())),
                     Kind::Broadcast => self.arg.to_string(),
                     _ => String::new(),
@@ -308,7 +274,7 @@ pub fn combine(reqs: &[Request]) -> Result<Vec<u8>, String> {
     }
     let world = reqs.len();
     let elem = first.dtype.size_in_bytes();
-    let numel = crate::tensor::shape::numel(&first.shape);
+    let numel = crate::core::shape::numel(&first.shape);
     let expect = |r: usize, q: &Request| {
         if q.data.len() != numel * elem {
             Err(format!(
@@ -343,7 +309,7 @@ pub fn combine(reqs: &[Request]) -> Result<Vec<u8>, String> {
             Ok(q.data.clone())
         }
         Kind::AllReduce => {
-            let op = ReduceOp::from_code(first.arg).ok_or("unknown reduce op")?;
+            let op = op_from_code(first.arg).ok_or("unknown reduce op")?;
             if op == ReduceOp::Mean && !first.dtype.is_float() {
                 return Err(format!(
                     "op \"mean\" needs a floating-point tensor, got {} (use \"sum\")",
@@ -501,7 +467,7 @@ mod tests {
     fn requests_and_hellos_round_trip() {
         let q = req(
             Kind::AllReduce,
-            ReduceOp::Max.code(),
+            op_code(ReduceOp::Max),
             CpuStorage::I64(vec![5, -7]),
             &[2, 1],
         );
@@ -524,7 +490,7 @@ mod tests {
         let reqs = |op: ReduceOp| -> Vec<Request> {
             ranks
                 .iter()
-                .map(|v| req(Kind::AllReduce, op.code(), CpuStorage::F32(v.clone()), &[3]))
+                .map(|v| req(Kind::AllReduce, op_code(op), CpuStorage::F32(v.clone()), &[3]))
                 .collect()
         };
         let sum = f32s(&combine(&reqs(ReduceOp::Sum)).unwrap());
@@ -545,12 +511,12 @@ mod tests {
         let ints = [CpuStorage::U8(vec![200, 3]), CpuStorage::U8(vec![100, 9])];
         let q: Vec<_> = ints
             .iter()
-            .map(|s| req(Kind::AllReduce, ReduceOp::Sum.code(), s.clone(), &[2]))
+            .map(|s| req(Kind::AllReduce, op_code(ReduceOp::Sum), s.clone(), &[2]))
             .collect();
         assert_eq!(combine(&q).unwrap(), [44, 12]); // u8 wraps like a u8 add
         let q: Vec<_> = ints
             .iter()
-            .map(|s| req(Kind::AllReduce, ReduceOp::Mean.code(), s.clone(), &[2]))
+            .map(|s| req(Kind::AllReduce, op_code(ReduceOp::Mean), s.clone(), &[2]))
             .collect();
         assert!(combine(&q).unwrap_err().contains("floating-point"));
         let b = [
@@ -559,7 +525,7 @@ mod tests {
         ];
         let q: Vec<_> = b
             .iter()
-            .map(|s| req(Kind::AllReduce, ReduceOp::Min.code(), s.clone(), &[2]))
+            .map(|s| req(Kind::AllReduce, op_code(ReduceOp::Min), s.clone(), &[2]))
             .collect();
         assert_eq!(combine(&q).unwrap(), [1, 0]);
     }

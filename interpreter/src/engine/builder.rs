@@ -3,9 +3,9 @@
 //! engine the host already has ([`Builder::register`]).
 
 use super::Interpreter;
-use crate::error::Result;
+use crate::core::error::Result;
+use crate::core::{Device, MemoryBudget};
 use crate::script::{register_api, stdlib, Runtime};
-use crate::tensor::{Device, MemoryBudget};
 use rhai::Engine;
 use std::sync::Arc;
 
@@ -41,7 +41,7 @@ pub struct Limits {
     /// Entries of one object map; `Some(0)` is no limit.
     pub max_map_size: Option<usize>,
     /// Bytes of tensor storage that the engine's scripts may hold at once,
-    /// on any device ([`crate::tensor::memory`]).
+    /// on any device ([`crate::core::memory`]).
     pub max_memory: Option<usize>,
     /// Wall-clock time of one run. Checked between Rhai operations and every
     /// few milliseconds inside long native ops (a sum over a huge expanded

@@ -2,7 +2,7 @@
 //! [`Error`] of a failed tensor op or the [`Limit`] that stopped it), its
 //! message, and where in which source it happened.
 
-use crate::error::Error;
+use crate::core::error::Error;
 use rhai::{Engine, EvalAltResult, ParseError, Position};
 use std::fmt;
 

@@ -37,7 +37,7 @@ pub use error::{ErrorKind, Limit, ScriptError};
 /// # Ok::<(), kiln::Error>(())
 /// ```
 #[derive(Clone, Debug)]
-pub struct InterruptHandle(Arc<crate::tensor::control::RunControl>);
+pub struct InterruptHandle(Arc<crate::core::control::RunControl>);
 
 impl InterruptHandle {
     /// Asks the run in progress to stop.
@@ -46,9 +46,9 @@ impl InterruptHandle {
     }
 }
 
-use crate::error::Error;
+use crate::core::error::Error;
+use crate::core::{Device, MemoryBudget};
 use crate::script::{OutputFn, Runtime};
-use crate::tensor::{Device, MemoryBudget};
 use rhai::{Dynamic, Engine, FuncArgs, Position, RhaiNativeFunc, Scope, AST};
 use std::borrow::Cow;
 use std::path::Path;

@@ -21,8 +21,9 @@
 //! yields, so a huge or endless input, or a gzip bomb, stops early.
 
 use super::{Decode, FileAccess};
-use crate::error::{Error, Result};
-use crate::tensor::{DType, Device, HostValues, Tensor};
+use crate::core::error::{Error, Result};
+use crate::core::{DType, Device, HostValues};
+use crate::tensor::Tensor;
 use feed::{Feed, Track};
 use std::cell::RefCell;
 use std::io::Read;
@@ -326,8 +327,8 @@ fn read(r: impl Read, opts: &CsvOptions) -> std::result::Result<CsvTable, Decode
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
-    use crate::tensor::MemoryBudget;
+    use crate::core::error::Error;
+    use crate::core::MemoryBudget;
     use std::io::Write;
     use std::sync::Arc;
 

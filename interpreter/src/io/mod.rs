@@ -10,7 +10,7 @@
 //! each streams it, reads its magic bytes and a bounded header first, checks
 //! the sizes the header declares (rank, element counts, bytes) against the
 //! file's length where it is known and against the memory budget entered on
-//! this thread ([`crate::tensor::memory`]), and only then reads exactly the
+//! this thread ([`crate::core::memory`]), and only then reads exactly the
 //! bytes promised, into fallibly allocated storage. Text and decompressed
 //! streams, whose size is not known up front, are checked as they grow, so an
 //! endless input or a decompression bomb stops early with an error.
@@ -21,8 +21,9 @@ pub mod raw;
 pub mod safetensors;
 
 use crate::backend::{CpuStorage, Storage};
-use crate::error::{Error, Result};
-use crate::tensor::{memory, Device, Tensor};
+use crate::core::error::{Error, Result};
+use crate::core::{memory, Device};
+use crate::tensor::Tensor;
 use raw::{Endian, FileDType};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -298,7 +299,7 @@ impl Gauge {
 
 /// A tensor of `shape` over `storage` (whose length must match), on `device`.
 pub(crate) fn tensor_from_cpu(storage: CpuStorage, shape: &[usize], device: Device) -> Result<Tensor> {
-    let n = crate::tensor::shape::checked_numel("load", shape)?;
+    let n = crate::core::shape::checked_numel("load", shape)?;
     if storage.len() != n {
         return Err(Error::shape(
             "load",
@@ -325,7 +326,7 @@ pub(crate) fn cpu_data(t: &Tensor) -> Result<CpuStorage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::MemoryBudget;
+    use crate::core::MemoryBudget;
     use std::sync::Arc;
 
     #[test]

@@ -18,9 +18,10 @@
 
 use super::raw::{self, Endian, FileDType};
 use super::{read_up_to, Decode, FileAccess};
-use crate::error::{Error, Result};
-use crate::tensor::shape::{check_alloc, MAX_DIMS};
-use crate::tensor::{memory, DType, Device, Tensor};
+use crate::core::error::{Error, Result};
+use crate::core::shape::{check_alloc, MAX_DIMS};
+use crate::core::{memory, DType, Device};
+use crate::tensor::Tensor;
 use pyliteral::Py;
 use std::io::Read;
 use std::path::Path;
@@ -74,7 +75,7 @@ fn read(
 ) -> std::result::Result<Tensor, Decode> {
     let (header, header_end) = read_header(r)?;
     let too_large = || Decode::Format(format!("shape {:?} is too large", header.shape));
-    let numel = crate::tensor::shape::checked_numel("load_npy", &header.shape).map_err(|_| too_large())?;
+    let numel = crate::core::shape::checked_numel("load_npy", &header.shape).map_err(|_| too_large())?;
     let need = numel.checked_mul(header.dtype.size()).ok_or_else(too_large)?;
     let truncated = |have: u64| {
         format!(
@@ -307,7 +308,7 @@ pub fn encode(t: &Tensor) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::{HostValues, MemoryBudget};
+    use crate::core::{HostValues, MemoryBudget};
     use std::io::Write;
     use std::sync::Arc;
 

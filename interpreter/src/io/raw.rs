@@ -7,8 +7,8 @@
 //! No file access happens here.
 
 use crate::backend::CpuStorage;
-use crate::tensor::memory::try_vec_with_capacity;
-use crate::tensor::DType;
+use crate::core::memory::try_vec_with_capacity;
+use crate::core::DType;
 use half::{bf16, f16};
 use std::convert::identity;
 
@@ -111,8 +111,12 @@ macro_rules! extend_as {
 }
 
 /// An empty host storage of `dtype` with room for `n` elements, allocated
-/// fallibly (an allocator failure is an [`crate::error::Error::OutOfMemory`]).
-pub(crate) fn with_capacity(op: &'static str, dtype: DType, n: usize) -> crate::error::Result<CpuStorage> {
+/// fallibly (an allocator failure is an [`crate::core::error::Error::OutOfMemory`]).
+pub(crate) fn with_capacity(
+    op: &'static str,
+    dtype: DType,
+    n: usize,
+) -> crate::core::error::Result<CpuStorage> {
     Ok(match dtype {
         DType::Bool => CpuStorage::Bool(try_vec_with_capacity(op, n)?),
         DType::U8 => CpuStorage::U8(try_vec_with_capacity(op, n)?),

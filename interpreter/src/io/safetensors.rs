@@ -15,9 +15,10 @@
 use super::raw::{self, Endian, FileDType};
 pub use super::Decode;
 use super::{read_up_to, FileAccess};
-use crate::error::{Error, Result};
-use crate::tensor::shape::MAX_DIMS;
-use crate::tensor::{memory, Device, Tensor};
+use crate::core::error::{Error, Result};
+use crate::core::shape::MAX_DIMS;
+use crate::core::{memory, Device};
+use crate::tensor::Tensor;
 use safetensors::tensor::{Dtype, Metadata, TensorView, View};
 use std::borrow::Cow;
 use std::io::Read;
@@ -159,7 +160,7 @@ fn plan(meta: &Metadata) -> std::result::Result<(Vec<Planned>, usize), Decode> {
         }
         let too_large = || Decode::Format(format!("tensor '{name}': shape {:?} is too large", info.shape));
         let numel =
-            crate::tensor::shape::checked_numel("load_safetensors", &info.shape).map_err(|_| too_large())?;
+            crate::core::shape::checked_numel("load_safetensors", &info.shape).map_err(|_| too_large())?;
         total = numel
             .checked_mul(dtype.kiln().size_in_bytes())
             .and_then(|b| b.checked_add(total))
@@ -259,7 +260,7 @@ pub fn encode(tensors: &[(String, Tensor)]) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::{DType, HostValues, MemoryBudget};
+    use crate::core::{DType, HostValues, MemoryBudget};
     use std::sync::Arc;
 
     /// A file with header `json` (padded to 8 bytes) and `data`.

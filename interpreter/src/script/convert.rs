@@ -2,8 +2,9 @@
 //! dims, numbers to scalars, nested arrays to tensors and back, option maps to
 //! dtype/device, and kiln errors to Rhai errors. No math lives here.
 
-use crate::error::Error;
-use crate::tensor::{DType, Device, HostValues, Scalar, Tensor};
+use crate::core::error::Error;
+use crate::core::{DType, Device, HostValues, Scalar};
+use crate::tensor::Tensor;
 use rhai::{Array, Dynamic, EvalAltResult, Map, Position, INT};
 use std::cell::RefCell;
 
@@ -249,7 +250,7 @@ pub fn tensor_to_nested(t: &Tensor) -> RhaiResult<Dynamic> {
         values = values.saturating_mul(d);
     }
     let bytes = values.saturating_add(arrays).saturating_mul(32);
-    ok(crate::tensor::memory::check_bytes("to_list", bytes, true))?;
+    ok(crate::core::memory::check_bytes("to_list", bytes, true))?;
     let host = ok(t.to_host())?;
     let mut i = 0;
     Ok(build(&host, t.shape(), &mut i))

@@ -5,7 +5,8 @@
 
 use super::convert::{nested_to_tensor, ok, opts, scalar, shape, shape_of, Opts, RhaiResult};
 use super::Runtime;
-use crate::tensor::{Scalar, Tensor};
+use crate::core::Scalar;
+use crate::tensor::Tensor;
 use rhai::{Dynamic, Engine, Map, INT};
 use std::sync::Arc;
 

@@ -14,8 +14,9 @@
 use super::convert::{ok, opts, script_error, RhaiResult};
 use super::creation::volatile;
 use super::Runtime;
+use crate::core::DType;
 use crate::io::csv::{Column, CsvOptions};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 use rhai::{Array, Dynamic, Engine, Map};
 use std::path::Path;
 use std::sync::Arc;

@@ -8,8 +8,9 @@ use super::convert::{
     tensor_list, tensor_to_nested, RhaiResult,
 };
 use super::Runtime;
-use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
-use crate::tensor::{DType, Device, Tensor};
+use crate::core::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::core::{DType, Device};
+use crate::tensor::Tensor;
 use rhai::{Array, Dynamic, Engine, FLOAT, INT};
 use std::sync::Arc;
 
@@ -36,7 +37,7 @@ fn register_properties(engine: &mut Engine) {
     });
     engine.register_fn("size", |t: &mut Tensor| shape_to_dynamic(t.shape()));
     engine.register_fn("size", |t: &mut Tensor, d: INT| -> RhaiResult<INT> {
-        let d = ok(crate::tensor::shape::normalize_dim("size", d, t.shape()))?;
+        let d = ok(crate::core::shape::normalize_dim("size", d, t.shape()))?;
         Ok(t.shape()[d] as INT)
     });
     engine.register_fn("dim", |t: &mut Tensor| t.ndim() as INT);

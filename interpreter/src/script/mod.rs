@@ -43,9 +43,10 @@ pub use scope::RunScope;
 pub use stdlib::MODULE_NAMES as STDLIB_MODULES;
 
 use crate::backend::cuda::{CudaRuntime, EngineStream};
+use crate::core::control::RunControl;
+use crate::core::{Device, MemoryBudget};
 use crate::io::FileAccess;
-use crate::tensor::control::RunControl;
-use crate::tensor::{Device, Generator, MemoryBudget, Tensor};
+use crate::tensor::{Generator, Tensor};
 use output::Outputs;
 use rhai::{Engine, OptimizationLevel};
 use scope::Modes;
@@ -122,7 +123,7 @@ impl Runtime {
     }
 
     /// What stops this engine's runs: the interrupt flag and the time limit
-    /// (see [`crate::tensor::control`]).
+    /// (see [`crate::core::control`]).
     pub fn control(&self) -> &Arc<RunControl> {
         &self.control
     }
@@ -139,7 +140,7 @@ impl Runtime {
     }
 
     /// A runtime whose scripts' tensors are charged to `budget` (see
-    /// [`crate::tensor::memory`]) and whose file access starts as `files`.
+    /// [`crate::core::memory`]) and whose file access starts as `files`.
     pub fn new(budget: Option<Arc<MemoryBudget>>, files: bool) -> Runtime {
         Runtime {
             device: RwLock::new(None),

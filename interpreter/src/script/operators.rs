@@ -6,8 +6,9 @@
 
 use super::convert::{ok, operand, script_error, RhaiResult};
 use super::Runtime;
-use crate::tensor::op::{BinaryOp, CmpOp};
-use crate::tensor::{Scalar, Tensor};
+use crate::core::op::{BinaryOp, CmpOp};
+use crate::core::Scalar;
+use crate::tensor::Tensor;
 use rhai::{Dynamic, Engine, FLOAT, INT};
 use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;

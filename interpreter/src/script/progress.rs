@@ -19,8 +19,9 @@
 use super::convert::{ok, script_error, RhaiResult};
 use super::creation::volatile;
 use super::Runtime;
+use crate::core::Scalar;
 use crate::progress::{format_metric, Mode, Progress};
-use crate::tensor::{Scalar, Tensor};
+use crate::tensor::Tensor;
 use rhai::{Dynamic, Engine, Map, FLOAT, INT};
 use std::sync::Arc;
 

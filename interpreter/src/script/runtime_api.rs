@@ -7,7 +7,7 @@ use super::convert::{ok, RhaiResult};
 use super::creation::volatile;
 use super::Runtime;
 use crate::backend::cuda::{blas, CudaRuntime};
-use crate::tensor::Device;
+use crate::core::Device;
 use rhai::{Dynamic, Engine, FnPtr, FuncRegistration, Module, NativeCallContext, FLOAT, INT};
 use std::sync::Arc;
 use std::time::Instant;

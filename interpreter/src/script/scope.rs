@@ -13,9 +13,9 @@
 
 use crate::backend::cuda::blas;
 use crate::backend::cuda::StreamScope;
+use crate::core::control::ControlScope;
+use crate::core::BudgetScope;
 use crate::tensor::autograd;
-use crate::tensor::control::ControlScope;
-use crate::tensor::BudgetScope;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

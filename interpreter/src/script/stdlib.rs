@@ -4,7 +4,7 @@
 
 use super::convert::kiln_error_at;
 use super::Runtime;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use rhai::module_resolvers::{FileModuleResolver, ModuleResolversCollection, StaticModuleResolver};
 use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Shared};
 use std::sync::Arc;

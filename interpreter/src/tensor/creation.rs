@@ -1,10 +1,10 @@
 //! Creating tensors: from host values, constant fills, ranges, identity
 //! matrices and random draws (`randperm` included), plus the `*_like` forms.
 
-use super::shape::{check_alloc, numel};
 use super::{DType, Device, Generator, HostValues, Scalar, Tensor};
 use crate::backend::Storage;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::shape::{check_alloc, numel};
 
 impl Tensor {
     /// A tensor of `shape` from host values in row-major order, stored as `dtype`.

@@ -3,11 +3,11 @@
 //! host scalars), `where`, `clamp`, casts and copies.
 
 use super::autograd::{self, functions, Saved};
-use super::op::{BinaryOp, CmpOp, UnaryOp};
-use super::shape::broadcast_shapes;
 use super::{DType, Device, Layout, Scalar, Tensor};
 use crate::backend::Storage;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::core::shape::broadcast_shapes;
 
 /// The dtype of `a op b`, PyTorch style: dimensioned tensors decide within a
 /// category; a 0-dim tensor only matters when its category is higher.

@@ -99,7 +99,7 @@ fn column_width(values: &HostValues, strings: &[String]) -> usize {
 }
 
 /// Keeps the first and last `EDGE` items of every dim longer than `2 * EDGE`.
-fn summarize(t: &Tensor) -> crate::error::Result<(Tensor, Vec<bool>)> {
+fn summarize(t: &Tensor) -> crate::core::error::Result<(Tensor, Vec<bool>)> {
     let mut t = t.clone();
     let mut cut = vec![false; t.ndim()];
     for (d, c) in cut.iter_mut().enumerate() {
@@ -165,7 +165,7 @@ fn nested(v: &[String], shape: &[usize], cut: &[bool], indent: usize, width: usi
         let lines: Vec<String> = items.chunks(per_line).map(|c| c.join(", ")).collect();
         return format!("[{}]", lines.join(&format!(",\n{}", " ".repeat(indent + 1))));
     }
-    let inner = super::shape::numel(&shape[1..]);
+    let inner = crate::core::shape::numel(&shape[1..]);
     let mut parts: Vec<String> = (0..n)
         .map(|i| {
             nested(

@@ -15,10 +15,10 @@
 
 pub use crate::backend::cpu::Element;
 
-use super::shape::{check_alloc, checked_numel};
 use super::{Device, Tensor};
 use crate::backend::Storage;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::shape::{check_alloc, checked_numel};
 
 impl Tensor {
     /// A tensor of `shape` on `device` holding a copy of `values` in
@@ -81,7 +81,7 @@ impl Tensor {
         if let Some((a, b)) = l.contiguous_range() {
             return v.get(a..b).map(<[T]>::to_vec).ok_or_else(out_of_range);
         }
-        super::strided::offsets(l.shape(), l.strides(), l.offset())
+        crate::core::strided::offsets(l.shape(), l.strides(), l.offset())
             .into_iter()
             .map(|o| v.get(o).copied().ok_or_else(out_of_range))
             .collect()

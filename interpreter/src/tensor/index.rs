@@ -25,40 +25,10 @@
 //! such an index and `index_add` / `scatter_add` skip it.
 
 use super::autograd::{self, functions, Saved};
-use super::shape::{normalize_dim, normalize_dim_for};
 use super::{DType, Device, Layout, Tensor};
-use crate::error::{Error, Result};
-
-/// The indexed dim of a gather or scatter-add, as the backends see it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Along {
-    /// The op (named in errors).
-    pub op: &'static str,
-    /// The indexed dim.
-    pub dim: usize,
-    /// The indexed tensor's shape; its size along `dim` bounds the indices.
-    pub shape: Vec<usize>,
-    /// The stride of `dim` in the indexed storage, in elements.
-    pub stride: usize,
-}
-
-impl Along {
-    /// The size of the indexed dim: valid indices are `0..size`.
-    pub fn size(&self) -> usize {
-        self.shape[self.dim]
-    }
-}
-
-/// The dtype scatter-add sums `dtype` in (`None` for bool, which has no sum).
-pub fn scatter_dtype(dtype: DType) -> Option<DType> {
-    match dtype {
-        DType::F32 | DType::F16 | DType::BF16 => Some(DType::F32),
-        DType::F64 => Some(DType::F64),
-        DType::I64 => Some(DType::I64),
-        DType::I32 | DType::U8 => Some(DType::I32),
-        DType::Bool => None,
-    }
-}
+use crate::core::error::{Error, Result};
+use crate::core::index::{scatter_dtype, Along};
+use crate::core::shape::{normalize_dim, normalize_dim_for};
 
 /// `index` as i64 on `x`'s device, or a typed error.
 fn index_of(op: &'static str, x: &Tensor, index: &Tensor) -> Result<Tensor> {

@@ -3,11 +3,11 @@
 //! `+= -= *= /=`. Results are computed first and then written, so a tensor
 //! may read itself (`x += x`, `t[0] = t[1]`).
 
-use super::dtype::Category;
 use super::locks::{lock_ordered, Access};
-use super::op::BinaryOp;
 use super::{DType, Scalar, Tensor};
-use crate::error::{Error, Result};
+use crate::core::dtype::Category;
+use crate::core::error::{Error, Result};
+use crate::core::op::BinaryOp;
 
 /// PyTorch's `can_cast` for in-place results: no float into an integer
 /// tensor, no number into a bool tensor.

@@ -1,9 +1,9 @@
 //! Joining tensors: `cat` along an existing dim and `stack` along a new one.
 
 use super::autograd::{self, functions};
-use super::shape::{normalize_dim, normalize_dim_for};
 use super::{DType, Tensor};
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::shape::{normalize_dim, normalize_dim_for};
 
 impl Tensor {
     /// Concatenates along `dim`; all other dims must match (dtypes promote).

@@ -3,10 +3,10 @@
 
 use super::autograd::{self, functions, Saved};
 use super::elementwise::{result_type, with_storages};
-use super::shape::broadcast_shapes;
 use super::Tensor;
 use crate::backend::MatmulDims;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::shape::broadcast_shapes;
 
 impl Tensor {
     /// Matrix product with `torch.matmul`'s rules.

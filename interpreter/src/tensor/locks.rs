@@ -6,7 +6,7 @@
 
 use super::Tensor;
 use crate::backend::Storage;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
 /// How an op uses a storage it locks.

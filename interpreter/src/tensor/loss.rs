@@ -8,9 +8,9 @@
 //! loss and gradient become NaN, and the kernel never indexes with the label.
 
 use super::autograd::{self, Saved};
-use super::op::CmpOp;
 use super::{DType, Scalar, Tensor};
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::op::CmpOp;
 
 /// How per-sample losses are combined (PyTorch's `reduction`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

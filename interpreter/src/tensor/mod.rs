@@ -5,78 +5,31 @@
 //! tensors that require grad also record their backward ([`autograd`]).
 
 pub mod autograd;
-pub mod control;
 pub mod creation;
-pub mod device;
-pub mod dtype;
 pub mod elementwise;
 pub mod format;
 pub mod host;
 pub mod index;
 pub mod inplace;
 pub mod join;
-pub mod layout;
 pub mod linalg;
 pub(crate) mod locks;
 pub mod loss;
-pub mod memory;
 pub mod nn;
-pub mod op;
 pub mod optim;
 pub mod random;
 pub mod reduce;
-pub mod shape;
-pub mod strided;
-pub mod thread_scope;
 pub mod view;
 
-pub use device::Device;
-pub use dtype::{DType, Scalar};
+pub use crate::core::{BudgetScope, DType, Device, HostValues, Layout, MemoryBudget, Scalar};
 pub use host::Element;
-pub use layout::Layout;
-pub use memory::{BudgetScope, MemoryBudget};
 pub use random::Generator;
 
 use crate::backend::Storage;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::{control, memory};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
-
-/// Host-side values in logical order: what crosses back from a device.
-#[derive(Clone, Debug, PartialEq)]
-pub enum HostValues {
-    /// bool tensors
-    Bool(Vec<bool>),
-    /// integer tensors, widened to i64
-    Int(Vec<i64>),
-    /// float tensors, widened to f64
-    Float(Vec<f64>),
-}
-
-impl HostValues {
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        match self {
-            HostValues::Bool(v) => v.len(),
-            HostValues::Int(v) => v.len(),
-            HostValues::Float(v) => v.len(),
-        }
-    }
-
-    /// True when there are no values.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Value `i` as a scalar.
-    pub fn get(&self, i: usize) -> Option<Scalar> {
-        match self {
-            HostValues::Bool(v) => v.get(i).map(|&b| Scalar::Bool(b)),
-            HostValues::Int(v) => v.get(i).map(|&x| Scalar::Int(x)),
-            HostValues::Float(v) => v.get(i).map(|&x| Scalar::Float(x)),
-        }
-    }
-}
 
 /// Lockable storage with a version counter that every write bumps (autograd
 /// checks it to catch saved tensors modified in place).

@@ -2,9 +2,9 @@
 //! normalisation (integer inputs compute in f32).
 
 use super::autograd::{self, functions, Saved};
-use super::shape::normalize_dim;
 use super::Tensor;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::shape::normalize_dim;
 
 impl Tensor {
     /// Softmax along `dim`.
@@ -99,7 +99,7 @@ impl Tensor {
         };
         let (w, b) = (prep(weight, "weight")?, prep(bias, "bias")?);
         let x = self.to_dtype(dtype)?.dense()?;
-        let norm = super::shape::numel(normalized_shape);
+        let norm = crate::core::shape::numel(normalized_shape);
         let out = {
             let xs = x.storage();
             let ws = w.as_ref().map(|t| t.storage());

@@ -12,7 +12,7 @@
 use super::autograd;
 use super::locks::{lock_ordered, Access};
 use super::{DType, Tensor};
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use kiln_kernels::params::{AdamParams, SgdParams};
 use kiln_kernels::params::{SGD_INIT_BUFFER, SGD_MOMENTUM, SGD_NESTEROV, SGD_WEIGHT_DECAY};
 

@@ -2,10 +2,10 @@
 //! any` over the whole tensor or over some dims, with `keepdim`.
 
 use super::autograd::{self, functions, Saved};
-use super::op::ReduceOp;
-use super::shape::normalize_dim;
 use super::Tensor;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::op::ReduceOp;
+use crate::core::shape::normalize_dim;
 
 impl Tensor {
     /// Reduces `dims` (all dims when `None`); `keepdim` keeps them as size 1.

@@ -4,9 +4,9 @@
 //! `flatten` may copy, and only when no view can express the result.
 
 use super::autograd::{self, functions};
-use super::shape::{infer_shape, normalize_dim, normalize_dim_for, normalize_index};
 use super::Tensor;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
+use crate::core::shape::{infer_shape, normalize_dim, normalize_dim_for, normalize_index};
 
 /// Python's slice clamping of `[start:end:step]` (step > 0) over a dim of
 /// `size`: the first index, the clamped end (never before the first) and the
@@ -117,7 +117,7 @@ impl Tensor {
             ));
         }
         let mut shape: Vec<i64> = self.shape()[..s].iter().map(|&d| d as i64).collect();
-        shape.push(super::shape::numel(&self.shape()[s..=e]) as i64);
+        shape.push(crate::core::shape::numel(&self.shape()[s..=e]) as i64);
         shape.extend(self.shape()[e + 1..].iter().map(|&d| d as i64));
         self.reshape(&shape)
     }

@@ -3,7 +3,7 @@
 //! [`CpuStorage`]'s variants.
 
 use super::CpuStorage;
-use crate::tensor::DType;
+use crate::core::DType;
 use half::{bf16, f16};
 
 mod sealed {
@@ -210,42 +210,42 @@ macro_rules! with_storage {
 macro_rules! with_dtype {
     ($d:expr, $T:ident => $body:expr) => {
         match $d {
-            $crate::tensor::DType::Bool => {
+            $crate::core::DType::Bool => {
                 #[allow(dead_code)]
                 type $T = bool;
                 $body
             }
-            $crate::tensor::DType::U8 => {
+            $crate::core::DType::U8 => {
                 #[allow(dead_code)]
                 type $T = u8;
                 $body
             }
-            $crate::tensor::DType::I32 => {
+            $crate::core::DType::I32 => {
                 #[allow(dead_code)]
                 type $T = i32;
                 $body
             }
-            $crate::tensor::DType::I64 => {
+            $crate::core::DType::I64 => {
                 #[allow(dead_code)]
                 type $T = i64;
                 $body
             }
-            $crate::tensor::DType::F16 => {
+            $crate::core::DType::F16 => {
                 #[allow(dead_code)]
                 type $T = half::f16;
                 $body
             }
-            $crate::tensor::DType::BF16 => {
+            $crate::core::DType::BF16 => {
                 #[allow(dead_code)]
                 type $T = half::bf16;
                 $body
             }
-            $crate::tensor::DType::F32 => {
+            $crate::core::DType::F32 => {
                 #[allow(dead_code)]
                 type $T = f32;
                 $body
             }
-            $crate::tensor::DType::F64 => {
+            $crate::core::DType::F64 => {
                 #[allow(dead_code)]
                 type $T = f64;
                 $body

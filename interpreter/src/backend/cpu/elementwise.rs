@@ -4,11 +4,11 @@
 
 use super::element::{cast, with_storage, Element};
 use super::{CpuStorage, PAR_THRESHOLD};
-use crate::error::{Error, Result};
-use crate::tensor::control::{Stop, CHECK_EVERY};
-use crate::tensor::op::{BinaryOp, CmpOp, UnaryOp};
-use crate::tensor::strided::Merged;
-use crate::tensor::{DType, Layout};
+use crate::core::control::{Stop, CHECK_EVERY};
+use crate::core::error::{Error, Result};
+use crate::core::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::core::strided::Merged;
+use crate::core::{DType, Layout};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
@@ -19,7 +19,7 @@ pub(crate) fn map_strided<const N: usize, D: Copy + Default + Send>(
     layouts: [&Layout; N],
     f: impl Fn([usize; N]) -> D + Sync,
 ) -> Vec<D> {
-    let n = crate::tensor::shape::numel(shape);
+    let n = crate::core::shape::numel(shape);
     let mut out = vec![D::default(); n];
     if n == 0 {
         return out;

@@ -7,10 +7,10 @@
 use super::element::{cast, with_storage, Element};
 use super::elementwise::map_strided;
 use super::CpuStorage;
-use crate::error::{Error, Result};
-use crate::tensor::index::Along;
-use crate::tensor::strided::{offsets, Merged};
-use crate::tensor::Layout;
+use crate::core::error::{Error, Result};
+use crate::core::index::Along;
+use crate::core::strided::{offsets, Merged};
+use crate::core::Layout;
 
 fn ids_of<'a>(op: &'static str, s: &'a CpuStorage) -> Result<&'a [i64]> {
     i64::slice(s).ok_or_else(|| Error::invalid(op, "internal: the index must be i64"))

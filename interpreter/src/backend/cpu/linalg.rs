@@ -6,10 +6,10 @@
 use super::element::{with_storage, Element};
 use super::elementwise::cast_to;
 use super::CpuStorage;
-use crate::error::{Error, Result};
-use crate::tensor::control::Stop;
-use crate::tensor::strided::offsets;
-use crate::tensor::{DType, Layout};
+use crate::core::control::Stop;
+use crate::core::error::{Error, Result};
+use crate::core::strided::offsets;
+use crate::core::{DType, Layout};
 use rayon::prelude::*;
 
 /// The shape of one batched product: `batch` dims, then `[m, k] x [k, n]`.

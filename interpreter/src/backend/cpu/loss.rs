@@ -6,8 +6,8 @@
 
 use super::element::{with_storage, Element};
 use super::CpuStorage;
-use crate::error::{Error, Result};
-use crate::tensor::DType;
+use crate::core::error::{Error, Result};
+use crate::core::DType;
 use rayon::prelude::*;
 
 /// The dtype of per-row results for logits of `dtype`.

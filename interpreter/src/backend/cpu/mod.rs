@@ -25,7 +25,7 @@ pub(crate) use optim::{adam_step, sgd_step};
 pub(crate) use random::{rand_int, rand_normal, rand_uniform};
 pub(crate) use reduce::reduce;
 
-use crate::tensor::{DType, HostValues, Layout, Scalar};
+use crate::core::{DType, HostValues, Layout, Scalar};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
@@ -71,13 +71,13 @@ impl CpuStorage {
 
     /// `n` copies of `value` converted to `dtype`, allocated fallibly (an
     /// allocator failure is an out-of-memory error, not an abort).
-    pub fn full(dtype: DType, n: usize, value: Scalar) -> crate::error::Result<CpuStorage> {
+    pub fn full(dtype: DType, n: usize, value: Scalar) -> crate::core::error::Result<CpuStorage> {
         Ok(with_dtype!(dtype, T => {
             let v: T = match value {
                 Scalar::Float(f) => T::from_f64(f),
                 other => T::from_i64(other.to_i64()),
             };
-            let mut data = crate::tensor::memory::try_zeroed_vec::<T>("full", n)?;
+            let mut data = crate::core::memory::try_zeroed_vec::<T>("full", n)?;
             if v != T::default() || v.to_f64().is_sign_negative() {
                 data.fill(v);
             }
@@ -115,7 +115,7 @@ impl CpuStorage {
     pub fn to_host(&self, layout: &Layout) -> HostValues {
         let dtype = self.dtype();
         with_storage!(self, v: T => {
-            let offs = crate::tensor::strided::offsets(layout.shape(), layout.strides(), layout.offset());
+            let offs = crate::core::strided::offsets(layout.shape(), layout.strides(), layout.offset());
             if dtype == DType::Bool {
                 HostValues::Bool(offs.iter().map(|&o| v[o].to_i64() != 0).collect())
             } else if dtype.is_float() {

@@ -5,9 +5,9 @@
 use super::element::{with_storage, Element};
 use super::elementwise::cast_to;
 use super::CpuStorage;
-use crate::error::{Error, Result};
-use crate::tensor::strided::offsets;
-use crate::tensor::Layout;
+use crate::core::error::{Error, Result};
+use crate::core::strided::offsets;
+use crate::core::Layout;
 use rayon::prelude::*;
 
 /// Softmax (or log-softmax) of float storage along `dim`; contiguous output.

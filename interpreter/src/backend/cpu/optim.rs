@@ -5,7 +5,7 @@
 
 use super::element::Element;
 use super::{CpuStorage, PAR_THRESHOLD};
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use half::{bf16, f16};
 use kiln_kernels::optim::{Adam, Real, Sgd};
 use kiln_kernels::params::{AdamParams, SgdParams};
@@ -109,22 +109,22 @@ fn adam_loop<T: Element, R: Element + Real>(p: &mut [T], g: &[T], m: &mut [R], v
 macro_rules! with_param_type {
     ($dtype:expr, $op:expr, $T:ident, $R:ident => $body:expr) => {
         match $dtype {
-            crate::tensor::DType::F32 => {
+            crate::core::DType::F32 => {
                 type $T = f32;
                 type $R = f32;
                 $body
             }
-            crate::tensor::DType::F64 => {
+            crate::core::DType::F64 => {
                 type $T = f64;
                 type $R = f64;
                 $body
             }
-            crate::tensor::DType::F16 => {
+            crate::core::DType::F16 => {
                 type $T = f16;
                 type $R = f32;
                 $body
             }
-            crate::tensor::DType::BF16 => {
+            crate::core::DType::BF16 => {
                 type $T = bf16;
                 type $R = f32;
                 $body

@@ -4,7 +4,7 @@
 
 use super::element::{with_dtype, Element};
 use super::CpuStorage;
-use crate::tensor::DType;
+use crate::core::DType;
 use kiln_kernels::philox;
 use rayon::prelude::*;
 

@@ -6,11 +6,11 @@
 use super::element::{cast, with_dtype, with_storage, Element};
 use super::elementwise::map_strided;
 use super::{CpuStorage, PAR_THRESHOLD};
-use crate::error::Result;
-use crate::tensor::control::{Stop, CHECK_EVERY};
-use crate::tensor::op::ReduceOp;
-use crate::tensor::strided::Merged;
-use crate::tensor::Layout;
+use crate::core::control::{Stop, CHECK_EVERY};
+use crate::core::error::Result;
+use crate::core::op::ReduceOp;
+use crate::core::strided::Merged;
+use crate::core::Layout;
 use rayon::prelude::*;
 
 /// A finished lane, stored into the output dtype once per output element.
@@ -276,7 +276,7 @@ fn run<T: Element, R: Reducer<T>>(r: &R, v: &[T], l: &Layout, dims: &[usize], st
         });
         s
     };
-    let lane_len: usize = crate::tensor::shape::numel(&inner_shape);
+    let lane_len: usize = crate::core::shape::numel(&inner_shape);
     if outer.numel() == 1 && lane_len >= PAR_THRESHOLD && inner.rows() > 1 {
         let rows = inner.rows();
         let per = (PAR_THRESHOLD / row_len.max(1)).max(1).max(rows / MAX_PARTS);
@@ -342,6 +342,6 @@ pub(crate) fn reduce(op: ReduceOp, s: &CpuStorage, l: &Layout, dims: &[usize]) -
     Ok(out)
 }
 
-fn store_all<T: Element>(v: Vec<Value<T>>, dtype: crate::tensor::DType) -> CpuStorage {
+fn store_all<T: Element>(v: Vec<Value<T>>, dtype: crate::core::DType) -> CpuStorage {
     with_dtype!(dtype, D => D::into_storage(v.into_iter().map(|x| x.store::<D>()).collect()))
 }

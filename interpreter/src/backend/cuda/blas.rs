@@ -7,9 +7,9 @@
 use super::runtime::{cuda_error, CudaRuntime};
 use super::CudaStorage;
 use crate::backend::MatmulDims;
-use crate::error::{Error, Result};
-use crate::tensor::strided::offsets;
-use crate::tensor::{DType, Layout};
+use crate::core::error::{Error, Result};
+use crate::core::strided::offsets;
+use crate::core::{DType, Layout};
 use cudarc::cublas::{result as blas, sys};
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -124,13 +124,13 @@ pub fn matmul(
     }
     let (dt, compute) = types(dtype)?;
     let (m, k, n) = (d.m, d.k, d.n);
-    let batches = crate::tensor::shape::numel(&d.batch);
+    let batches = crate::core::shape::numel(&d.batch);
     let out = CudaStorage::alloc(dtype, batches * m * n)?;
     if out.len == 0 {
         return Ok(out);
     }
     if k == 0 {
-        return CudaStorage::full(dtype, out.len, crate::tensor::Scalar::Int(0));
+        return CudaStorage::full(dtype, out.len, crate::core::Scalar::Int(0));
     }
     let (a, ga) = readable(a, la, m, k)?;
     let (b, gb) = readable(b, lb, k, n)?;
@@ -228,7 +228,7 @@ fn matmul_int(
     lb: &Layout,
     d: &MatmulDims,
 ) -> Result<CudaStorage> {
-    let batches = crate::tensor::shape::numel(&d.batch);
+    let batches = crate::core::shape::numel(&d.batch);
     let out = CudaStorage::alloc(a.dtype, batches * d.m * d.n)?;
     if out.len == 0 {
         return Ok(out);

@@ -6,9 +6,9 @@
 
 use super::kernels::{self, geometry};
 use super::{CudaRuntime, CudaStorage};
-use crate::error::{Error, Result};
-use crate::tensor::index::Along;
-use crate::tensor::Layout;
+use crate::core::error::{Error, Result};
+use crate::core::index::Along;
+use crate::core::Layout;
 use kiln_kernels::params::IndexDim;
 
 /// The kernels' view of the indexed dim, after checking that every element
@@ -54,7 +54,7 @@ impl CudaStorage {
         src: &CudaStorage,
         ls: &Layout,
     ) -> Result<()> {
-        let want = crate::tensor::index::scatter_dtype(src.dtype);
+        let want = crate::core::index::scatter_dtype(src.dtype);
         if want != Some(self.dtype) {
             return Err(Error::invalid(
                 a.op,

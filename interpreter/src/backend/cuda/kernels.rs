@@ -5,10 +5,10 @@
 //! from `kiln_kernels::params`, compiled into both sides).
 
 use super::runtime::{cuda_error, CudaRuntime};
-use crate::error::{Error, Result};
-use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
-use crate::tensor::strided::Merged;
-use crate::tensor::{DType, Layout};
+use crate::core::error::{Error, Result};
+use crate::core::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::core::strided::Merged;
+use crate::core::{DType, Layout};
 use cudarc::driver::{result, sys, CudaFunction, CudaModule};
 use kiln_kernels::params::{
     AdamParams, CrossEntropyParams, Geometry, IndexDim, MatmulShape, Operand, SgdParams, MAX_DIMS,
@@ -325,7 +325,7 @@ pub fn geometry<const N: usize>(
     shape: &[usize],
     layouts: [&Layout; N],
 ) -> Result<(Geometry, [Operand; N])> {
-    let n = crate::tensor::shape::numel(shape);
+    let n = crate::core::shape::numel(shape);
     let too_big = || {
         Error::invalid(
             op,
@@ -353,7 +353,7 @@ pub fn geometry<const N: usize>(
     for (d, &s) in m.shape.iter().enumerate() {
         g.sizes[d] = s as u32;
     }
-    let dense = crate::tensor::shape::contiguous_strides(&m.shape);
+    let dense = crate::core::shape::contiguous_strides(&m.shape);
     let ops = std::array::from_fn(|k| {
         let mut o = Operand {
             offset: layouts[k].offset() as u32,

@@ -23,9 +23,9 @@ pub use allocator::MemoryStats;
 pub use runtime::{CudaRuntime, EngineStream, StreamScope};
 
 use super::cpu::{with_dtype, Element};
-use crate::error::{Error, Result};
-use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
-use crate::tensor::{DType, Layout, Scalar};
+use crate::core::error::{Error, Result};
+use crate::core::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::core::{DType, Layout, Scalar};
 use cudarc::driver::{result, sys};
 pub use kernels::Kernel;
 use kernels::{dense, geometry, DenseReduce};
@@ -86,7 +86,7 @@ impl CudaStorage {
     /// Uninitialised storage for `len` elements of `dtype`.
     pub fn alloc(dtype: DType, len: usize) -> Result<CudaStorage> {
         let rt = CudaRuntime::get()?;
-        let op = crate::tensor::memory::current_op();
+        let op = crate::core::memory::current_op();
         let oom = |bytes: usize, why: String| Error::OutOfMemory {
             op,
             bytes,
@@ -463,7 +463,7 @@ impl CudaStorage {
             return Ok(false);
         }
         let (a, b) = (dims[0], dims[dims.len() - 1] + 1);
-        let size = |ds: &[usize]| crate::tensor::shape::numel(ds);
+        let size = |ds: &[usize]| crate::core::shape::numel(ds);
         let (outer, r, inner) = (
             size(&l.shape()[..a]),
             size(&l.shape()[a..b]),

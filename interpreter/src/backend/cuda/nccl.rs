@@ -10,9 +10,9 @@
 
 use super::runtime::CudaRuntime;
 use super::CudaStorage;
-use crate::dist::ReduceOp;
-use crate::error::{Error, Result};
-use crate::tensor::DType;
+use crate::core::collective::ReduceOp;
+use crate::core::error::{Error, Result};
+use crate::core::DType;
 use cudarc::nccl::{result, sys};
 use std::ffi::CStr;
 use std::mem::MaybeUninit;

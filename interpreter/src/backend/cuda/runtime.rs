@@ -15,7 +15,7 @@
 use super::allocator::CachingAllocator;
 use super::kernels::KernelTable;
 use super::staging::Staging;
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use cudarc::cublas::sys as cublas_sys;
 use cudarc::driver::{result, sys};
 use cudarc::driver::{CudaContext, CudaStream};

@@ -7,7 +7,7 @@
 //! straight through the driver.
 
 use super::runtime::cuda_error;
-use crate::error::Result;
+use crate::core::error::Result;
 use cudarc::driver::{result, sys};
 use rayon::prelude::*;
 

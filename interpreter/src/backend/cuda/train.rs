@@ -3,8 +3,8 @@
 //! in place). The op front-end has checked dtypes, shapes and density.
 
 use super::{kernels, CudaRuntime, CudaStorage};
-use crate::error::{Error, Result};
-use crate::tensor::DType;
+use crate::core::error::{Error, Result};
+use crate::core::DType;
 use kiln_kernels::params::{AdamParams, CrossEntropyParams, SgdParams};
 
 /// `n` as a kernel size, or a clear error.

@@ -8,8 +8,8 @@
 use super::runtime::{cuda_error, CudaRuntime};
 use super::{staging, CudaStorage};
 use crate::backend::cpu::{with_dtype, with_storage, CpuStorage, Element};
-use crate::error::{Error, Result};
-use crate::tensor::Layout;
+use crate::core::error::{Error, Result};
+use crate::core::Layout;
 use cudarc::driver::{result, sys};
 use std::borrow::Cow;
 use std::ops::Range;

@@ -8,8 +8,8 @@
 //! [`TEXT_FREE`]). So an endless input or a decompression bomb stops while
 //! it streams, whatever it holds.
 
+use crate::core::memory;
 use crate::io::{Decode, Gauge};
-use crate::tensor::memory;
 use std::cell::RefCell;
 use std::io::{self, Read};
 use std::rc::Rc;

@@ -5,8 +5,8 @@
 //! them to the inputs' dtypes. The ops record themselves (and save what these
 //! need) in their own front-end files.
 
-use crate::error::{Error, Result};
-use crate::tensor::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::core::error::{Error, Result};
+use crate::core::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::tensor::{Scalar, Tensor};
 
 /// `g` summed over the dims that broadcasting added or stretched, so that it

@@ -20,7 +20,7 @@
 pub mod functions;
 
 use super::{DType, Tensor};
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -770,11 +770,8 @@ mod tests {
         a.set_requires_grad(true).unwrap();
         let x = t(&[3.0, 4.0], &[2]);
         let y = a.mul(&x).unwrap().sum().unwrap();
-        x.binary_scalar_(
-            crate::tensor::op::BinaryOp::Add,
-            crate::tensor::Scalar::Float(1.0),
-        )
-        .unwrap();
+        x.binary_scalar_(crate::core::op::BinaryOp::Add, crate::tensor::Scalar::Float(1.0))
+            .unwrap();
         let e = y.backward().unwrap_err().to_string();
         assert!(e.contains("modified in place"), "{e}");
     }

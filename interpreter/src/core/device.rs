@@ -1,6 +1,6 @@
 //! [`Device`]: where a tensor lives.
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use std::fmt;
 
 /// A compute device.

@@ -1,7 +1,7 @@
 //! Shape arithmetic: element counts, contiguous strides, NumPy broadcasting and
 //! the normalisation of (possibly negative) dims and indices.
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 
 /// Number of elements of a shape (1 for a 0-dim shape); saturates at
 /// `usize::MAX` for a shape whose count overflows (which no tensor has:

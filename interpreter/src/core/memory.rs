@@ -28,7 +28,7 @@
 //! memory fallibly after that gate.
 
 use super::thread_scope::{self, ThreadScope};
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -12,7 +12,7 @@
 //! a check costs one thread-local read.
 
 use super::thread_scope::{self, ThreadScope};
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};

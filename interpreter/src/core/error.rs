@@ -2,7 +2,7 @@
 //! cause is a value of [`Error`], with a message that names the op and the
 //! operands' shapes. Nothing here panics.
 
-use crate::tensor::{DType, Device};
+use super::{DType, Device};
 
 /// Shorthand for results of kiln operations.
 pub type Result<T> = std::result::Result<T, Error>;

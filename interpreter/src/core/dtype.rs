@@ -1,7 +1,7 @@
 //! Element types ([`DType`]), host scalars ([`Scalar`]) and PyTorch's type
 //! promotion rules. Pure metadata: no storage, no math on data.
 
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 use std::fmt;
 
 /// The element type of a tensor.
@@ -166,7 +166,7 @@ impl Scalar {
     /// without overflow, as PyTorch refuses it: a NaN, an infinity or an
     /// out-of-range number into an integer dtype (`300` as `u8`, `-1` as
     /// `u8`, `3e9` as `i32`). Floats take any number; `bool` any value.
-    pub fn check_fits(self, op: &'static str, dtype: DType) -> crate::error::Result<()> {
+    pub fn check_fits(self, op: &'static str, dtype: DType) -> crate::core::error::Result<()> {
         let Some((lo, hi)) = dtype.int_range() else {
             return Ok(());
         };
@@ -188,7 +188,7 @@ impl Scalar {
             Scalar::Float(f) => f.to_string(),
             other => other.to_i64().to_string(),
         };
-        Err(crate::error::Error::invalid(
+        Err(crate::core::error::Error::invalid(
             op,
             format!("value {v} cannot be converted to dtype {dtype} without overflow"),
         ))

@@ -12,7 +12,7 @@
 //! the layout.
 
 use super::shape::{self, contiguous_strides, numel};
-use crate::error::{Error, Result};
+use crate::core::error::{Error, Result};
 
 /// Where a tensor's elements live inside its storage, in elements.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -22,9 +22,11 @@
 pub mod elem;
 pub mod half;
 pub mod math;
+pub mod ops;
 pub mod optim;
 pub mod params;
 pub mod philox;
+pub mod real;
 pub mod reduce;
 
 #[cfg(target_arch = "nvptx64")]

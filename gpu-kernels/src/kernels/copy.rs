@@ -54,9 +54,9 @@ unsafe fn transpose<T: Copy>(batch: u32, rows: u32, cols: u32, sb: u32, sj: u32,
 }
 
 macro_rules! transpose_kernel {
-    ($name:literal, $t:ty) => {
+    ($bytes:ident, $t:ty) => {
         const _: () = {
-            #[export_name = $name]
+            #[export_name = crate::kernel_name!(transpose, $bytes)]
             unsafe extern "ptx-kernel" fn kernel(
                 batch: u32,
                 rows: u32,
@@ -71,7 +71,7 @@ macro_rules! transpose_kernel {
         };
     };
 }
-transpose_kernel!("transpose_b1", u8);
-transpose_kernel!("transpose_b2", u16);
-transpose_kernel!("transpose_b4", u32);
-transpose_kernel!("transpose_b8", u64);
+transpose_kernel!(b1, u8);
+transpose_kernel!(b2, u16);
+transpose_kernel!(b4, u32);
+transpose_kernel!(b8, u64);

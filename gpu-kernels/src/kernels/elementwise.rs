@@ -6,7 +6,7 @@
 use crate::device::{for_each_index, AlignTo, Aligned, Bytes};
 use crate::elem::{Elem, BF16, F16};
 use crate::params::{Geometry, Operand};
-use crate::{math, philox};
+use crate::philox;
 
 // ---- unary ------------------------------------------------------------------
 
@@ -14,7 +14,7 @@ use crate::{math, philox};
 macro_rules! unary_float {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("unary_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(unary, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(g: Geometry, x: *const $t, xo: Operand, y: *mut $t) {
                 for_each_index(g.n, |i| {
                     let v = *x.add(g.offset(&xo, i) as usize);
@@ -33,7 +33,7 @@ macro_rules! unary_float {
 macro_rules! unary_int {
     ($op:ident, $f:expr, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("unary_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(unary, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(g: Geometry, x: *const $t, xo: Operand, y: *mut $t) {
                 for_each_index(g.n, |i| {
                     let v = (*x.add(g.offset(&xo, i) as usize)).to_i64();
@@ -44,62 +44,10 @@ macro_rules! unary_int {
     };
 }
 
-/// One line per float unary op: its strided and its dense (packed) kernels.
-macro_rules! float_unary_ops {
-    ($($op:ident => $f32:expr, $f64:expr;)*) => {
-        $(
-            for_float_types!(unary_float!($op, $f32, $f64,));
-            for_float_types!(unary_packed!($op, $f32, $f64,));
-        )*
-    };
-}
-
-fn relu32(x: f32) -> f32 {
-    if x > 0.0 || x != x {
-        x
-    } else {
-        0.0
-    }
-}
-fn relu64(x: f64) -> f64 {
-    if x > 0.0 || x != x {
-        x
-    } else {
-        0.0
-    }
-}
-fn sign32(x: f32) -> f32 {
-    if x > 0.0 {
-        1.0
-    } else if x < 0.0 {
-        -1.0
-    } else {
-        x
-    }
-}
-fn sign64(x: f64) -> f64 {
-    if x > 0.0 {
-        1.0
-    } else if x < 0.0 {
-        -1.0
-    } else {
-        x
-    }
-}
-
-for_int_types!(unary_int!(abs, |x: i64| x.wrapping_abs(),));
-for_int_types!(unary_int!(neg, |x: i64| x.wrapping_neg(),));
-for_int_types!(unary_int!(relu, |x: i64| if x > 0 { x } else { 0 },));
-for_int_types!(unary_int!(sign, |x: i64| x.signum(),));
-for_int_types!(unary_int!(square, |x: i64| x.wrapping_mul(x),));
-for_int_types!(unary_int!(floor, |x: i64| x,));
-for_int_types!(unary_int!(ceil, |x: i64| x,));
-for_int_types!(unary_int!(round, |x: i64| x,));
-
 macro_rules! logical_not {
     ($tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("unary_logical_not_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(unary_logical_not, $tn)]
             unsafe extern "ptx-kernel" fn kernel(g: Geometry, x: *const $t, xo: Operand, y: *mut bool) {
                 for_each_index(g.n, |i| {
                     let v = *x.add(g.offset(&xo, i) as usize);
@@ -109,14 +57,13 @@ macro_rules! logical_not {
         };
     };
 }
-for_all_types!(logical_not!());
 
 // ---- binary -----------------------------------------------------------------
 
 macro_rules! binary_float {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("binary_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(binary, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 g: Geometry,
                 a: *const $t,
@@ -143,7 +90,7 @@ macro_rules! binary_float {
 macro_rules! binary_int {
     ($op:ident, $f:expr, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("binary_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(binary, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 g: Geometry,
                 a: *const $t,
@@ -162,103 +109,12 @@ macro_rules! binary_int {
     };
 }
 
-fn rem32(a: f32, b: f32) -> f32 {
-    let r = libm::fmodf(a, b);
-    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
-        r + b
-    } else {
-        r
-    }
-}
-fn rem64(a: f64, b: f64) -> f64 {
-    let r = libm::fmod(a, b);
-    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
-        r + b
-    } else {
-        r
-    }
-}
-fn max32(a: f32, b: f32) -> f32 {
-    if a != a || b != b {
-        f32::NAN
-    } else if a > b {
-        a
-    } else {
-        b
-    }
-}
-fn max64(a: f64, b: f64) -> f64 {
-    if a != a || b != b {
-        f64::NAN
-    } else if a > b {
-        a
-    } else {
-        b
-    }
-}
-fn min32(a: f32, b: f32) -> f32 {
-    if a != a || b != b {
-        f32::NAN
-    } else if a < b {
-        a
-    } else {
-        b
-    }
-}
-fn min64(a: f64, b: f64) -> f64 {
-    if a != a || b != b {
-        f64::NAN
-    } else if a < b {
-        a
-    } else {
-        b
-    }
-}
-fn irem(a: i64, b: i64) -> i64 {
-    match a.checked_rem(b) {
-        Some(r) if r != 0 && ((r < 0) != (b < 0)) => r + b,
-        Some(r) => r,
-        None => 0,
-    }
-}
-fn ipow(base: i64, exp: i64) -> i64 {
-    if exp < 0 {
-        return match base {
-            1 => 1,
-            -1 if exp % 2 == 0 => 1,
-            -1 => -1,
-            _ => 0,
-        };
-    }
-    let (mut r, mut b, mut e) = (1i64, base, exp as u64);
-    while e > 0 {
-        if e & 1 == 1 {
-            r = r.wrapping_mul(b);
-        }
-        b = b.wrapping_mul(b);
-        e >>= 1;
-    }
-    r
-}
-
-for_int_types!(binary_int!(add, |a: i64, b: i64| a.wrapping_add(b),));
-for_int_types!(binary_int!(sub, |a: i64, b: i64| a.wrapping_sub(b),));
-for_int_types!(binary_int!(mul, |a: i64, b: i64| a.wrapping_mul(b),));
-for_int_types!(binary_int!(remainder, irem,));
-for_int_types!(binary_int!(pow, ipow,));
-for_int_types!(binary_int!(maximum, |a: i64, b: i64| if a > b { a } else { b },));
-for_int_types!(binary_int!(minimum, |a: i64, b: i64| if a < b { a } else { b },));
-binary_int!(add, |a: i64, b: i64| ((a | b) != 0) as i64, bool, bool);
-binary_int!(maximum, |a: i64, b: i64| ((a | b) != 0) as i64, bool, bool);
-binary_int!(mul, |a: i64, b: i64| ((a & b) != 0) as i64, bool, bool);
-binary_int!(minimum, |a: i64, b: i64| ((a & b) != 0) as i64, bool, bool);
-
 // ---- comparisons and where -------------------------------------------------------
 
 macro_rules! compare {
     ($op:ident, $cmp:tt, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("cmp_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(cmp, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 g: Geometry,
                 a: *const $t,
@@ -280,17 +136,10 @@ macro_rules! compare {
         };
     };
 }
-for_all_types!(compare!(eq, ==,));
-for_all_types!(compare!(ne, !=,));
-for_all_types!(compare!(lt, <,));
-for_all_types!(compare!(le, <=,));
-for_all_types!(compare!(gt, >,));
-for_all_types!(compare!(ge, >=,));
-
 macro_rules! where_kernel {
     ($tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("where_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(where, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 g: Geometry,
                 c: *const bool,
@@ -320,7 +169,7 @@ for_all_types!(where_kernel!());
 macro_rules! cast_kernel {
     ($dn:ident, $d:ty, $sn:ident, $s:ty) => {
         const _: () = {
-            #[export_name = concat!("cast_", stringify!($sn), "_", stringify!($dn))]
+            #[export_name = crate::kernel_name!(cast, $sn, $dn)]
             unsafe extern "ptx-kernel" fn kernel(
                 g: Geometry,
                 x: *const $s,
@@ -367,7 +216,7 @@ macro_rules! cast_packed {
                     <$d>::from_i64(v.to_i64())
                 }
             }
-            #[export_name = concat!("cast_v_", stringify!($sn), "_", stringify!($dn))]
+            #[export_name = crate::kernel_name!(cast_v, $sn, $dn)]
             unsafe extern "ptx-kernel" fn kernel(n: u32, x: *const $s, y: *mut $d) {
                 let packs = n / V as u32;
                 let (xv, yv) = (x as *const PS, y as *mut PD);
@@ -402,13 +251,13 @@ for_all_types!(cast_from_all!());
 macro_rules! fill_kernel {
     ($tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("fill_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(fill, $tn)]
             unsafe extern "ptx-kernel" fn kernel(n: u32, y: *mut $t, value: $t) {
                 for_each_index(n, |i| *y.add(i as usize) = value);
             }
         };
         const _: () = {
-            #[export_name = concat!("arange_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(arange, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 n: u32,
                 y: *mut $t,
@@ -435,7 +284,7 @@ for_all_types!(fill_kernel!());
 macro_rules! random_float {
     ($tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("rand_uniform_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(rand_uniform, $tn)]
             unsafe extern "ptx-kernel" fn kernel(n: u32, y: *mut $t, seed: u64, stream: u64) {
                 for_each_index(n, |i| {
                     let v: $t = if core::mem::size_of::<$t>() == 8 {
@@ -453,7 +302,7 @@ macro_rules! random_float {
             }
         };
         const _: () = {
-            #[export_name = concat!("rand_normal_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(rand_normal, $tn)]
             unsafe extern "ptx-kernel" fn kernel(n: u32, y: *mut $t, seed: u64, stream: u64) {
                 for_each_index(n, |i| {
                     *y.add(i as usize) = <$t>::from_f64(philox::normal_at(seed, stream, i as u64));
@@ -467,7 +316,7 @@ for_float_types!(random_float!());
 macro_rules! random_int {
     ($tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("rand_int_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(rand_int, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 n: u32,
                 y: *mut $t,
@@ -485,21 +334,12 @@ macro_rules! random_int {
 }
 for_all_types!(random_int!());
 
-// ---- bitwise (integers and bool) --------------------------------------------------
-
-for_int_types!(binary_int!(bitwise_and, |a: i64, b: i64| a & b,));
-for_int_types!(binary_int!(bitwise_or, |a: i64, b: i64| a | b,));
-for_int_types!(binary_int!(bitwise_xor, |a: i64, b: i64| a ^ b,));
-binary_int!(bitwise_and, |a: i64, b: i64| a & b, bool, bool);
-binary_int!(bitwise_or, |a: i64, b: i64| a | b, bool, bool);
-binary_int!(bitwise_xor, |a: i64, b: i64| a ^ b, bool, bool);
-
 // ---- ops with a host scalar (passed by value; `rev` puts the scalar first) --------
 
 macro_rules! binary_scalar_float {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("binary_scalar_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(binary_scalar, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 g: Geometry,
                 a: *const $t,
@@ -526,7 +366,7 @@ macro_rules! binary_scalar_float {
 macro_rules! binary_scalar_int {
     ($op:ident, $f:expr, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("binary_scalar_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(binary_scalar, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 g: Geometry,
                 a: *const $t,
@@ -546,36 +386,10 @@ macro_rules! binary_scalar_int {
     };
 }
 
-for_int_types!(binary_scalar_int!(add, |a: i64, b: i64| a.wrapping_add(b),));
-for_int_types!(binary_scalar_int!(sub, |a: i64, b: i64| a.wrapping_sub(b),));
-for_int_types!(binary_scalar_int!(mul, |a: i64, b: i64| a.wrapping_mul(b),));
-for_int_types!(binary_scalar_int!(remainder, irem,));
-for_int_types!(binary_scalar_int!(pow, ipow,));
-for_int_types!(binary_scalar_int!(maximum, |a: i64, b: i64| if a > b {
-    a
-} else {
-    b
-},));
-for_int_types!(binary_scalar_int!(minimum, |a: i64, b: i64| if a < b {
-    a
-} else {
-    b
-},));
-for_int_types!(binary_scalar_int!(bitwise_and, |a: i64, b: i64| a & b,));
-for_int_types!(binary_scalar_int!(bitwise_or, |a: i64, b: i64| a | b,));
-for_int_types!(binary_scalar_int!(bitwise_xor, |a: i64, b: i64| a ^ b,));
-binary_scalar_int!(add, |a: i64, b: i64| ((a | b) != 0) as i64, bool, bool);
-binary_scalar_int!(maximum, |a: i64, b: i64| ((a | b) != 0) as i64, bool, bool);
-binary_scalar_int!(mul, |a: i64, b: i64| ((a & b) != 0) as i64, bool, bool);
-binary_scalar_int!(minimum, |a: i64, b: i64| ((a & b) != 0) as i64, bool, bool);
-binary_scalar_int!(bitwise_and, |a: i64, b: i64| a & b, bool, bool);
-binary_scalar_int!(bitwise_or, |a: i64, b: i64| a | b, bool, bool);
-binary_scalar_int!(bitwise_xor, |a: i64, b: i64| a ^ b, bool, bool);
-
 macro_rules! compare_scalar {
     ($op:ident, $cmp:tt, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("cmp_scalar_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(cmp_scalar, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(g: Geometry, a: *const $t, ao: Operand, s: $t, rev: u32, y: *mut bool) {
                 for_each_index(g.n, |i| {
                     let x = *a.add(g.offset(&ao, i) as usize);
@@ -590,19 +404,12 @@ macro_rules! compare_scalar {
         };
     };
 }
-for_all_types!(compare_scalar!(eq, ==,));
-for_all_types!(compare_scalar!(ne, !=,));
-for_all_types!(compare_scalar!(lt, <,));
-for_all_types!(compare_scalar!(le, <=,));
-for_all_types!(compare_scalar!(gt, >,));
-for_all_types!(compare_scalar!(ge, >=,));
-
 // ---- dense fast paths: 16-byte accesses, no index arithmetic --------------------------
 
 macro_rules! unary_packed {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("unary_v_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(unary_v, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(n: u32, x: *const $t, y: *mut $t) {
                 crate::device::map_packed::<$t, $t, { 16 / core::mem::size_of::<$t>() }>(n, x, y, |_, v| {
                     if core::mem::size_of::<$t>() == 8 {
@@ -619,7 +426,7 @@ macro_rules! unary_packed {
 macro_rules! binary_packed {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("binary_v_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(binary_v, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(n: u32, a: *const $t, b: *const $t, y: *mut $t) {
                 crate::device::map_packed2::<$t, { 16 / core::mem::size_of::<$t>() }>(n, a, b, y, |p, q| {
                     if core::mem::size_of::<$t>() == 8 {
@@ -631,7 +438,7 @@ macro_rules! binary_packed {
             }
         };
         const _: () = {
-            #[export_name = concat!("binary_scalar_v_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(binary_scalar_v, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(n: u32, a: *const $t, s: $t, rev: u32, y: *mut $t) {
                 crate::device::map_packed::<$t, $t, { 16 / core::mem::size_of::<$t>() }>(n, a, y, |_, x| {
                     let (p, q) = if rev != 0 { (s, x) } else { (x, s) };
@@ -652,7 +459,7 @@ macro_rules! binary_packed {
 macro_rules! binary_row {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("binary_row_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(binary_row, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 packs: u32,
                 row_packs: u32,
@@ -688,54 +495,65 @@ macro_rules! binary_row {
     };
 }
 
-// ---- the float op tables (each op once; every kernel family generated from it) --------
-
-float_unary_ops! {
-    abs => libm::fabsf, libm::fabs;
-    neg => |x: f32| -x, |x: f64| -x;
-    exp => math::exp_f32, libm::exp;
-    log => libm::logf, libm::log;
-    log2 => libm::log2f, libm::log2;
-    log1p => libm::log1pf, libm::log1p;
-    expm1 => libm::expm1f, libm::expm1;
-    sqrt => math::sqrt_f32, math::sqrt_f64;
-    rsqrt => |x: f32| 1.0 / math::sqrt_f32(x), |x: f64| 1.0 / math::sqrt_f64(x);
-    sin => libm::sinf, libm::sin;
-    cos => libm::cosf, libm::cos;
-    tan => libm::tanf, libm::tan;
-    tanh => libm::tanhf, libm::tanh;
-    sigmoid => math::sigmoid_f32, math::sigmoid_f64;
-    relu => relu32, relu64;
-    gelu => math::gelu_f32, math::gelu_f64;
-    silu => math::silu_f32, math::silu_f64;
-    erf => math::erf_f32, math::erf_f64;
-    floor => libm::floorf, libm::floor;
-    ceil => libm::ceilf, libm::ceil;
-    round => libm::rintf, libm::rint;
-    sign => sign32, sign64;
-    square => |x: f32| x * x, |x: f64| x * x;
-    reciprocal => |x: f32| 1.0 / x, |x: f64| 1.0 / x;
+/// Every row of the unary op table: float kernels (strided and dense) for
+/// every row, integer kernels for the `keep` rows, and the bool-valued
+/// `logical_not` for any input dtype.
+macro_rules! unary_kernels {
+    ($($v:ident $n:ident $doc:literal $rule:ident $dom:ident $f:tt $i:tt;)*) => {
+        $( unary_kernels!(@ $rule $n); )*
+    };
+    (@float $n:ident) => {
+        for_float_types!(unary_float!($n, crate::ops::unary::$n::<f32>, crate::ops::unary::$n::<f64>,));
+        for_float_types!(unary_packed!($n, crate::ops::unary::$n::<f32>, crate::ops::unary::$n::<f64>,));
+    };
+    (@keep $n:ident) => {
+        unary_kernels!(@float $n);
+        for_int_types!(unary_int!($n, crate::ops::unary::int::$n,));
+    };
+    (@logical $n:ident) => {
+        for_all_types!(logical_not!());
+    };
 }
+crate::unary_ops!(unary_kernels);
 
-/// One line per float binary op: strided, with a scalar, and dense kernels.
-macro_rules! float_binary_ops {
-    ($($op:ident => $f32:expr, $f64:expr;)*) => {
+/// Every row of the binary op table: float kernels (strided, with a scalar,
+/// dense and row-broadcast) for the `arith` and `float` rows, integer kernels
+/// for the `arith` and `bitwise` rows, bool kernels where a row has a bool
+/// formula.
+macro_rules! binary_kernels {
+    ($($v:ident $n:ident $doc:literal $rule:ident $f:tt $i:tt $b:tt;)*) => {
+        $( binary_kernels!(@ $rule $n $b); )*
+    };
+    (@float $n:ident $b:tt) => {
+        for_float_types!(binary_float!($n, crate::ops::binary::$n::<f32>, crate::ops::binary::$n::<f64>,));
+        for_float_types!(binary_scalar_float!($n, crate::ops::binary::$n::<f32>, crate::ops::binary::$n::<f64>,));
+        for_float_types!(binary_packed!($n, crate::ops::binary::$n::<f32>, crate::ops::binary::$n::<f64>,));
+        for_float_types!(binary_row!($n, crate::ops::binary::$n::<f32>, crate::ops::binary::$n::<f64>,));
+    };
+    (@arith $n:ident $b:tt) => {
+        binary_kernels!(@float $n $b);
+        binary_kernels!(@bitwise $n $b);
+    };
+    (@bitwise $n:ident $b:tt) => {
+        for_int_types!(binary_int!($n, crate::ops::binary::int::$n,));
+        for_int_types!(binary_scalar_int!($n, crate::ops::binary::int::$n,));
+        binary_kernels!(@bool $n $b);
+    };
+    (@bool $n:ident ()) => {};
+    (@bool $n:ident $b:tt) => {
+        binary_int!($n, crate::ops::binary::boolean::$n, bool, bool);
+        binary_scalar_int!($n, crate::ops::binary::boolean::$n, bool, bool);
+    };
+}
+crate::binary_ops!(binary_kernels);
+
+/// Every row of the comparison table, for every dtype: strided and with a scalar.
+macro_rules! cmp_kernels {
+    ($($v:ident $n:ident $doc:literal $op:tt;)*) => {
         $(
-            for_float_types!(binary_float!($op, $f32, $f64,));
-            for_float_types!(binary_scalar_float!($op, $f32, $f64,));
-            for_float_types!(binary_packed!($op, $f32, $f64,));
-            for_float_types!(binary_row!($op, $f32, $f64,));
+            for_all_types!(compare!($n, $op,));
+            for_all_types!(compare_scalar!($n, $op,));
         )*
     };
 }
-
-float_binary_ops! {
-    add => |a: f32, b: f32| a + b, |a: f64, b: f64| a + b;
-    sub => |a: f32, b: f32| a - b, |a: f64, b: f64| a - b;
-    mul => |a: f32, b: f32| a * b, |a: f64, b: f64| a * b;
-    div => |a: f32, b: f32| a / b, |a: f64, b: f64| a / b;
-    remainder => rem32, rem64;
-    pow => math::pow_f32, math::pow_f64;
-    maximum => max32, max64;
-    minimum => min32, min64;
-}
+crate::cmp_ops!(cmp_kernels);

@@ -38,7 +38,7 @@ fn missing<T: Elem>() -> T {
 macro_rules! gather {
     ($tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("gather_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(gather, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 g: Geometry,
                 x: *const $t,
@@ -124,7 +124,7 @@ macro_rules! scatter_add {
         const _: () = {
             type A = <$t as ScatterSrc>::A;
 
-            #[export_name = concat!("scatter_add_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(scatter_add, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 g: Geometry,
                 dst: *mut A,

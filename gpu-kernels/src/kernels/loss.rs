@@ -94,7 +94,7 @@ macro_rules! cross_entropy {
         const _: () = {
             type A = <$t as FloatElem>::Acc;
 
-            #[export_name = concat!("cross_entropy_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(cross_entropy, $tn)]
             unsafe extern "ptx-kernel" fn forward(
                 h: CrossEntropyParams,
                 x: *const $t,
@@ -122,7 +122,7 @@ macro_rules! cross_entropy {
                 }
             }
 
-            #[export_name = concat!("cross_entropy_backward_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(cross_entropy_backward, $tn)]
             unsafe extern "ptx-kernel" fn backward(
                 h: CrossEntropyParams,
                 x: *const $t,

@@ -7,7 +7,7 @@ use crate::params::{Geometry, Operand};
 macro_rules! matmul_int {
     ($tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("matmul_int_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(matmul_int, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 g: Geometry,
                 ao: Operand,

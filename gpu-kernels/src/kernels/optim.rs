@@ -33,7 +33,7 @@ macro_rules! optim_steps {
             type PT = Aligned<<Bytes<{ V * TS }> as AlignTo>::A, [$t; V]>;
             type PS = Aligned<<Bytes<{ V * SS }> as AlignTo>::A, [S; V]>;
 
-            #[export_name = concat!("sgd_step_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(sgd_step, $tn)]
             unsafe extern "ptx-kernel" fn sgd(
                 n: u32,
                 packed: u32,
@@ -83,7 +83,7 @@ macro_rules! optim_steps {
                 }
             }
 
-            #[export_name = concat!("adam_step_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(adam_step, $tn)]
             unsafe extern "ptx-kernel" fn adam(
                 n: u32,
                 packed: u32,

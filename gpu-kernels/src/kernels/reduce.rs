@@ -38,7 +38,7 @@ fn warp_merge(mut s: RState, op: ReduceCode, float: bool) -> RState {
 macro_rules! reduce_partial {
     ($tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("reduce_partial_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(reduce_partial, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 outer: Geometry,
                 xo: Operand,
@@ -96,7 +96,7 @@ for_all_types!(reduce_partial!());
 macro_rules! reduce_finish {
     ($tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("reduce_finish_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(reduce_finish, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 outputs: u32,
                 chunks: u32,
@@ -343,7 +343,7 @@ unsafe fn cols_finish<T: FloatElem, const OP: u32>(
 macro_rules! dense_reduce {
     ($op:ident, $code:expr, $tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("reduce_lanes_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(reduce_lanes, $op, $tn)]
             #[allow(clippy::too_many_arguments)]
             unsafe extern "ptx-kernel" fn kernel(
                 rows: u32,
@@ -361,7 +361,7 @@ macro_rules! dense_reduce {
             }
         };
         const _: () = {
-            #[export_name = concat!("reduce_lanes_finish_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(reduce_lanes_finish, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 outputs: u32,
                 chunks: u32,
@@ -373,7 +373,7 @@ macro_rules! dense_reduce {
             }
         };
         const _: () = {
-            #[export_name = concat!("reduce_cols_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(reduce_cols, $op, $tn)]
             #[allow(clippy::too_many_arguments)]
             unsafe extern "ptx-kernel" fn kernel(
                 outer: u32,
@@ -389,7 +389,7 @@ macro_rules! dense_reduce {
             }
         };
         const _: () = {
-            #[export_name = concat!("reduce_cols_finish_", stringify!($op), "_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(reduce_cols_finish, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 outer: u32,
                 inner: u32,

@@ -241,7 +241,7 @@ pub(super) fn row_walk(per_warp: bool) -> (u32, u32) {
 macro_rules! dense_rows {
     ($tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("softmax_rows_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(softmax_rows, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 rows: u32,
                 len: u32,
@@ -263,7 +263,7 @@ macro_rules! dense_rows {
             }
         };
         const _: () = {
-            #[export_name = concat!("layer_norm_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(layer_norm, $tn)]
             #[allow(clippy::too_many_arguments)]
             unsafe extern "ptx-kernel" fn kernel(
                 rows: u32,
@@ -297,7 +297,7 @@ for_float_types!(dense_rows!());
 macro_rules! strided_softmax {
     ($tn:ident, $t:ty) => {
         const _: () = {
-            #[export_name = concat!("softmax_", stringify!($tn))]
+            #[export_name = crate::kernel_name!(softmax, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
                 rows: Geometry,
                 ro: Operand,

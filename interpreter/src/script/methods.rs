@@ -129,26 +129,11 @@ fn register_views(engine: &mut Engine) {
 }
 
 fn register_math(engine: &mut Engine) {
-    use UnaryOp::*;
-    for op in [
-        Abs, Neg, Exp, Log, Log2, Log1p, Expm1, Sqrt, Rsqrt, Sin, Cos, Tan, Tanh, Sigmoid, Relu, Gelu, Silu,
-        Erf, Floor, Ceil, Round, Sign, Square, Reciprocal, LogicalNot,
-    ] {
+    for &op in UnaryOp::ALL {
         engine.register_fn(op.name(), move |t: Tensor| ok(t.unary(op)));
     }
-    for (name, op) in [
-        ("add", BinaryOp::Add),
-        ("sub", BinaryOp::Sub),
-        ("mul", BinaryOp::Mul),
-        ("div", BinaryOp::Div),
-        ("remainder", BinaryOp::Rem),
-        ("pow", BinaryOp::Pow),
-        ("maximum", BinaryOp::Maximum),
-        ("minimum", BinaryOp::Minimum),
-        ("bitwise_and", BinaryOp::BitAnd),
-        ("bitwise_or", BinaryOp::BitOr),
-        ("bitwise_xor", BinaryOp::BitXor),
-    ] {
+    for &op in BinaryOp::ALL {
+        let name = op.name();
         engine.register_fn(name, move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
             match b.clone().try_cast::<Tensor>() {
                 Some(b) => ok(a.binary(op, &b)),
@@ -168,14 +153,8 @@ fn register_math(engine: &mut Engine) {
     }
     engine.register_fn("max", |a: Tensor, b: Tensor| ok(a.maximum(&b)));
     engine.register_fn("min", |a: Tensor, b: Tensor| ok(a.minimum(&b)));
-    for (name, op) in [
-        ("eq", CmpOp::Eq),
-        ("ne", CmpOp::Ne),
-        ("lt", CmpOp::Lt),
-        ("le", CmpOp::Le),
-        ("gt", CmpOp::Gt),
-        ("ge", CmpOp::Ge),
-    ] {
+    for &op in CmpOp::ALL {
+        let name = op.name();
         engine.register_fn(name, move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
             match b.clone().try_cast::<Tensor>() {
                 Some(b) => ok(a.compare(op, &b)),

@@ -6,7 +6,7 @@ use super::autograd::{self, functions, Saved};
 use super::{DType, Device, Layout, Scalar, Tensor};
 use crate::backend::Storage;
 use crate::core::error::{Error, Result};
-use crate::core::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::core::op::{BinaryOp, CmpOp, UnaryOp, UnaryRule};
 use crate::core::shape::broadcast_shapes;
 
 /// The dtype of `a op b`, PyTorch style: dimensioned tensors decide within a
@@ -33,26 +33,20 @@ pub(crate) fn with_storages<R>(a: &Tensor, b: &Tensor, f: impl FnOnce(&Storage, 
     }
 }
 
+/// One `Tensor` method per row of the unary op table (`t.exp()`, ...).
 macro_rules! unary_methods {
-    ($($name:ident => $op:ident),* $(,)?) => {
+    ($($v:ident $n:ident $doc:literal $rule:ident $dom:ident $f:tt $i:tt;)*) => {
         impl Tensor {
             $(
-                #[doc = concat!("Elementwise `", stringify!($name), "`.")]
-                pub fn $name(&self) -> Result<Tensor> {
-                    self.unary(UnaryOp::$op)
+                #[doc = $doc]
+                pub fn $n(&self) -> Result<Tensor> {
+                    self.unary(UnaryOp::$v)
                 }
             )*
         }
     };
 }
-
-unary_methods!(
-    abs => Abs, neg => Neg, exp => Exp, log => Log, log2 => Log2, log1p => Log1p,
-    expm1 => Expm1, sqrt => Sqrt, rsqrt => Rsqrt, sin => Sin, cos => Cos, tan => Tan,
-    tanh => Tanh, sigmoid => Sigmoid, relu => Relu, gelu => Gelu, silu => Silu,
-    erf => Erf, floor => Floor, ceil => Ceil, round => Round, sign => Sign,
-    square => Square, reciprocal => Reciprocal, logical_not => LogicalNot,
-);
+kiln_kernels::unary_ops!(unary_methods);
 
 macro_rules! binary_methods {
     ($($name:ident, $scalar:ident => $op:ident),* $(,)?) => {
@@ -99,7 +93,7 @@ impl Tensor {
         let dtype = op
             .result_dtype(self.dtype())
             .ok_or_else(|| Error::dtype(op.name(), self.dtype()))?;
-        let src = if op != UnaryOp::LogicalNot {
+        let src = if op.rule() != UnaryRule::Logical {
             self.to_dtype(dtype)?
         } else {
             self.clone()
@@ -324,18 +318,16 @@ impl Tensor {
 
 /// Value checks the CPU makes before integer ops that would be undefined.
 fn check_binary_values(op: BinaryOp, dtype: DType, rhs: &Tensor) -> Result<()> {
-    if op.is_bitwise() && dtype.is_float() {
+    if !op.accepts(dtype) {
+        let hint = if op.is_bitwise() {
+            " (bitwise ops take integer or bool tensors)"
+        } else {
+            " (for bool tensors use logical_not, or convert with to_dtype(\"i64\"))"
+        };
         return Err(Error::UnsupportedDType {
             op: op.name(),
             dtype,
-            hint: " (bitwise ops take integer or bool tensors)".into(),
-        });
-    }
-    if dtype == DType::Bool && matches!(op, BinaryOp::Sub | BinaryOp::Rem | BinaryOp::Pow) {
-        return Err(Error::UnsupportedDType {
-            op: op.name(),
-            dtype,
-            hint: " (for bool tensors use logical_not, or convert with to_dtype(\"i64\"))".into(),
+            hint: hint.into(),
         });
     }
     if !dtype.is_int() || rhs.device() != Device::Cpu {

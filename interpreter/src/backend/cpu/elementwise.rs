@@ -6,10 +6,12 @@ use super::element::{cast, with_storage, Element};
 use super::{CpuStorage, PAR_THRESHOLD};
 use crate::core::control::{Stop, CHECK_EVERY};
 use crate::core::error::{Error, Result};
-use crate::core::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::core::op::{BinaryOp, CmpOp, UnaryOp, UnaryRule};
 use crate::core::strided::Merged;
 use crate::core::{DType, Layout};
 use half::{bf16, f16};
+use kiln_kernels::ops::{binary, unary};
+use kiln_kernels::real::Real;
 use rayon::prelude::*;
 
 /// A new contiguous vector of `numel(shape)` elements, element `i` being
@@ -97,294 +99,123 @@ pub(crate) fn map2<A: Element, B: Element, D: Element>(
     }
 }
 
-/// Arithmetic in the computation type of a float element (f32 for the
-/// half types and f32, f64 for f64).
-trait FloatMath: Copy + Send + Sync + PartialOrd {
+/// The type a float element computes in: f32 for f32, f16 and bf16; f64
+/// for f64. The formulas themselves are the op table's
+/// (`kiln_kernels::ops`), shared with the GPU kernels.
+trait Compute: Real + Send + Sync {
     fn load<T: Element>(x: T) -> Self;
     fn store<T: Element>(self) -> T;
-    fn abs(self) -> Self;
-    fn neg(self) -> Self;
-    fn exp(self) -> Self;
-    fn ln(self) -> Self;
-    fn log2(self) -> Self;
-    fn ln_1p(self) -> Self;
-    fn exp_m1(self) -> Self;
-    fn sqrt(self) -> Self;
-    fn rsqrt(self) -> Self;
-    fn sin(self) -> Self;
-    fn cos(self) -> Self;
-    fn tan(self) -> Self;
-    fn tanh(self) -> Self;
-    fn sigmoid(self) -> Self;
-    fn relu(self) -> Self;
-    fn gelu(self) -> Self;
-    fn silu(self) -> Self;
-    fn erf(self) -> Self;
-    fn floor(self) -> Self;
-    fn ceil(self) -> Self;
-    fn round(self) -> Self;
-    fn sign(self) -> Self;
-    fn square(self) -> Self;
-    fn recip(self) -> Self;
-    fn add(self, o: Self) -> Self;
-    fn sub(self, o: Self) -> Self;
-    fn mul(self, o: Self) -> Self;
-    fn div(self, o: Self) -> Self;
-    fn rem(self, o: Self) -> Self;
-    fn pow(self, o: Self) -> Self;
-    fn maximum(self, o: Self) -> Self;
-    fn minimum(self, o: Self) -> Self;
 }
 
-macro_rules! impl_float_math {
-    ($t:ident, $load:ident, $from:ident, $gelu:path, $sigmoid:path, $silu:path, $erf:path) => {
-        impl FloatMath for $t {
-            #[inline(always)]
-            fn load<T: Element>(x: T) -> Self {
-                x.$load()
+impl Compute for f32 {
+    #[inline(always)]
+    fn load<T: Element>(x: T) -> Self {
+        x.to_f32()
+    }
+    #[inline(always)]
+    fn store<T: Element>(self) -> T {
+        T::from_f32(self)
+    }
+}
+
+impl Compute for f64 {
+    #[inline(always)]
+    fn load<T: Element>(x: T) -> Self {
+        x.to_f64()
+    }
+    #[inline(always)]
+    fn store<T: Element>(self) -> T {
+        T::from_f64(self)
+    }
+}
+
+/// An op the front-end never sends here (its dtype rule excludes it);
+/// returns an empty result rather than panic.
+fn unreachable_op<T>() -> Vec<T> {
+    debug_assert!(false, "front-end dispatched an op outside its dtype rule");
+    Vec::new()
+}
+
+/// The unary maps, one match arm per row of the op table.
+macro_rules! cpu_unary {
+    ($($v:ident $n:ident $doc:literal $rule:ident $dom:ident $f:tt $i:tt;)*) => {
+        fn unary_float<T: Element, C: Compute>(op: UnaryOp, v: &[T], l: &Layout) -> Vec<T> {
+            match op {
+                $( UnaryOp::$v => cpu_unary!(@float $rule $n, v, l, T, C), )*
             }
-            #[inline(always)]
-            fn store<T: Element>(self) -> T {
-                T::$from(self)
-            }
-            #[inline(always)]
-            fn abs(self) -> Self {
-                self.abs()
-            }
-            #[inline(always)]
-            fn neg(self) -> Self {
-                -self
-            }
-            #[inline(always)]
-            fn exp(self) -> Self {
-                self.exp()
-            }
-            #[inline(always)]
-            fn ln(self) -> Self {
-                self.ln()
-            }
-            #[inline(always)]
-            fn log2(self) -> Self {
-                self.log2()
-            }
-            #[inline(always)]
-            fn ln_1p(self) -> Self {
-                self.ln_1p()
-            }
-            #[inline(always)]
-            fn exp_m1(self) -> Self {
-                self.exp_m1()
-            }
-            #[inline(always)]
-            fn sqrt(self) -> Self {
-                self.sqrt()
-            }
-            #[inline(always)]
-            fn rsqrt(self) -> Self {
-                1.0 / self.sqrt()
-            }
-            #[inline(always)]
-            fn sin(self) -> Self {
-                self.sin()
-            }
-            #[inline(always)]
-            fn cos(self) -> Self {
-                self.cos()
-            }
-            #[inline(always)]
-            fn tan(self) -> Self {
-                self.tan()
-            }
-            #[inline(always)]
-            fn tanh(self) -> Self {
-                self.tanh()
-            }
-            #[inline(always)]
-            fn sigmoid(self) -> Self {
-                $sigmoid(self)
-            }
-            #[inline(always)]
-            fn relu(self) -> Self {
-                if self > 0.0 || self.is_nan() {
-                    self
-                } else {
-                    0.0
-                }
-            }
-            #[inline(always)]
-            fn gelu(self) -> Self {
-                $gelu(self)
-            }
-            #[inline(always)]
-            fn silu(self) -> Self {
-                $silu(self)
-            }
-            #[inline(always)]
-            fn erf(self) -> Self {
-                $erf(self)
-            }
-            #[inline(always)]
-            fn floor(self) -> Self {
-                self.floor()
-            }
-            #[inline(always)]
-            fn ceil(self) -> Self {
-                self.ceil()
-            }
-            #[inline(always)]
-            fn round(self) -> Self {
-                self.round_ties_even()
-            }
-            #[inline(always)]
-            fn sign(self) -> Self {
-                if self > 0.0 {
-                    1.0
-                } else if self < 0.0 {
-                    -1.0
-                } else {
-                    self
-                }
-            }
-            #[inline(always)]
-            fn square(self) -> Self {
-                self * self
-            }
-            #[inline(always)]
-            fn recip(self) -> Self {
-                1.0 / self
-            }
-            #[inline(always)]
-            fn add(self, o: Self) -> Self {
-                self + o
-            }
-            #[inline(always)]
-            fn sub(self, o: Self) -> Self {
-                self - o
-            }
-            #[inline(always)]
-            fn mul(self, o: Self) -> Self {
-                self * o
-            }
-            #[inline(always)]
-            fn div(self, o: Self) -> Self {
-                self / o
-            }
-            #[inline(always)]
-            fn rem(self, o: Self) -> Self {
-                let r = self % o;
-                if r != 0.0 && ((r < 0.0) != (o < 0.0)) {
-                    r + o
-                } else {
-                    r
-                }
-            }
-            #[inline(always)]
-            fn pow(self, o: Self) -> Self {
-                self.powf(o)
-            }
-            #[inline(always)]
-            fn maximum(self, o: Self) -> Self {
-                if self.is_nan() || o.is_nan() {
-                    $t::NAN
-                } else {
-                    self.max(o)
-                }
-            }
-            #[inline(always)]
-            fn minimum(self, o: Self) -> Self {
-                if self.is_nan() || o.is_nan() {
-                    $t::NAN
-                } else {
-                    self.min(o)
-                }
+        }
+
+        fn unary_int<T: Element>(op: UnaryOp, v: &[T], l: &Layout) -> Vec<T> {
+            match op {
+                $( UnaryOp::$v => cpu_unary!(@int $rule $n, v, l, T), )*
             }
         }
     };
+    (@float logical $n:ident, $x:ident, $l:ident, $t:ident, $c:ident) => {
+        unreachable_op()
+    };
+    (@float $rule:ident $n:ident, $x:ident, $l:ident, $t:ident, $c:ident) => {
+        map1($x, $l, |x: $t| -> $t { unary::$n($c::load(x)).store() })
+    };
+    (@int keep $n:ident, $x:ident, $l:ident, $t:ident) => {
+        map1($x, $l, |x: $t| -> $t { $t::from_i64(unary::int::$n(x.to_i64())) })
+    };
+    (@int $rule:ident $n:ident, $x:ident, $l:ident, $t:ident) => {
+        unreachable_op()
+    };
 }
+kiln_kernels::unary_ops!(cpu_unary);
 
-use kiln_kernels::math as km;
-impl_float_math!(
-    f32,
-    to_f32,
-    from_f32,
-    km::gelu_f32,
-    km::sigmoid_f32,
-    km::silu_f32,
-    km::erf_f32
-);
-impl_float_math!(
-    f64,
-    to_f64,
-    from_f64,
-    km::gelu_f64,
-    km::sigmoid_f64,
-    km::silu_f64,
-    km::erf_f64
-);
+/// The binary maps, one match arm per row of the op table.
+macro_rules! cpu_binary {
+    ($($v:ident $n:ident $doc:literal $rule:ident $f:tt $i:tt $b:tt;)*) => {
+        fn binary_float<T: Element, C: Compute>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Vec<T> {
+            match op {
+                $( BinaryOp::$v => cpu_binary!(@float $rule $n, a, la, b, lb, T, C), )*
+            }
+        }
 
-fn unary_float<T: Element, C: FloatMath>(op: UnaryOp, v: &[T], l: &Layout) -> Vec<T> {
-    macro_rules! go {
-        ($f:expr) => {
-            map1(v, l, |x: T| -> T { $f(C::load(x)).store() })
-        };
-    }
-    use UnaryOp::*;
-    match op {
-        Abs => go!(C::abs),
-        Neg => go!(C::neg),
-        Exp => go!(C::exp),
-        Log => go!(C::ln),
-        Log2 => go!(C::log2),
-        Log1p => go!(C::ln_1p),
-        Expm1 => go!(C::exp_m1),
-        Sqrt => go!(C::sqrt),
-        Rsqrt => go!(C::rsqrt),
-        Sin => go!(C::sin),
-        Cos => go!(C::cos),
-        Tan => go!(C::tan),
-        Tanh => go!(C::tanh),
-        Sigmoid => go!(C::sigmoid),
-        Relu => go!(C::relu),
-        Gelu => go!(C::gelu),
-        Silu => go!(C::silu),
-        Erf => go!(C::erf),
-        Floor => go!(C::floor),
-        Ceil => go!(C::ceil),
-        Round => go!(C::round),
-        Sign => go!(C::sign),
-        Square => go!(C::square),
-        Reciprocal => go!(C::recip),
-        LogicalNot => unreachable_op(op),
-    }
+        fn binary_int<T: Element>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Vec<T> {
+            match op {
+                $( BinaryOp::$v => cpu_binary!(@int $rule $n, a, la, b, lb, T), )*
+            }
+        }
+
+        fn binary_bool(op: BinaryOp, a: &[bool], la: &Layout, b: &[bool], lb: &Layout) -> Result<Vec<bool>> {
+            Ok(match op {
+                $( BinaryOp::$v => cpu_binary!(@bool $b $n, a, la, b, lb), )*
+            })
+        }
+    };
+    (@float bitwise $n:ident, $a:ident, $la:ident, $b:ident, $lb:ident, $t:ident, $c:ident) => {
+        unreachable_op()
+    };
+    (@float $rule:ident $n:ident, $a:ident, $la:ident, $b:ident, $lb:ident, $t:ident, $c:ident) => {
+        map2($a, $la, $b, $lb, |x: $t, y: $t| -> $t { binary::$n($c::load(x), $c::load(y)).store() })
+    };
+    (@int float $n:ident, $a:ident, $la:ident, $b:ident, $lb:ident, $t:ident) => {
+        unreachable_op()
+    };
+    (@int $rule:ident $n:ident, $a:ident, $la:ident, $b:ident, $lb:ident, $t:ident) => {
+        map2($a, $la, $b, $lb, |x: $t, y: $t| -> $t { $t::from_i64(binary::int::$n(x.to_i64(), y.to_i64())) })
+    };
+    (@bool () $n:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+        return Err(Error::UnsupportedDType {
+            op: stringify!($n),
+            dtype: DType::Bool,
+            hint: " (convert with to_dtype(\"i64\") first)".into(),
+        })
+    };
+    (@bool $f:tt $n:ident, $a:ident, $la:ident, $b:ident, $lb:ident) => {
+        map2($a, $la, $b, $lb, |x: bool, y: bool| binary::boolean::$n(x as i64, y as i64) != 0)
+    };
 }
-
-fn unary_int<T: Element>(op: UnaryOp, v: &[T], l: &Layout) -> Vec<T> {
-    macro_rules! go {
-        ($f:expr) => {
-            map1(v, l, |x: T| -> T { T::from_i64($f(x.to_i64())) })
-        };
-    }
-    use UnaryOp::*;
-    match op {
-        Abs => go!(|x: i64| x.wrapping_abs()),
-        Neg => go!(|x: i64| x.wrapping_neg()),
-        Relu => go!(|x: i64| x.max(0)),
-        Sign => go!(|x: i64| x.signum()),
-        Square => go!(|x: i64| x.wrapping_mul(x)),
-        _ => go!(|x: i64| x),
-    }
-}
-
-/// An op the front-end never sends here; returns an empty result rather than panic.
-fn unreachable_op<T>(_op: UnaryOp) -> Vec<T> {
-    debug_assert!(false, "front-end dispatched an unsupported op");
-    Vec::new()
-}
+kiln_kernels::binary_ops!(cpu_binary);
 
 /// A unary op on a tensor already of the op's result dtype (see
 /// [`UnaryOp::result_dtype`]); `LogicalNot` accepts any dtype.
 pub(crate) fn unary(op: UnaryOp, s: &CpuStorage, l: &Layout) -> Result<CpuStorage> {
-    if op == UnaryOp::LogicalNot {
+    if op.rule() == UnaryRule::Logical {
         return Ok(with_storage!(s, v: T => CpuStorage::Bool(map1(v, l, |x: T| x == T::default()))));
     }
     Ok(match s {
@@ -396,93 +227,6 @@ pub(crate) fn unary(op: UnaryOp, s: &CpuStorage, l: &Layout) -> Result<CpuStorag
         CpuStorage::I32(v) => CpuStorage::I32(unary_int(op, v, l)),
         CpuStorage::U8(v) => CpuStorage::U8(unary_int(op, v, l)),
         CpuStorage::Bool(_) => return Err(Error::dtype(op.name(), DType::Bool)),
-    })
-}
-
-fn binary_float<T: Element, C: FloatMath>(
-    op: BinaryOp,
-    a: &[T],
-    la: &Layout,
-    b: &[T],
-    lb: &Layout,
-) -> Vec<T> {
-    macro_rules! go {
-        ($f:expr) => {
-            map2(a, la, b, lb, |x: T, y: T| -> T {
-                $f(C::load(x), C::load(y)).store()
-            })
-        };
-    }
-    match op {
-        BinaryOp::Add => go!(C::add),
-        BinaryOp::Sub => go!(C::sub),
-        BinaryOp::Mul => go!(C::mul),
-        BinaryOp::Div => go!(C::div),
-        BinaryOp::Rem => go!(C::rem),
-        BinaryOp::Pow => go!(C::pow),
-        BinaryOp::Maximum => go!(C::maximum),
-        BinaryOp::Minimum => go!(C::minimum),
-        // rejected for floats by the front-end
-        BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => vec![T::default(); la.numel()],
-    }
-}
-
-fn int_pow(base: i64, exp: i64) -> i64 {
-    if exp < 0 {
-        // Only reachable for base ±1 (the front-end rejects other negative powers).
-        return match base {
-            1 => 1,
-            -1 if exp % 2 == 0 => 1,
-            -1 => -1,
-            _ => 0,
-        };
-    }
-    base.wrapping_pow(exp.min(u32::MAX as i64) as u32)
-}
-
-fn int_rem(a: i64, b: i64) -> i64 {
-    match a.checked_rem(b) {
-        Some(r) if r != 0 && ((r < 0) != (b < 0)) => r + b,
-        Some(r) => r,
-        None => 0,
-    }
-}
-
-fn binary_int<T: Element>(op: BinaryOp, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Vec<T> {
-    macro_rules! go {
-        ($f:expr) => {
-            map2(a, la, b, lb, |x: T, y: T| -> T {
-                T::from_i64($f(x.to_i64(), y.to_i64()))
-            })
-        };
-    }
-    match op {
-        BinaryOp::Add => go!(i64::wrapping_add),
-        BinaryOp::Sub => go!(i64::wrapping_sub),
-        BinaryOp::Mul => go!(i64::wrapping_mul),
-        BinaryOp::Div => go!(|x: i64, y: i64| x.checked_div(y).unwrap_or(0)),
-        BinaryOp::Rem => go!(int_rem),
-        BinaryOp::Pow => go!(int_pow),
-        BinaryOp::Maximum => go!(i64::max),
-        BinaryOp::Minimum => go!(i64::min),
-        BinaryOp::BitAnd => go!(|x: i64, y: i64| x & y),
-        BinaryOp::BitOr => go!(|x: i64, y: i64| x | y),
-        BinaryOp::BitXor => go!(|x: i64, y: i64| x ^ y),
-    }
-}
-
-fn binary_bool(op: BinaryOp, a: &[bool], la: &Layout, b: &[bool], lb: &Layout) -> Result<Vec<bool>> {
-    Ok(match op {
-        BinaryOp::Add | BinaryOp::Maximum | BinaryOp::BitOr => map2(a, la, b, lb, |x, y| x | y),
-        BinaryOp::Mul | BinaryOp::Minimum | BinaryOp::BitAnd => map2(a, la, b, lb, |x, y| x & y),
-        BinaryOp::BitXor => map2(a, la, b, lb, |x, y| x ^ y),
-        _ => {
-            return Err(Error::UnsupportedDType {
-                op: op.name(),
-                dtype: DType::Bool,
-                hint: " (convert with to_dtype(\"i64\") first)".into(),
-            })
-        }
     })
 }
 

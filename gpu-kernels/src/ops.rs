@@ -1,0 +1,306 @@
+//! The op table: every elementwise op of one or two operands and every
+//! comparison is declared once here, with its name, its one-line doc, its
+//! dtype rule and its per-element formula. Everything else is generated from
+//! these rows by the macros that read them:
+//!
+//! - here: the scalar functions ([`unary`], [`binary`]) the CPU backend and
+//!   the GPU kernels both call, so the two agree by construction;
+//! - in `kernels/elementwise.rs`: the PTX entry points of every row and dtype;
+//! - on the host (crate `kiln`): the op enums with `ALL`, names, docs and
+//!   dtype rules (`core::op`), the CPU maps, the CUDA kernel names, the Rhai
+//!   registrations, the differential checks and the API tables of the docs.
+//!
+//! A unary row reads `Variant name "doc" rule domain (float formula)
+//! (integer formula);`.
+//! Float formulas are written over [`Real`](crate::real::Real) (f32 for f32,
+//! f16 and bf16; f64 for f64), integer formulas over `i64` (wrapping, as
+//! PyTorch's integer arithmetic). Adding a unary op is one row here plus its
+//! backward rule in the host's autograd.
+
+/// Calls `$m!` with the unary op table.
+///
+/// A row reads `Variant name "doc" rule domain (float formula) (integer
+/// formula);`. Rules: `float` — computed in floating point (integer and bool
+/// inputs promote to f32, as PyTorch's `torch.exp(int_tensor)` does); `keep`
+/// — every numeric dtype computes in its own (bool is rejected); `logical` —
+/// any dtype in, bool out (its kernels are written by hand). The domain says
+/// where the op is defined and smooth, for the generated checks: `any`,
+/// `positive`, or `nonzero` (a kink or pole at zero).
+#[macro_export]
+macro_rules! unary_ops {
+    ($m:ident) => {
+        $m! {
+            Abs abs "Absolute value, `|x|`." keep nonzero (|x| x.abs()) (|x| x.wrapping_abs());
+            Neg neg "Negation, `-x`." keep any (|x| -x) (|x| x.wrapping_neg());
+            Exp exp "Exponential, `e^x` (on the GPU, f32 uses the hardware `ex2.approx`: within a few ulp)." float any (|x| x.exp()) ();
+            Log log "Natural logarithm." float positive (|x| x.ln()) ();
+            Log2 log2 "Base-2 logarithm." float positive (|x| x.log2()) ();
+            Log1p log1p "`ln(1 + x)`, accurate near zero." float positive (|x| x.ln_1p()) ();
+            Expm1 expm1 "`e^x - 1`, accurate near zero." float any (|x| x.exp_m1()) ();
+            Sqrt sqrt "Square root (correctly rounded)." float positive (|x| x.sqrt()) ();
+            Rsqrt rsqrt "Reciprocal square root, `1 / sqrt(x)`." float positive (|x| R::ONE / x.sqrt()) ();
+            Sin sin "Sine (radians)." float any (|x| x.sin()) ();
+            Cos cos "Cosine (radians)." float any (|x| x.cos()) ();
+            Tan tan "Tangent (radians)." float any (|x| x.tan()) ();
+            Tanh tanh "Hyperbolic tangent." float any (|x| x.tanh()) ();
+            Sigmoid sigmoid "Logistic sigmoid, `1 / (1 + e^-x)`." float any (|x| R::ONE / (R::ONE + (-x).exp())) ();
+            Relu relu "Rectified linear unit, `max(x, 0)` (NaN stays NaN)." keep nonzero
+                (|x| if x > R::ZERO || x.is_nan() { x } else { R::ZERO })
+                (|x| if x > 0 { x } else { 0 });
+            Gelu gelu "Exact GELU, `x * Φ(x) = 0.5 x (1 + erf(x / √2))` (PyTorch's default)." float any
+                (|x| R::of(0.5) * x * (R::ONE + (x * R::of(core::f64::consts::FRAC_1_SQRT_2)).erf())) ();
+            Silu silu "SiLU (swish), `x * sigmoid(x)`." float any (|x| x * (R::ONE / (R::ONE + (-x).exp()))) ();
+            Erf erf "The error function." float any (|x| x.erf()) ();
+            Floor floor "Rounds down to an integer (integers unchanged)." keep any (|x| x.floor()) (|x| x);
+            Ceil ceil "Rounds up to an integer (integers unchanged)." keep any (|x| x.ceil()) (|x| x);
+            Round round "Rounds half to even (integers unchanged)." keep any (|x| x.rint()) (|x| x);
+            Sign sign "-1, 0 or 1 by the sign of x (NaN and ±0 stay as they are)." keep nonzero
+                (|x| if x > R::ZERO { R::ONE } else if x < R::ZERO { -R::ONE } else { x })
+                (|x| x.signum());
+            Square square "`x * x`." keep any (|x| x * x) (|x| x.wrapping_mul(x));
+            Reciprocal reciprocal "Reciprocal, `1 / x`." float nonzero (|x| R::ONE / x) ();
+            LogicalNot logical_not "Logical not: true where x is zero (any dtype; bool result)." logical any () ();
+        }
+    };
+}
+
+/// Calls `$m!` with the binary op table.
+///
+/// A row reads `Variant name "doc" rule (float formula) (integer formula)
+/// (bool formula);` where the bool formula works on 0/1 as i64. Rules:
+/// `arith` — every dtype in its promoted dtype (bool where a bool formula is
+/// given); `float` — computed in floating point (true division: integer
+/// operands promote to f32); `bitwise` — integers and bool only.
+#[macro_export]
+macro_rules! binary_ops {
+    ($m:ident) => {
+        $m! {
+            Add add "Elementwise sum `a + b` (logical or for bool)." arith
+                (|a, b| a + b) (|a, b| a.wrapping_add(b)) (|a, b| a | b);
+            Sub sub "Elementwise difference `a - b`." arith (|a, b| a - b) (|a, b| a.wrapping_sub(b)) ();
+            Mul mul "Elementwise product `a * b` (logical and for bool)." arith
+                (|a, b| a * b) (|a, b| a.wrapping_mul(b)) (|a, b| a & b);
+            Div div "True division `a / b` (integers divide as floats)." float (|a, b| a / b) () ();
+            Rem remainder "Remainder with the sign of the divisor, Python's `%` (an integer `x % 0` is an error on the CPU)." arith
+                (|a, b| {
+                    let r = a.fmod(b);
+                    if r != R::ZERO && ((r < R::ZERO) != (b < R::ZERO)) { r + b } else { r }
+                })
+                (|a, b| $crate::ops::int_rem(a, b)) ();
+            Pow pow "`a ** b` (negative integer powers of integers other than ±1 are an error)." arith
+                (|a, b| a.pow(b)) (|a, b| $crate::ops::int_pow(a, b)) ();
+            Maximum maximum "Elementwise maximum; NaN propagates (logical or for bool)." arith
+                (|a, b| if a.is_nan() || b.is_nan() { R::NAN } else if a > b { a } else { b })
+                (|a, b| if a > b { a } else { b }) (|a, b| a | b);
+            Minimum minimum "Elementwise minimum; NaN propagates (logical and for bool)." arith
+                (|a, b| if a.is_nan() || b.is_nan() { R::NAN } else if a < b { a } else { b })
+                (|a, b| if a < b { a } else { b }) (|a, b| a & b);
+            BitAnd bitwise_and "Bitwise and (logical for bool); integers and bool only." bitwise
+                () (|a, b| a & b) (|a, b| a & b);
+            BitOr bitwise_or "Bitwise or (logical for bool); integers and bool only." bitwise
+                () (|a, b| a | b) (|a, b| a | b);
+            BitXor bitwise_xor "Bitwise exclusive or (logical for bool); integers and bool only." bitwise
+                () (|a, b| a ^ b) (|a, b| a ^ b);
+        }
+    };
+}
+
+/// Calls `$m!` with the comparison table: `Variant name "doc" operator;`.
+/// Comparisons compute in the promoted dtype (floats as f64, integers as
+/// i64) and return bool; NaN compares unequal to everything.
+#[macro_export]
+macro_rules! cmp_ops {
+    ($m:ident) => {
+        $m! {
+            Eq eq "Elementwise `a == b` (bool result)." ==;
+            Ne ne "Elementwise `a != b` (bool result)." !=;
+            Lt lt "Elementwise `a < b` (bool result)." <;
+            Le le "Elementwise `a <= b` (bool result)." <=;
+            Gt gt "Elementwise `a > b` (bool result)." >;
+            Ge ge "Elementwise `a >= b` (bool result)." >=;
+        }
+    };
+}
+
+/// The exported name of a kernel: its parts joined by `_`
+/// (`kernel_name!(unary, exp, f32)` is `"unary_exp_f32"`). The PTX side
+/// exports every kernel under this name and the host looks it up by the same
+/// macro, so the two cannot drift apart.
+#[macro_export]
+macro_rules! kernel_name {
+    ($first:ident $(, $rest:ident)*) => {
+        concat!(stringify!($first) $(, "_", stringify!($rest))*)
+    };
+}
+
+/// Remainder with the sign of the divisor on integers (`x % 0` gives 0 here;
+/// the CPU front-end reports it as an error first).
+#[inline(always)]
+pub fn int_rem(a: i64, b: i64) -> i64 {
+    match a.checked_rem(b) {
+        Some(r) if r != 0 && ((r < 0) != (b < 0)) => r + b,
+        Some(r) => r,
+        None => 0,
+    }
+}
+
+/// Integer power, wrapping; negative exponents give the exact result for
+/// bases ±1 and 0 otherwise (the front-end rejects those first).
+#[inline(always)]
+pub fn int_pow(base: i64, exp: i64) -> i64 {
+    if exp < 0 {
+        return match base {
+            1 => 1,
+            -1 if exp % 2 == 0 => 1,
+            -1 => -1,
+            _ => 0,
+        };
+    }
+    let (mut r, mut b, mut e) = (1i64, base, exp as u64);
+    while e > 0 {
+        if e & 1 == 1 {
+            r = r.wrapping_mul(b);
+        }
+        b = b.wrapping_mul(b);
+        e >>= 1;
+    }
+    r
+}
+
+/// The unary formulas as functions: `unary::exp::<f32>`, and in
+/// [`unary::int`] the integer ones (`unary::int::abs`).
+pub mod unary {
+    #[allow(unused_imports)]
+    use crate::real::Real;
+
+    macro_rules! float_fns {
+        ($($v:ident $n:ident $doc:literal $rule:ident $dom:ident $f:tt $i:tt;)*) => {
+            $( float_fn!($n $doc $rule $f); )*
+        };
+    }
+    macro_rules! float_fn {
+        ($n:ident $doc:literal $rule:ident (|$x:ident| $e:expr)) => {
+            #[doc = $doc]
+            #[inline(always)]
+            pub fn $n<R: Real>($x: R) -> R {
+                $e
+            }
+        };
+        ($n:ident $doc:literal logical ()) => {};
+    }
+    crate::unary_ops!(float_fns);
+
+    /// The integer formulas of the `keep` rows, over i64.
+    pub mod int {
+        macro_rules! int_fns {
+            ($($v:ident $n:ident $doc:literal $rule:ident $dom:ident $f:tt $i:tt;)*) => {
+                $( int_fn!($n $doc $rule $i); )*
+            };
+        }
+        macro_rules! int_fn {
+            ($n:ident $doc:literal keep (|$x:ident| $e:expr)) => {
+                #[doc = $doc]
+                #[inline(always)]
+                pub fn $n($x: i64) -> i64 {
+                    $e
+                }
+            };
+            ($n:ident $doc:literal float ()) => {};
+            ($n:ident $doc:literal logical ()) => {};
+        }
+        crate::unary_ops!(int_fns);
+    }
+}
+
+/// The binary formulas as functions: `binary::add::<f32>`, the integer ones
+/// in [`binary::int`] and the bool ones (on 0/1) in [`binary::boolean`].
+pub mod binary {
+    #[allow(unused_imports)]
+    use crate::real::Real;
+
+    macro_rules! float_fns {
+        ($($v:ident $n:ident $doc:literal $rule:ident $f:tt $i:tt $b:tt;)*) => {
+            $( float_fn!($n $doc $rule $f); )*
+        };
+    }
+    macro_rules! float_fn {
+        ($n:ident $doc:literal $rule:ident (|$a:ident, $b:ident| $e:expr)) => {
+            #[doc = $doc]
+            #[inline(always)]
+            pub fn $n<R: Real>($a: R, $b: R) -> R {
+                $e
+            }
+        };
+        ($n:ident $doc:literal bitwise ()) => {};
+    }
+    crate::binary_ops!(float_fns);
+
+    /// The integer formulas, over i64.
+    pub mod int {
+        macro_rules! int_fns {
+            ($($v:ident $n:ident $doc:literal $rule:ident $f:tt $i:tt $b:tt;)*) => {
+                $( int_fn!($n $doc $rule $i); )*
+            };
+        }
+        macro_rules! int_fn {
+            ($n:ident $doc:literal $rule:ident (|$a:ident, $b:ident| $e:expr)) => {
+                #[doc = $doc]
+                #[inline(always)]
+                pub fn $n($a: i64, $b: i64) -> i64 {
+                    $e
+                }
+            };
+            ($n:ident $doc:literal float ()) => {};
+        }
+        crate::binary_ops!(int_fns);
+    }
+
+    /// The bool formulas, over 0/1 as i64.
+    pub mod boolean {
+        macro_rules! bool_fns {
+            ($($v:ident $n:ident $doc:literal $rule:ident $f:tt $i:tt $b:tt;)*) => {
+                $( bool_fn!($n $doc $b); )*
+            };
+        }
+        macro_rules! bool_fn {
+            ($n:ident $doc:literal (|$a:ident, $b:ident| $e:expr)) => {
+                #[doc = $doc]
+                #[inline(always)]
+                pub fn $n($a: i64, $b: i64) -> i64 {
+                    (($e) != 0) as i64
+                }
+            };
+            ($n:ident $doc:literal ()) => {};
+        }
+        crate::binary_ops!(bool_fns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formulas_follow_pytorch() {
+        assert_eq!(unary::relu(-2.0f32), 0.0);
+        assert!(unary::relu(f32::NAN).is_nan());
+        assert_eq!(unary::sign(-0.0f64).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(unary::int::abs(i64::MIN), i64::MIN);
+        assert_eq!(unary::round(2.5f32), 2.0);
+        assert_eq!(binary::remainder(-7.0f64, 3.0), 2.0);
+        assert_eq!(binary::int::remainder(-7, 3), 2);
+        assert_eq!(binary::int::remainder(7, 0), 0);
+        assert_eq!(binary::int::pow(-1, -3), -1);
+        assert_eq!(binary::int::pow(2, 10), 1024);
+        assert!(binary::maximum(1.0f32, f32::NAN).is_nan());
+        assert_eq!(binary::boolean::add(1, 1), 1);
+        assert_eq!(binary::boolean::mul(1, 0), 0);
+        assert!((binary::pow(-2.0f64, 3.0) + 8.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn kernel_names_join_their_parts() {
+        assert_eq!(kernel_name!(unary, exp, f32), "unary_exp_f32");
+        assert_eq!(kernel_name!(where, bf16), "where_bf16");
+    }
+}

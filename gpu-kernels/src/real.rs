@@ -1,0 +1,194 @@
+//! [`Real`]: the float arithmetic the op table's formulas are written in,
+//! implemented once for f32 and f64. On the host it is `libm`; on the GPU the
+//! same code, except where [`math`](crate::math) picks a hardware
+//! instruction (`exp` of f32 is `ex2.approx`, `sqrt` is `sqrt.rn`): the GPU's
+//! fast f32 `exp` is the one documented difference between the backends.
+
+use crate::math;
+use core::ops::{Add, Div, Mul, Neg, Sub};
+
+/// A float the op table computes in: f32 (also for f16 and bf16) or f64.
+pub trait Real:
+    Copy
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+{
+    /// 0
+    const ZERO: Self;
+    /// 1
+    const ONE: Self;
+    /// A quiet NaN.
+    const NAN: Self;
+    /// `c` rounded to this type.
+    fn of(c: f64) -> Self;
+    /// True for NaN.
+    fn is_nan(self) -> bool;
+    /// `|x|`
+    fn abs(self) -> Self;
+    /// `e^x`
+    fn exp(self) -> Self;
+    /// `e^x - 1`
+    fn exp_m1(self) -> Self;
+    /// natural log
+    fn ln(self) -> Self;
+    /// `ln(1 + x)`
+    fn ln_1p(self) -> Self;
+    /// base-2 log
+    fn log2(self) -> Self;
+    /// square root, correctly rounded
+    fn sqrt(self) -> Self;
+    /// sine
+    fn sin(self) -> Self;
+    /// cosine
+    fn cos(self) -> Self;
+    /// tangent
+    fn tan(self) -> Self;
+    /// hyperbolic tangent
+    fn tanh(self) -> Self;
+    /// the error function
+    fn erf(self) -> Self;
+    /// round down
+    fn floor(self) -> Self;
+    /// round up
+    fn ceil(self) -> Self;
+    /// round half to even
+    fn rint(self) -> Self;
+    /// the remainder of truncated division (C's `fmod`)
+    fn fmod(self, d: Self) -> Self;
+    /// `self ** e` with IEEE's special cases
+    fn pow(self, e: Self) -> Self;
+}
+
+macro_rules! real {
+    ($t:ident, $abs:path, $exp:path, $expm1:path, $ln:path, $ln1p:path, $log2:path, $sqrt:path,
+     $sin:path, $cos:path, $tan:path, $tanh:path, $erf:path, $floor:path, $ceil:path, $rint:path,
+     $fmod:path, $pow:path) => {
+        impl Real for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const NAN: Self = $t::NAN;
+            #[inline(always)]
+            fn of(c: f64) -> Self {
+                c as $t
+            }
+            #[inline(always)]
+            #[allow(clippy::eq_op)]
+            fn is_nan(self) -> bool {
+                self != self
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                $abs(self)
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                $exp(self)
+            }
+            #[inline(always)]
+            fn exp_m1(self) -> Self {
+                $expm1(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                $ln(self)
+            }
+            #[inline(always)]
+            fn ln_1p(self) -> Self {
+                $ln1p(self)
+            }
+            #[inline(always)]
+            fn log2(self) -> Self {
+                $log2(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                $sqrt(self)
+            }
+            #[inline(always)]
+            fn sin(self) -> Self {
+                $sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                $cos(self)
+            }
+            #[inline(always)]
+            fn tan(self) -> Self {
+                $tan(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self {
+                $tanh(self)
+            }
+            #[inline(always)]
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                $floor(self)
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                $ceil(self)
+            }
+            #[inline(always)]
+            fn rint(self) -> Self {
+                $rint(self)
+            }
+            #[inline(always)]
+            fn fmod(self, d: Self) -> Self {
+                $fmod(self, d)
+            }
+            #[inline(always)]
+            fn pow(self, e: Self) -> Self {
+                $pow(self, e)
+            }
+        }
+    };
+}
+
+real!(
+    f32,
+    libm::fabsf,
+    math::exp_f32,
+    libm::expm1f,
+    libm::logf,
+    libm::log1pf,
+    libm::log2f,
+    math::sqrt_f32,
+    libm::sinf,
+    libm::cosf,
+    libm::tanf,
+    libm::tanhf,
+    math::erf_f32,
+    libm::floorf,
+    libm::ceilf,
+    libm::rintf,
+    libm::fmodf,
+    math::pow_f32
+);
+real!(
+    f64,
+    libm::fabs,
+    libm::exp,
+    libm::expm1,
+    libm::log,
+    libm::log1p,
+    libm::log2,
+    math::sqrt_f64,
+    libm::sin,
+    libm::cos,
+    libm::tan,
+    libm::tanh,
+    math::erf_f64,
+    libm::floor,
+    libm::ceil,
+    libm::rint,
+    libm::fmod,
+    math::pow_f64
+);

@@ -1,0 +1,30 @@
+//! The kernel table and the launches, one file per kernel family, mirroring
+//! `gpu-kernels/src/kernels/` (and the CPU backend's op families):
+//! [`table`] resolves every kernel once at start-up; [`launch`] holds the
+//! geometry and the raw launches every family shares; [`elementwise`],
+//! [`reduce`], [`rows`], [`loss`], [`optim`], [`index`], [`copy`] and
+//! [`matmul`] have one launch function per kernel, whose Rust signature
+//! mirrors the kernel's (the parameter structs come from
+//! `kiln_kernels::params`, compiled into both sides).
+
+pub mod copy;
+pub mod elementwise;
+pub mod index;
+pub mod launch;
+pub mod loss;
+pub mod matmul;
+pub mod optim;
+pub mod reduce;
+pub mod rows;
+pub mod table;
+
+pub use copy::*;
+pub use elementwise::*;
+pub use index::*;
+pub use launch::{dense, geometry, pack, packable};
+pub use loss::*;
+pub use matmul::*;
+pub use optim::*;
+pub use reduce::*;
+pub use rows::*;
+pub use table::{DenseReduce, Kernel, KernelTable};

@@ -1,0 +1,86 @@
+//! Launches of the fused optimizer steps (`gpu-kernels/src/kernels/optim.rs`): SGD and Adam / AdamW, one launch per parameter.
+
+use super::launch::*;
+use super::table::Kernel;
+use crate::backend::cuda::runtime::CudaRuntime;
+use crate::core::error::Result;
+use crate::core::DType;
+use cudarc::driver::sys;
+use kiln_kernels::params::{AdamParams, SgdParams};
+
+/// Elements per pack of the optimizer kernels for parameters of `dtype` (16
+/// bytes of the wider of the parameter and its f32/f64 state).
+fn optim_pack(dtype: DType) -> u32 {
+    16 / dtype.size_in_bytes().max(if dtype == DType::F64 { 8 } else { 4 }) as u32
+}
+
+/// One SGD step over `n` dense elements: parameter `p`, gradient `g`, momentum
+/// buffer `buf` (0 without momentum); `packed` when every pointer is 16-byte aligned.
+#[allow(clippy::too_many_arguments)]
+pub fn sgd_step(
+    rt: &CudaRuntime,
+    dtype: DType,
+    n: u32,
+    packed: bool,
+    p: sys::CUdeviceptr,
+    g: sys::CUdeviceptr,
+    buf: sys::CUdeviceptr,
+    h: SgdParams,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::SgdStep(dtype))?;
+    let threads = if packed { n.div_ceil(optim_pack(dtype)) } else { n };
+    let (mut n, mut packed, mut p, mut g, mut buf, mut h) = (n, packed as u32, p, g, buf, h);
+    // SAFETY: matches `sgd_step_*(n, packed, p: *mut T, g: *const T, buf: *mut S, h: SgdParams)`;
+    // `buf` is only read when `h` asks for momentum; packed accesses need the alignment
+    // the caller checked, and the tail needs fewer threads than one block has.
+    unsafe {
+        launch(
+            rt,
+            f,
+            threads,
+            &mut [
+                arg(&mut n),
+                arg(&mut packed),
+                arg(&mut p),
+                arg(&mut g),
+                arg(&mut buf),
+                arg(&mut h),
+            ],
+        )
+    }
+}
+
+/// One Adam / AdamW step over `n` dense elements: parameter `p`, gradient `g`,
+/// moments `m` and `v`; `packed` when every pointer is 16-byte aligned.
+#[allow(clippy::too_many_arguments)]
+pub fn adam_step(
+    rt: &CudaRuntime,
+    dtype: DType,
+    n: u32,
+    packed: bool,
+    (p, g): (sys::CUdeviceptr, sys::CUdeviceptr),
+    (m, v): (sys::CUdeviceptr, sys::CUdeviceptr),
+    h: AdamParams,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::AdamStep(dtype))?;
+    let threads = if packed { n.div_ceil(optim_pack(dtype)) } else { n };
+    let (mut n, mut packed, mut p, mut g, mut m, mut v, mut h) = (n, packed as u32, p, g, m, v, h);
+    // SAFETY: matches `adam_step_*(n, packed, p: *mut T, g: *const T, m: *mut S, v: *mut S,
+    // h: AdamParams)`; packed accesses need the alignment the caller checked.
+    unsafe {
+        launch(
+            rt,
+            f,
+            threads,
+            &mut [
+                arg(&mut n),
+                arg(&mut packed),
+                arg(&mut p),
+                arg(&mut g),
+                arg(&mut m),
+                arg(&mut v),
+                arg(&mut h),
+            ],
+        )
+    }
+}

@@ -1,0 +1,153 @@
+//! Launches of the row kernels (`gpu-kernels/src/kernels/rows.rs`): softmax / log-softmax and layer norm over rows.
+
+use super::launch::*;
+use super::table::Kernel;
+use crate::backend::cuda::runtime::CudaRuntime;
+use crate::core::error::Result;
+use crate::core::DType;
+use cudarc::driver::sys;
+use kiln_kernels::params::{Geometry, Operand};
+
+/// How row kernel `k` covers rows of `len`: a warp per row for short rows,
+/// else a block whose threads each keep up to 16 elements in registers.
+pub(super) fn row_config(
+    rt: &CudaRuntime,
+    k: Kernel,
+    rows: u32,
+    len: u32,
+) -> (bool, (u32, u32, u32), (u32, u32, u32)) {
+    const CACHE: u32 = 16;
+    let cap = rt.sm_count.max(1) * 32;
+    if len <= 32 * CACHE {
+        let grid = (rows.div_ceil(8)).min(cap);
+        (true, (grid, 1, 1), (256, 1, 1))
+    } else {
+        // at most 512 threads, and fewer when the kernel's registers do not
+        // allow that many; rows longer than the block caches are re-read
+        let limit = rt.kernels.max_threads(k).min(512);
+        let limit = 1 << (31 - limit.leading_zeros());
+        let threads = len.div_ceil(CACHE).next_power_of_two().clamp(32, limit);
+        (false, (rows.min(cap), 1, 1), (threads, 1, 1))
+    }
+}
+
+/// Softmax (or log-softmax) of `len` elements `step` apart in each row; y dense.
+#[allow(clippy::too_many_arguments)]
+pub fn softmax(
+    rt: &CudaRuntime,
+    dtype: DType,
+    rows: (Geometry, Operand),
+    x: sys::CUdeviceptr,
+    len: u32,
+    step: u32,
+    log: bool,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::Softmax(dtype))?;
+    let (mut g, mut ro) = rows;
+    let (mut x, mut len, mut step, mut log, mut y) = (x, len, step, log as u32, y);
+    let n = g.n;
+    // SAFETY: matches `softmax_*(rows, ro, x, len: u32, step: u32, log: u32, y)`.
+    unsafe {
+        launch_warps(
+            rt,
+            f,
+            n,
+            &mut [
+                arg(&mut g),
+                arg(&mut ro),
+                arg(&mut x),
+                arg(&mut len),
+                arg(&mut step),
+                arg(&mut log),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// Softmax (or log-softmax) of `rows` dense rows of `len` elements into dense `y`.
+pub fn softmax_rows(
+    rt: &CudaRuntime,
+    dtype: DType,
+    (rows, len): (u32, u32),
+    log: bool,
+    x: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let k = Kernel::SoftmaxRows(dtype);
+    let f = rt.kernels.get(k)?;
+    let (per_warp, grid, block) = row_config(rt, k, rows, len);
+    let (mut rows, mut len, mut per_warp, mut log, mut x, mut y) =
+        (rows, len, per_warp as u32, log as u32, x, y);
+    // SAFETY: matches `softmax_rows_*(rows, len, per_warp, log, x, y)`; the block shape
+    // follows `per_warp` and carries the all-reduce scratch.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            grid,
+            block,
+            REDUCE_SCRATCH,
+            &mut [
+                arg(&mut rows),
+                arg(&mut len),
+                arg(&mut per_warp),
+                arg(&mut log),
+                arg(&mut x),
+                arg(&mut y),
+            ],
+        )
+    }
+}
+
+/// Layer norm of dense rows of `norm` elements (weight/bias optional: null pointers).
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm(
+    rt: &CudaRuntime,
+    dtype: DType,
+    rows: u32,
+    norm: u32,
+    x: sys::CUdeviceptr,
+    w: Option<sys::CUdeviceptr>,
+    b: Option<sys::CUdeviceptr>,
+    eps: f64,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let k = Kernel::LayerNorm(dtype);
+    let f = rt.kernels.get(k)?;
+    let (per_warp, grid, block) = row_config(rt, k, rows, norm);
+    let mut flags = w.is_some() as u32 | (b.is_some() as u32) << 1;
+    let (mut rows, mut norm, mut per_warp, mut x, mut w, mut b, mut eps, mut y) = (
+        rows,
+        norm,
+        per_warp as u32,
+        x,
+        w.unwrap_or(0),
+        b.unwrap_or(0),
+        eps,
+        y,
+    );
+    // SAFETY: matches `layer_norm_*(rows, norm, per_warp, x, w, b, flags, eps, y)`; w/b are
+    // only read when flagged; the block shape follows `per_warp`.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            grid,
+            block,
+            REDUCE_SCRATCH,
+            &mut [
+                arg(&mut rows),
+                arg(&mut norm),
+                arg(&mut per_warp),
+                arg(&mut x),
+                arg(&mut w),
+                arg(&mut b),
+                arg(&mut flags),
+                arg(&mut eps),
+                arg(&mut y),
+            ],
+        )
+    }
+}

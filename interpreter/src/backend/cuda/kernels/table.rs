@@ -1,0 +1,493 @@
+//! The kernel table: every kernel of the PTX module, named by the same
+//! `kernel_name!` macro the kernels are exported under (no string work per
+//! launch), the list of kernels the host expects (the op-table kernels by
+//! each row's dtype rule), and their resolution, once, at start-up. A kernel
+//! the PTX lacks is a load error naming it; a test checks the embedded PTX
+//! exports exactly the expected set.
+
+use crate::core::error::{Error, Result};
+use crate::core::op::{BinaryOp, BinaryRule, CmpOp, ReduceOp, UnaryOp, UnaryRule};
+use crate::core::DType;
+use cudarc::driver::{CudaFunction, CudaModule};
+use kiln_kernels::kernel_name;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// One kernel of the module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// `unary_<op>_<dtype>`
+    Unary(UnaryOp, DType),
+    /// `binary_<op>_<dtype>`
+    Binary(BinaryOp, DType),
+    /// `cmp_<op>_<dtype>`
+    Cmp(CmpOp, DType),
+    /// `binary_scalar_<op>_<dtype>` (the scalar passed by value)
+    BinaryScalar(BinaryOp, DType),
+    /// `cmp_scalar_<op>_<dtype>`
+    CmpScalar(CmpOp, DType),
+    /// `where_<dtype>`
+    Where(DType),
+    /// `cast_<src>_<dst>`
+    Cast(DType, DType),
+    /// `cast_v_<src>_<dst>`: dense, the wider side in 16-byte accesses
+    CastV(DType, DType),
+    /// `fill_<dtype>`
+    Fill(DType),
+    /// `arange_<dtype>`
+    Arange(DType),
+    /// `rand_uniform_<dtype>`
+    RandUniform(DType),
+    /// `rand_normal_<dtype>`
+    RandNormal(DType),
+    /// `rand_int_<dtype>`
+    RandInt(DType),
+    /// `reduce_partial_<input dtype>`
+    ReducePartial(DType),
+    /// `reduce_finish_<output dtype>`
+    ReduceFinish(DType),
+    /// `softmax_<dtype>`
+    Softmax(DType),
+    /// `layer_norm_<dtype>`
+    LayerNorm(DType),
+    /// `matmul_int_<dtype>`
+    MatmulInt(DType),
+    /// `unary_v_<op>_<dtype>`: dense, 16-byte accesses
+    UnaryV(UnaryOp, DType),
+    /// `binary_v_<op>_<dtype>`: dense, 16-byte accesses
+    BinaryV(BinaryOp, DType),
+    /// `binary_scalar_v_<op>_<dtype>`: dense, 16-byte accesses
+    BinaryScalarV(BinaryOp, DType),
+    /// `binary_row_<op>_<dtype>`: a dense operand and a repeated dense row
+    BinaryRow(BinaryOp, DType),
+    /// `reduce_lanes_<op>_<dtype>`: dense rows reduced by blocks
+    ReduceLanes(DenseReduce, DType),
+    /// `reduce_lanes_finish_<op>_<dtype>`
+    ReduceLanesFinish(DenseReduce, DType),
+    /// `reduce_cols_<op>_<dtype>`: a dense middle axis reduced across columns
+    ReduceCols(DenseReduce, DType),
+    /// `reduce_cols_finish_<op>_<dtype>`
+    ReduceColsFinish(DenseReduce, DType),
+    /// `softmax_rows_<dtype>`: dense rows
+    SoftmaxRows(DType),
+    /// `transpose_b<bytes>`: tiled transposing copy of elements of that size
+    Transpose(usize),
+    /// `cross_entropy_<dtype>`: per-row loss and log-sum-exp of dense logits
+    CrossEntropy(DType),
+    /// `cross_entropy_backward_<dtype>`: the logits' gradient
+    CrossEntropyBackward(DType),
+    /// `sgd_step_<param dtype>`: one fused SGD step
+    SgdStep(DType),
+    /// `adam_step_<param dtype>`: one fused Adam / AdamW step
+    AdamStep(DType),
+    /// `gather_<dtype>`: reads along a dim through an i64 index (index_select, gather)
+    Gather(DType),
+    /// `scatter_add_<source dtype>`: atomic adds along a dim through an i64 index
+    ScatterAdd(DType),
+}
+
+/// The reductions with dense float kernels (value-only, one accumulator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DenseReduce {
+    /// sum
+    Sum,
+    /// mean
+    Mean,
+    /// maximum (NaN propagates)
+    Max,
+    /// minimum (NaN propagates)
+    Min,
+}
+
+impl DenseReduce {
+    /// The dense kernel family of `op`, when it has one.
+    pub fn of(op: ReduceOp) -> Option<DenseReduce> {
+        match op {
+            ReduceOp::Sum => Some(DenseReduce::Sum),
+            ReduceOp::Mean => Some(DenseReduce::Mean),
+            ReduceOp::Max => Some(DenseReduce::Max),
+            ReduceOp::Min => Some(DenseReduce::Min),
+            _ => None,
+        }
+    }
+
+    const ALL: [DenseReduce; 4] = [
+        DenseReduce::Sum,
+        DenseReduce::Mean,
+        DenseReduce::Max,
+        DenseReduce::Min,
+    ];
+}
+
+/// `kernel_name!(family, <dtype>)` for a runtime dtype.
+macro_rules! by_dtype {
+    ($d:expr, $($part:ident),+) => {
+        match $d {
+            DType::F32 => kernel_name!($($part),+, f32),
+            DType::F64 => kernel_name!($($part),+, f64),
+            DType::F16 => kernel_name!($($part),+, f16),
+            DType::BF16 => kernel_name!($($part),+, bf16),
+            DType::I64 => kernel_name!($($part),+, i64),
+            DType::I32 => kernel_name!($($part),+, i32),
+            DType::U8 => kernel_name!($($part),+, u8),
+            DType::Bool => kernel_name!($($part),+, bool),
+        }
+    };
+}
+
+/// `kernel_name!(family, <src>, <dst>)` for two runtime dtypes.
+macro_rules! by_dtype_pair {
+    ($s:expr, $d:expr, $family:ident) => {
+        match $s {
+            DType::F32 => by_dtype!($d, $family, f32),
+            DType::F64 => by_dtype!($d, $family, f64),
+            DType::F16 => by_dtype!($d, $family, f16),
+            DType::BF16 => by_dtype!($d, $family, bf16),
+            DType::I64 => by_dtype!($d, $family, i64),
+            DType::I32 => by_dtype!($d, $family, i32),
+            DType::U8 => by_dtype!($d, $family, u8),
+            DType::Bool => by_dtype!($d, $family, bool),
+        }
+    };
+}
+
+/// The names of the op-table kernels, one arm per row.
+macro_rules! unary_names {
+    ($($v:ident $n:ident $doc:literal $rule:ident $dom:ident $f:tt $i:tt;)*) => {
+        fn unary_name(op: UnaryOp, d: DType, dense: bool) -> &'static str {
+            match (op, dense) {
+                $(
+                    (UnaryOp::$v, false) => by_dtype!(d, unary, $n),
+                    (UnaryOp::$v, true) => by_dtype!(d, unary_v, $n),
+                )*
+            }
+        }
+    };
+}
+kiln_kernels::unary_ops!(unary_names);
+
+/// The variants of a binary kernel.
+#[derive(Clone, Copy)]
+enum BinaryForm {
+    Strided,
+    Scalar,
+    Dense,
+    DenseScalar,
+    Row,
+}
+
+macro_rules! binary_names {
+    ($($v:ident $n:ident $doc:literal $rule:ident $f:tt $i:tt $b:tt;)*) => {
+        fn binary_name(op: BinaryOp, d: DType, form: BinaryForm) -> &'static str {
+            match (op, form) {
+                $(
+                    (BinaryOp::$v, BinaryForm::Strided) => by_dtype!(d, binary, $n),
+                    (BinaryOp::$v, BinaryForm::Scalar) => by_dtype!(d, binary_scalar, $n),
+                    (BinaryOp::$v, BinaryForm::Dense) => by_dtype!(d, binary_v, $n),
+                    (BinaryOp::$v, BinaryForm::DenseScalar) => by_dtype!(d, binary_scalar_v, $n),
+                    (BinaryOp::$v, BinaryForm::Row) => by_dtype!(d, binary_row, $n),
+                )*
+            }
+        }
+    };
+}
+kiln_kernels::binary_ops!(binary_names);
+
+macro_rules! cmp_names {
+    ($($v:ident $n:ident $doc:literal $op:tt;)*) => {
+        fn cmp_name(op: CmpOp, d: DType, scalar: bool) -> &'static str {
+            match (op, scalar) {
+                $(
+                    (CmpOp::$v, false) => by_dtype!(d, cmp, $n),
+                    (CmpOp::$v, true) => by_dtype!(d, cmp_scalar, $n),
+                )*
+            }
+        }
+    };
+}
+kiln_kernels::cmp_ops!(cmp_names);
+
+fn dense_reduce_name(op: DenseReduce, d: DType, family: u8) -> &'static str {
+    macro_rules! by_op {
+        ($($family:ident)_+) => {
+            match op {
+                DenseReduce::Sum => by_dtype!(d, $($family),+, sum),
+                DenseReduce::Mean => by_dtype!(d, $($family),+, mean),
+                DenseReduce::Max => by_dtype!(d, $($family),+, max),
+                DenseReduce::Min => by_dtype!(d, $($family),+, min),
+            }
+        };
+    }
+    match family {
+        0 => by_op!(reduce_lanes),
+        1 => by_op!(reduce_lanes_finish),
+        2 => by_op!(reduce_cols),
+        _ => by_op!(reduce_cols_finish),
+    }
+}
+
+impl Kernel {
+    /// The exported PTX name (from `kernel_name!`, the macro the kernels
+    /// export themselves under).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Unary(op, d) => unary_name(op, d, false),
+            Kernel::UnaryV(op, d) => unary_name(op, d, true),
+            Kernel::Binary(op, d) => binary_name(op, d, BinaryForm::Strided),
+            Kernel::BinaryScalar(op, d) => binary_name(op, d, BinaryForm::Scalar),
+            Kernel::BinaryV(op, d) => binary_name(op, d, BinaryForm::Dense),
+            Kernel::BinaryScalarV(op, d) => binary_name(op, d, BinaryForm::DenseScalar),
+            Kernel::BinaryRow(op, d) => binary_name(op, d, BinaryForm::Row),
+            Kernel::Cmp(op, d) => cmp_name(op, d, false),
+            Kernel::CmpScalar(op, d) => cmp_name(op, d, true),
+            Kernel::Where(d) => by_dtype!(d, where),
+            Kernel::Cast(s, d) => by_dtype_pair!(s, d, cast),
+            Kernel::CastV(s, d) => by_dtype_pair!(s, d, cast_v),
+            Kernel::Fill(d) => by_dtype!(d, fill),
+            Kernel::Arange(d) => by_dtype!(d, arange),
+            Kernel::RandUniform(d) => by_dtype!(d, rand_uniform),
+            Kernel::RandNormal(d) => by_dtype!(d, rand_normal),
+            Kernel::RandInt(d) => by_dtype!(d, rand_int),
+            Kernel::ReducePartial(d) => by_dtype!(d, reduce_partial),
+            Kernel::ReduceFinish(d) => by_dtype!(d, reduce_finish),
+            Kernel::Softmax(d) => by_dtype!(d, softmax),
+            Kernel::LayerNorm(d) => by_dtype!(d, layer_norm),
+            Kernel::MatmulInt(d) => by_dtype!(d, matmul_int),
+            Kernel::ReduceLanes(op, d) => dense_reduce_name(op, d, 0),
+            Kernel::ReduceLanesFinish(op, d) => dense_reduce_name(op, d, 1),
+            Kernel::ReduceCols(op, d) => dense_reduce_name(op, d, 2),
+            Kernel::ReduceColsFinish(op, d) => dense_reduce_name(op, d, 3),
+            Kernel::SoftmaxRows(d) => by_dtype!(d, softmax_rows),
+            Kernel::Transpose(1) => kernel_name!(transpose, b1),
+            Kernel::Transpose(2) => kernel_name!(transpose, b2),
+            Kernel::Transpose(4) => kernel_name!(transpose, b4),
+            Kernel::Transpose(_) => kernel_name!(transpose, b8),
+            Kernel::CrossEntropy(d) => by_dtype!(d, cross_entropy),
+            Kernel::CrossEntropyBackward(d) => by_dtype!(d, cross_entropy_backward),
+            Kernel::SgdStep(d) => by_dtype!(d, sgd_step),
+            Kernel::AdamStep(d) => by_dtype!(d, adam_step),
+            Kernel::Gather(d) => by_dtype!(d, gather),
+            Kernel::ScatterAdd(d) => by_dtype!(d, scatter_add),
+        }
+    }
+
+    /// Every kernel the module must export: the op-table kernels by each
+    /// row's dtype rule, the other families for the dtypes they are built for.
+    pub fn expected() -> Vec<Kernel> {
+        let mut v = vec![];
+        for d in DType::ALL {
+            let (float, int) = (d.is_float(), d.is_int());
+            for &op in UnaryOp::ALL {
+                let strided = match op.rule() {
+                    UnaryRule::Float => float,
+                    UnaryRule::Keep => d != DType::Bool,
+                    UnaryRule::Logical => true,
+                };
+                if strided {
+                    v.push(Kernel::Unary(op, d));
+                }
+                if float && op.rule() != UnaryRule::Logical {
+                    v.push(Kernel::UnaryV(op, d));
+                }
+            }
+            for &op in BinaryOp::ALL {
+                if op.accepts(d) {
+                    v.extend([Kernel::Binary(op, d), Kernel::BinaryScalar(op, d)]);
+                }
+                if float && op.rule() != BinaryRule::Bitwise {
+                    v.extend([
+                        Kernel::BinaryV(op, d),
+                        Kernel::BinaryScalarV(op, d),
+                        Kernel::BinaryRow(op, d),
+                    ]);
+                }
+            }
+            for &op in CmpOp::ALL {
+                v.extend([Kernel::Cmp(op, d), Kernel::CmpScalar(op, d)]);
+            }
+            for s in DType::ALL {
+                v.extend([Kernel::Cast(s, d), Kernel::CastV(s, d)]);
+            }
+            v.extend([
+                Kernel::Where(d),
+                Kernel::Fill(d),
+                Kernel::Arange(d),
+                Kernel::RandInt(d),
+                Kernel::ReducePartial(d),
+                Kernel::ReduceFinish(d),
+                Kernel::Gather(d),
+            ]);
+            if d != DType::Bool {
+                v.push(Kernel::ScatterAdd(d));
+            }
+            if int {
+                v.push(Kernel::MatmulInt(d));
+            }
+            if float {
+                for op in DenseReduce::ALL {
+                    v.extend([
+                        Kernel::ReduceLanes(op, d),
+                        Kernel::ReduceLanesFinish(op, d),
+                        Kernel::ReduceCols(op, d),
+                        Kernel::ReduceColsFinish(op, d),
+                    ]);
+                }
+                v.extend([
+                    Kernel::RandUniform(d),
+                    Kernel::RandNormal(d),
+                    Kernel::Softmax(d),
+                    Kernel::SoftmaxRows(d),
+                    Kernel::LayerNorm(d),
+                    Kernel::CrossEntropy(d),
+                    Kernel::CrossEntropyBackward(d),
+                    Kernel::SgdStep(d),
+                    Kernel::AdamStep(d),
+                ]);
+            }
+        }
+        v.extend([1, 2, 4, 8].map(Kernel::Transpose));
+        v
+    }
+}
+
+/// Every kernel of the module, resolved once.
+pub struct KernelTable {
+    functions: HashMap<Kernel, CudaFunction>,
+    /// The most threads a block of each kernel may have (its register use
+    /// decides: a heavy kernel cannot run 1024 threads a block).
+    max_threads: HashMap<Kernel, u32>,
+}
+
+impl KernelTable {
+    /// Resolves every kernel the host expects ([`Kernel::expected`]); a
+    /// kernel the PTX lacks is an error naming it, never a silent gap.
+    pub fn load(module: &Arc<CudaModule>) -> std::result::Result<Self, String> {
+        let ptx_names = ptx_entries(crate::backend::cuda::runtime::ptx());
+        let missing: Vec<&str> = Kernel::expected()
+            .iter()
+            .map(|k| k.name())
+            .filter(|n| !ptx_names.contains(n))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "the embedded PTX lacks {} kernel(s) the host expects: {} (rebuild kiln)",
+                missing.len(),
+                missing.join(", ")
+            ));
+        }
+        let (mut functions, mut max_threads) = (HashMap::new(), HashMap::new());
+        for k in Kernel::expected() {
+            let name = k.name();
+            let f = module
+                .load_function(name)
+                .map_err(|e| format!("cannot load kernel {name}: {e:?}"))?;
+            let limit = f.max_threads_per_block().unwrap_or(256).clamp(32, 1024) as u32;
+            max_threads.insert(k, limit);
+            functions.insert(k, f);
+        }
+        Ok(KernelTable {
+            functions,
+            max_threads,
+        })
+    }
+
+    /// The kernel, or a clear error when the module has none for these dtypes.
+    pub fn get(&self, k: Kernel) -> Result<&CudaFunction> {
+        self.functions.get(&k).ok_or_else(|| {
+            Error::invalid(
+                "cuda",
+                format!(
+                    "no CUDA kernel {} (this op/dtype is not supported on CUDA)",
+                    k.name()
+                ),
+            )
+        })
+    }
+
+    /// The most threads a block of `k` may have (256 when unknown).
+    pub fn max_threads(&self, k: Kernel) -> u32 {
+        self.max_threads.get(&k).copied().unwrap_or(256)
+    }
+
+    /// Registers a thread, local (spilled) bytes a thread and the block limit
+    /// of `k`, as the driver compiled it.
+    pub fn resources(&self, k: Kernel) -> Option<(i32, i32, u32)> {
+        let f = self.functions.get(&k)?;
+        Some((
+            f.num_regs().ok()?,
+            f.local_size_bytes().ok()?,
+            self.max_threads(k),
+        ))
+    }
+
+    /// The kernel when the module has it.
+    pub fn find(&self, k: Kernel) -> Option<&CudaFunction> {
+        self.functions.get(&k)
+    }
+
+    /// Number of kernels resolved.
+    pub fn len(&self) -> usize {
+        self.functions.len()
+    }
+
+    /// True when no kernel was resolved.
+    pub fn is_empty(&self) -> bool {
+        self.functions.is_empty()
+    }
+}
+
+/// The names of the kernels a PTX module exports.
+pub(crate) fn ptx_entries(ptx: &str) -> HashSet<&str> {
+    ptx.lines()
+        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+        .filter_map(|l| l.split('(').next())
+        .map(str::trim)
+        .collect()
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The embedded PTX exports exactly the kernels the host expects: none
+    /// missing (a launch would fail), none unknown (a kernel nobody can
+    /// launch). Skipped when this build has no PTX (no nightly toolchain).
+    #[test]
+    fn the_ptx_exports_exactly_the_expected_kernels() {
+        let ptx = crate::backend::cuda::runtime::ptx();
+        if ptx.is_empty() {
+            eprintln!("no PTX in this build; skipped");
+            return;
+        }
+        let exported = ptx_entries(ptx);
+        let expected: HashSet<&str> = Kernel::expected().iter().map(|k| k.name()).collect();
+        let missing: Vec<_> = expected.difference(&exported).collect();
+        let unknown: Vec<_> = exported.difference(&expected).collect();
+        assert!(missing.is_empty(), "kernels the PTX lacks: {missing:?}");
+        assert!(
+            unknown.is_empty(),
+            "PTX kernels the host does not know: {unknown:?}"
+        );
+    }
+
+    #[test]
+    fn names_follow_the_table() {
+        assert_eq!(Kernel::Unary(UnaryOp::Exp, DType::F32).name(), "unary_exp_f32");
+        assert_eq!(
+            Kernel::UnaryV(UnaryOp::Gelu, DType::BF16).name(),
+            "unary_v_gelu_bf16"
+        );
+        assert_eq!(
+            Kernel::BinaryScalar(BinaryOp::Rem, DType::I64).name(),
+            "binary_scalar_remainder_i64"
+        );
+        assert_eq!(Kernel::Cast(DType::U8, DType::F16).name(), "cast_u8_f16");
+        assert_eq!(
+            Kernel::ReduceColsFinish(DenseReduce::Mean, DType::F64).name(),
+            "reduce_cols_finish_mean_f64"
+        );
+        assert_eq!(Kernel::Transpose(4).name(), "transpose_b4");
+        let all = Kernel::expected();
+        let names: HashSet<&str> = all.iter().map(|k| k.name()).collect();
+        assert_eq!(names.len(), all.len(), "two kernels share a name");
+    }
+}

@@ -92,6 +92,38 @@ impl UnaryOp {
         }
     }
 
+    /// The op's one-line doc, as the script API shows it.
+    pub fn doc(self) -> &'static str {
+        use UnaryOp::*;
+        match self {
+            Abs => "absolute value |x|, elementwise",
+            Neg => "negation -x, elementwise",
+            Exp => "exponential e^x, elementwise",
+            Log => "natural logarithm, elementwise",
+            Log2 => "base-2 logarithm, elementwise",
+            Log1p => "ln(1 + x), elementwise (accurate near 0)",
+            Expm1 => "e^x - 1, elementwise (accurate near 0)",
+            Sqrt => "square root, elementwise",
+            Rsqrt => "reciprocal square root 1 / sqrt(x), elementwise",
+            Sin => "sine, elementwise",
+            Cos => "cosine, elementwise",
+            Tan => "tangent, elementwise",
+            Tanh => "hyperbolic tangent, elementwise",
+            Sigmoid => "logistic sigmoid 1 / (1 + e^-x), elementwise",
+            Relu => "rectified linear unit max(x, 0), elementwise",
+            Gelu => "exact GELU x * Phi(x), elementwise",
+            Silu => "SiLU (swish) x * sigmoid(x), elementwise",
+            Erf => "error function, elementwise",
+            Floor => "round down, elementwise",
+            Ceil => "round up, elementwise",
+            Round => "round half to even, elementwise",
+            Sign => "sign: -1, 0 or 1, elementwise",
+            Square => "x * x, elementwise",
+            Reciprocal => "1 / x, elementwise",
+            LogicalNot => "logical not, elementwise (bool result)",
+        }
+    }
+
     /// The dtype the op computes in and returns for an input of `dtype`, or
     /// `None` when the op does not apply to it (e.g. `neg` of a bool tensor).
     pub fn result_dtype(self, dtype: DType) -> Option<DType> {
@@ -151,6 +183,24 @@ impl BinaryOp {
         }
     }
 
+    /// The op's one-line doc, as the script API shows it.
+    pub fn doc(self) -> &'static str {
+        use BinaryOp::*;
+        match self {
+            Add => "a + b, elementwise with broadcasting",
+            Sub => "a - b, elementwise with broadcasting",
+            Mul => "a * b, elementwise with broadcasting",
+            Div => "true division a / b, elementwise with broadcasting (float result)",
+            Rem => "remainder with the sign of the divisor (Python's %), elementwise",
+            Pow => "a ** b, elementwise with broadcasting",
+            Maximum => "elementwise maximum of a and b (NaN propagates)",
+            Minimum => "elementwise minimum of a and b (NaN propagates)",
+            BitAnd => "bitwise and (logical for bool), integer and bool dtypes only",
+            BitOr => "bitwise or (logical for bool), integer and bool dtypes only",
+            BitXor => "bitwise xor (logical for bool), integer and bool dtypes only",
+        }
+    }
+
     /// True for the bitwise ops, which reject float operands.
     pub fn is_bitwise(self) -> bool {
         matches!(self, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor)
@@ -192,6 +242,18 @@ impl CmpOp {
             CmpOp::Le => "le",
             CmpOp::Gt => "gt",
             CmpOp::Ge => "ge",
+        }
+    }
+
+    /// The op's one-line doc, as the script API shows it.
+    pub fn doc(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "a == b, elementwise with broadcasting (bool tensor)",
+            CmpOp::Ne => "a != b, elementwise with broadcasting (bool tensor)",
+            CmpOp::Lt => "a < b, elementwise with broadcasting (bool tensor)",
+            CmpOp::Le => "a <= b, elementwise with broadcasting (bool tensor)",
+            CmpOp::Gt => "a > b, elementwise with broadcasting (bool tensor)",
+            CmpOp::Ge => "a >= b, elementwise with broadcasting (bool tensor)",
         }
     }
 
@@ -257,6 +319,23 @@ impl ReduceOp {
             ReduceOp::Std { .. } => "std",
             ReduceOp::All => "all",
             ReduceOp::Any => "any",
+        }
+    }
+
+    /// The op's one-line doc, as the script API shows it.
+    pub fn doc(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum of all elements, or over dims (keepdim keeps them as size 1)",
+            ReduceOp::Prod => "product of all elements, or over dims (keepdim keeps them as size 1)",
+            ReduceOp::Mean => "mean of all elements, or over dims (keepdim keeps them as size 1)",
+            ReduceOp::Max => "maximum of all elements, or over dim (keepdim keeps it as size 1)",
+            ReduceOp::Min => "minimum of all elements, or over dim (keepdim keeps it as size 1)",
+            ReduceOp::ArgMax => "index of the first maximum, overall (flat) or along dim",
+            ReduceOp::ArgMin => "index of the first minimum, overall (flat) or along dim",
+            ReduceOp::Var { .. } => "variance (correction 1), of all elements or over dims",
+            ReduceOp::Std { .. } => "standard deviation (correction 1), of all elements or over dims",
+            ReduceOp::All => "true when every element is non-zero, overall or over dims",
+            ReduceOp::Any => "true when some element is non-zero, overall or over dims",
         }
     }
 

@@ -19,6 +19,7 @@
 
 use rhai::{Engine, FuncRegistration, Module, RhaiNativeFunc};
 use std::any::{type_name, TypeId};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::{Arc, OnceLock};
 
@@ -242,7 +243,8 @@ impl<'a> Api<'a> {
             .zip(FUNC::param_names())
             .map(|(p, ty)| format!("{p}: {}", script_type(types, ty)))
             .collect();
-        let returns = (TypeId::of::<R>() != TypeId::of::<()>()).then(|| script_type(types, type_name::<R>()));
+        let returns = (TypeId::of::<R>() != TypeId::of::<()>())
+            .then(|| script_type(types, type_name::<R>()).into_owned());
         if self.record {
             let qualified = match &self.target {
                 Target::Engine(_) => name.to_string(),
@@ -371,18 +373,19 @@ impl Doc<'_, '_> {
 /// A Rust type name as scripts know it: the name a type was registered
 /// under (`Tensor`), Rhai's short names (`string`, `array`, `map`, `Fn`),
 /// else the last segment of its path (`Dynamic`).
-fn script_type(engine: &Engine, rust: &str) -> String {
-    let (prefix, ty) = match rust.strip_prefix("&mut ") {
-        Some(inner) => ("&mut ", inner),
-        None => ("", rust),
+fn script_type<'e>(engine: &'e Engine, rust: &'e str) -> Cow<'e, str> {
+    let short = |ty: &'e str| -> &'e str {
+        let mapped = engine.map_type_name(ty);
+        if mapped.contains('<') {
+            mapped
+        } else {
+            mapped.rsplit("::").next().unwrap_or(mapped)
+        }
     };
-    let mapped = engine.map_type_name(ty);
-    let short = if mapped.contains('<') {
-        mapped
-    } else {
-        mapped.rsplit("::").next().unwrap_or(mapped)
-    };
-    format!("{prefix}{short}")
+    match rust.strip_prefix("&mut ") {
+        Some(inner) => Cow::Owned(format!("&mut {}", short(inner))),
+        None => Cow::Borrowed(short(rust)),
+    }
 }
 
 #[cfg(test)]

@@ -128,6 +128,26 @@ fn piped(input: &[u8]) -> Output {
 }
 
 #[test]
+fn repl_help_shows_docs_and_signatures_from_the_registry() {
+    let o = piped(b":help softmax\n:help cuda::synchronize\n:help\n");
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.contains("  softmax(t: Tensor, dim: i64) -> Tensor\n      softmax along dim"),
+        "{out}"
+    );
+    assert!(out.contains("  cuda::synchronize()\n      waits until"), "{out}");
+    // the listing by group, from the registry, after the session's commands
+    assert!(out.contains(":time EXPR"), "{out}");
+    for line in [
+        "  creation     tensor zeros ones",
+        "  nn           softmax log_softmax layer_norm",
+    ] {
+        assert!(out.contains(line), "{line:?} not in {out}");
+    }
+}
+
+#[test]
 fn repl_skips_a_line_of_invalid_utf8_and_goes_on() {
     let o = piped(
         b"let x = 20;\nprint(\"a\xff\");\nx + 1\nfn f(t) {\n  t \xc3\n}\nx + 2\r\nprint(\"\xc3\xa9\")\n",

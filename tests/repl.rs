@@ -226,6 +226,7 @@ fn commands() {
     run(&mut p, ":device cpu", "default device: cpu");
     run(&mut p, ":mem", "tensor variable");
     run(&mut p, ":help", ":time EXPR");
+    run(&mut p, ":help softmax", "softmax along dim");
     run(&mut p, ":frobnicate", "unknown command :frobnicate");
 
     let script = dir.join("lib.rhai");

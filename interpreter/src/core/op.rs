@@ -310,6 +310,23 @@ impl ReduceOp {
         }
     }
 
+    /// The op's one-line doc.
+    pub fn doc(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum of all elements, or over dims (keepdim keeps them as size 1)",
+            ReduceOp::Prod => "product of all elements, or over dims (keepdim keeps them as size 1)",
+            ReduceOp::Mean => "mean of all elements, or over dims (keepdim keeps them as size 1)",
+            ReduceOp::Max => "maximum of all elements, or over dim (keepdim keeps it as size 1)",
+            ReduceOp::Min => "minimum of all elements, or over dim (keepdim keeps it as size 1)",
+            ReduceOp::ArgMax => "index of the first maximum, overall (flat) or along dim",
+            ReduceOp::ArgMin => "index of the first minimum, overall (flat) or along dim",
+            ReduceOp::Var { .. } => "variance (correction 1), of all elements or over dims",
+            ReduceOp::Std { .. } => "standard deviation (correction 1), of all elements or over dims",
+            ReduceOp::All => "true when every element is non-zero, overall or over dims",
+            ReduceOp::Any => "true when some element is non-zero, overall or over dims",
+        }
+    }
+
     /// The result dtype for an input of `dtype`.
     pub fn result_dtype(self, dtype: DType) -> DType {
         match self {

@@ -3,6 +3,7 @@
 //! line is recognized as one, and what each does.
 
 use super::{display, Flow, Session};
+use kiln::script::registry::{catalog, Category};
 use kiln::{Device, Tensor};
 use rhai::INT;
 use std::path::PathBuf;
@@ -64,7 +65,7 @@ pub fn parse(line: &str) -> Option<Result<Command, String>> {
 /// Runs a command in the session.
 pub fn run(session: &mut Session, cmd: Command) -> Flow {
     match cmd {
-        Command::Help(None) => println!("{HELP}"),
+        Command::Help(None) => help(),
         Command::Help(Some(name)) => help_for(session, &name),
         Command::Time(expr) => time(session, &expr),
         Command::Mem => mem(session),
@@ -76,6 +77,7 @@ pub fn run(session: &mut Session, cmd: Command) -> Flow {
     Flow::Continue
 }
 
+/// The session's own text for `:help`: how input works and the commands.
 const HELP: &str = "\
 Type Rhai statements; the value of an expression is printed. Variables
 (`let`) and functions (`fn`) persist. An unfinished statement continues
@@ -83,73 +85,204 @@ at the `... ` prompt; a blank line runs it as it is. Tab completes names,
 `module::` members and tensor methods after `.`.
 
 Commands:
-  :help [NAME]       this text, or the signatures of function NAME
+  :help [NAME]       this text, or the doc and signatures of function NAME
   :time EXPR         run EXPR and print its wall time (after a device sync)
   :mem               allocator statistics
   :device [cpu|cuda] show or set the default device
   :load FILE         run a script file in this session
   :vars              variables (type, and shape/dtype/device of tensors)
   :quit              leave (also quit, exit, Ctrl-D)
-Ctrl-C interrupts a running script, or clears the line being typed.
+Ctrl-C interrupts a running script, or clears the line being typed.";
 
-The tensor API (docs/API.md has the details):
-  creation    tensor zeros ones empty full arange linspace eye rand randn
-              randint randperm seed zeros_like ones_like full_like rand_like
-              randn_like
-  properties  .shape .dtype .device .ndim .numel .T .grad .requires_grad
-              .is_leaf .grad_fn size dim len is_contiguous shares_storage
-  operators   + - * / % ** @ == != < <= > >= & | ^  (in place: += -= *= /=)
-              t[i]  t[a..b]  t[i] = x
-  views       reshape view flatten t transpose permute squeeze unsqueeze
-              expand expand_as broadcast_to narrow slice select contiguous
-              clone detach cat stack
-  indexing    index_select gather index_add scatter_add
-  math        abs neg exp log log2 log1p expm1 sqrt rsqrt sin cos tan tanh
-              sigmoid relu gelu silu erf floor ceil round sign square
-              reciprocal pow clamp maximum minimum where add_ sub_ mul_ div_
-  reductions  sum prod mean variance std all any max min argmax argmin
-  nn          matmul mm bmm dot softmax log_softmax layer_norm
-  autograd    requires_grad backward zero_grad detach no_grad enable_grad
-              is_grad_enabled
-  values      item to_list print
-  devices     to to_dtype float double half bfloat16 long int cpu cuda
-              default_device set_default_device
-  runtime     time args cuda::is_available cuda::synchronize
-              cuda::memory_allocated cuda::memory_reserved cuda::empty_cache
-              cuda::set_allow_tf32 cuda::allow_tf32
-  dist        dist::rank dist::world_size dist::all_reduce dist::broadcast
-              dist::all_gather dist::barrier dist::all_reduce_coalesced
-              dist::reducer (red.wait)  (kiln launch --nproc N FILE)
-  stdlib      import \"nn\" as nn;  nn::linear nn::mse nn::cross_entropy ...";
+/// The last lines of the API listing: the stdlib, which is Rhai source.
+const STDLIB: &str = "import \"nn\" as nn;  nn::linear nn::mse nn::cross_entropy ...";
 
-/// Prints the registered signatures of `name` (and `module::name`).
+/// Where the names of a listed group start, and the width they wrap at.
+const NAMES_AT: usize = 15;
+const WIDTH: usize = 78;
+
+/// Prints the session's help and the script API by group, from the catalog
+/// the API was registered with.
+fn help() {
+    println!("{HELP}");
+    println!();
+    println!("The tensor API by group (:help NAME shows a function's doc and signatures;");
+    println!("docs/API.md has the details):");
+    for category in Category::ALL {
+        let mut names: Vec<String> = Vec::new();
+        for entry in catalog().iter().filter(|e| e.category == category) {
+            let name = entry.display_name();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        print!("{}", wrap(category.name(), &names));
+    }
+    print!("{}", wrap("stdlib", &[STDLIB.to_string()]));
+}
+
+/// `label` and `names`, the names wrapped into lines of at most [`WIDTH`]
+/// characters that start at column [`NAMES_AT`].
+fn wrap(label: &str, names: &[String]) -> String {
+    let mut out = format!("  {label:<width$}", width = NAMES_AT - 2);
+    let mut column = NAMES_AT;
+    for (i, name) in names.iter().enumerate() {
+        let len = name.chars().count();
+        if i > 0 && column + 1 + len > WIDTH {
+            out.push('\n');
+            out.push_str(&" ".repeat(NAMES_AT));
+            column = NAMES_AT;
+        } else if i > 0 {
+            out.push(' ');
+            column += 1;
+        }
+        out.push_str(name);
+        column += len;
+    }
+    out.push('\n');
+    out
+}
+
+/// One overload found by `:help NAME`: its signature as shown and its doc lines.
+struct Overload {
+    signature: String,
+    doc: Vec<String>,
+}
+
+/// Prints the doc and signatures of every function named `name` (also
+/// `module::name`, and the property `.name`), from the engine's metadata.
 fn help_for(session: &Session, name: &str) {
     let Ok(state) = session.state.try_borrow() else {
         return;
     };
     let name = name.trim_start_matches('.');
-    let mut found: Vec<String> = state
-        .kiln
-        .engine()
-        .gen_fn_signatures(false)
-        .into_iter()
-        .filter(|sig| {
-            let n = sig.split('(').next().unwrap_or("");
-            n == name || n.rsplit("::").next() == Some(name)
-        })
-        .map(|sig| tidy_signature(&sig))
-        .collect();
+    let mut found = match state.kiln.engine().gen_fn_metadata_to_json(false) {
+        Ok(json) => overloads(&json, name),
+        Err(e) => {
+            eprintln!("error: cannot read the function metadata: {e}");
+            Vec::new()
+        }
+    };
     if let Some(sig) = state.functions.get(name) {
-        found.push(format!("fn {sig}  (defined in this session)"));
+        found.push(Overload {
+            signature: format!("fn {sig}  (defined in this session)"),
+            doc: Vec::new(),
+        });
     }
-    found.sort();
-    found.dedup();
     if found.is_empty() {
         println!("no function named {name}");
     }
-    for sig in found {
-        println!("  {sig}");
+    print!("{}", format_overloads(&found));
+}
+
+/// The overloads named `name` (`module::name` for one module's) in `json`,
+/// the engine's function metadata (`Engine::gen_fn_metadata_to_json`), in
+/// a stable order.
+fn overloads(json: &str, name: &str) -> Vec<Overload> {
+    let Ok(root) = serde_json::from_str::<serde_json::Value>(json) else {
+        return Vec::new();
+    };
+    // `cuda::synchronize` asks for that module's function only
+    let (in_module, name) = match name.rsplit_once("::") {
+        Some((m, n)) => (Some(m), n),
+        None => (None, name),
+    };
+    let mut found: Vec<(String, u64, Overload)> = Vec::new();
+    let mut scan = |module: Option<&str>, functions: &serde_json::Value| {
+        if in_module.is_some() && in_module != module {
+            return;
+        }
+        for f in functions.as_array().into_iter().flatten() {
+            let Some(fname) = f["name"].as_str() else {
+                continue;
+            };
+            let prop = fname.strip_prefix("get$").or_else(|| fname.strip_prefix("set$"));
+            if fname != name && prop != Some(name) {
+                continue;
+            }
+            let signature = f["signature"].as_str().unwrap_or(fname);
+            let signature = match module {
+                Some(m) => format!("{m}::{signature}"),
+                None => signature.to_string(),
+            };
+            let doc = f["docComments"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.as_str())
+                .flat_map(doc_lines)
+                .collect();
+            let overload = Overload {
+                signature: display_signature(&tidy_signature(&signature)),
+                doc,
+            };
+            let key = format!("{}{fname}", module.unwrap_or(""));
+            found.push((key, f["numParams"].as_u64().unwrap_or(0), overload));
+        }
+    };
+    scan(None, &root["functions"]);
+    for (m, module) in root["modules"].as_object().into_iter().flatten() {
+        scan(Some(m), &module["functions"]);
     }
+    found.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    found.into_iter().map(|(_, _, o)| o).collect()
+}
+
+/// The text of a doc comment (`/// ...` lines or a `/** ... */` block),
+/// one item per line, without the comment markers.
+fn doc_lines(comment: &str) -> Vec<String> {
+    let body = comment
+        .trim()
+        .strip_prefix("/**")
+        .and_then(|b| b.strip_suffix("*/"))
+        .unwrap_or(comment);
+    body.lines()
+        .map(|l| {
+            let l = l.trim();
+            let l = l.strip_prefix("///").or_else(|| l.strip_prefix('*')).unwrap_or(l);
+            l.strip_prefix(' ').unwrap_or(l).trim_end().to_string()
+        })
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// A signature as a script writes the call: properties as `t.name` and
+/// `t.name = v`, without Rhai's `&mut` marks.
+fn display_signature(sig: &str) -> String {
+    let sig = sig.replace("&mut ", "");
+    let property = |rest: &str, setter: bool| -> Option<String> {
+        let (prop, rest) = rest.split_once('(')?;
+        let (params, ret) = rest.split_once(')')?;
+        let mut params = params.split(", ");
+        let this = params.next()?.split(':').next()?.trim().to_string();
+        Some(if setter {
+            format!("{this}.{prop} = {}", params.collect::<Vec<_>>().join(", "))
+        } else {
+            format!("{this}.{prop}{ret}")
+        })
+    };
+    let shown = match (sig.strip_prefix("get$"), sig.strip_prefix("set$")) {
+        (Some(rest), _) => property(rest, false),
+        (_, Some(rest)) => property(rest, true),
+        _ => None,
+    };
+    shown.unwrap_or(sig)
+}
+
+/// The overloads, each group of consecutive ones that share a doc shown as
+/// their signatures and then the doc, indented.
+fn format_overloads(found: &[Overload]) -> String {
+    let mut out = String::new();
+    for (i, o) in found.iter().enumerate() {
+        out.push_str(&format!("  {}\n", o.signature));
+        let last_of_group = found.get(i + 1).is_none_or(|next| next.doc != o.doc);
+        if last_of_group {
+            for line in &o.doc {
+                out.push_str(&format!("      {line}\n"));
+            }
+        }
+    }
+    out
 }
 
 /// A signature as a script user reads it: `Result<T, E>` returns shown as
@@ -394,6 +527,49 @@ mod tests {
         assert!(matches!(parse(":time"), Some(Err(_))));
         assert!(matches!(parse(":load"), Some(Err(_))));
         assert!(matches!(parse(":frobnicate"), Some(Err(_))));
+    }
+
+    #[test]
+    fn help_for_a_name_reads_the_metadata() {
+        let kiln = kiln::Interpreter::with_device(Device::Cpu).unwrap();
+        let json = kiln.engine().gen_fn_metadata_to_json(false).unwrap();
+        let text = format_overloads(&overloads(&json, "softmax"));
+        let doc = catalog().iter().find(|e| e.name == "softmax").unwrap().doc;
+        assert_eq!(
+            text,
+            format!("  softmax(t: Tensor, dim: i64) -> Tensor\n      {doc}\n")
+        );
+        // overloads that share a doc show it once, after them
+        let text = format_overloads(&overloads(&json, "flatten"));
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(text.lines().last().unwrap().starts_with("      "), "{text}");
+        // properties, module functions by either name
+        let text = format_overloads(&overloads(&json, "grad"));
+        assert!(text.contains("  t.grad -> Dynamic\n"), "{text}");
+        assert!(text.contains("  t.grad = g: Dynamic\n"), "{text}");
+        for name in ["synchronize", "cuda::synchronize"] {
+            let text = format_overloads(&overloads(&json, name));
+            assert!(text.starts_with("  cuda::synchronize()\n      "), "{text}");
+        }
+        assert!(overloads(&json, "dist::synchronize").is_empty());
+        assert!(overloads(&json, "no_such_function").is_empty());
+    }
+
+    #[test]
+    fn reads_doc_comments() {
+        assert_eq!(doc_lines("/// one line"), vec!["one line"]);
+        assert_eq!(doc_lines("/// a\n///   b\n///"), vec!["a", "  b"]);
+        assert_eq!(doc_lines("/** a\n * b\n */"), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn wraps_the_listing() {
+        let names: Vec<String> = (0..30).map(|i| format!("name{i}")).collect();
+        let text = wrap("math", &names);
+        assert!(text.starts_with("  math         name0 name1 "), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= WIDTH), "{text}");
+        assert!(text.lines().skip(1).all(|l| l.starts_with(&" ".repeat(NAMES_AT))));
+        assert_eq!(text.split_whitespace().count(), 31);
     }
 
     #[test]

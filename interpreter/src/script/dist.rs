@@ -10,11 +10,11 @@
 //! identity. Only argument conversion happens here.
 
 use super::convert::{ok, script_error, RhaiResult};
-use super::creation::volatile;
+use super::registry::{Api, Category};
 use crate::dist::reducer::DEFAULT_BUCKET_CAP_BYTES;
 use crate::dist::{global, ProcessGroup, ReduceOp, Reducer};
 use crate::tensor::Tensor;
-use rhai::{Array, Dynamic, Engine, FuncRegistration, Map, Module, NativeCallContext, INT};
+use rhai::{Array, Dynamic, Engine, Map, Module, NativeCallContext, INT};
 use std::sync::Arc;
 
 /// A script handle to a [`Reducer`] (clones share it; the reducer and its
@@ -24,17 +24,32 @@ pub struct ScriptReducer(pub Arc<Reducer>);
 
 /// Registers the `dist` module and the `Reducer` type.
 pub fn register(engine: &mut Engine) {
-    engine.register_static_module("dist", dist_module().into());
     engine.register_type_with_name::<ScriptReducer>("Reducer");
-    volatile!(engine, "wait", |r: &mut ScriptReducer| -> RhaiResult<()> {
-        ok(r.0.wait())
-    });
-    engine.register_get("num_buckets", |r: &mut ScriptReducer| r.0.num_buckets() as INT);
-    engine.register_fn("num_buckets", |r: &mut ScriptReducer| r.0.num_buckets() as INT);
-    engine.register_get("bucket_sizes", |r: &mut ScriptReducer| sizes(&r.0));
-    engine.register_fn("bucket_sizes", |r: &mut ScriptReducer| sizes(&r.0));
-    engine.register_fn("to_string", |r: &mut ScriptReducer| describe(&r.0));
-    engine.register_fn("to_debug", |r: &mut ScriptReducer| describe(&r.0));
+    let module = dist_module(engine);
+    engine.register_static_module("dist", module.into());
+    let mut api = Api::new(engine, Category::Dist);
+    api.doc("waits until the reducer's gradient all-reduces are done (after backward)")
+        .volatile("wait", ["red"], |r: &mut ScriptReducer| -> RhaiResult<()> {
+            ok(r.0.wait())
+        });
+    const BUCKETS: &str = "the number of gradient buckets of the reducer";
+    const SIZES: &str = "the number of elements in each gradient bucket of the reducer, in launch order";
+    api.doc(BUCKETS)
+        .get("num_buckets", ["red"], |r: &mut ScriptReducer| {
+            r.0.num_buckets() as INT
+        });
+    api.doc(BUCKETS)
+        .func("num_buckets", ["red"], |r: &mut ScriptReducer| {
+            r.0.num_buckets() as INT
+        });
+    api.doc(SIZES)
+        .get("bucket_sizes", ["red"], |r: &mut ScriptReducer| sizes(&r.0));
+    api.doc(SIZES)
+        .func("bucket_sizes", ["red"], |r: &mut ScriptReducer| sizes(&r.0));
+    api.doc("a short description of the reducer")
+        .func("to_string", ["red"], |r: &mut ScriptReducer| describe(&r.0));
+    api.doc("a short description of the reducer")
+        .func("to_debug", ["red"], |r: &mut ScriptReducer| describe(&r.0));
 }
 
 fn sizes(r: &Reducer) -> Array {
@@ -153,47 +168,75 @@ fn broadcast(ctx: &NativeCallContext, t: Tensor, root: INT) -> RhaiResult<Tensor
     Ok(t)
 }
 
-fn dist_module() -> Module {
+/// The `dist::` functions (`engine` gives the type names of their signatures).
+fn dist_module(engine: &Engine) -> Module {
     let mut m = Module::new();
-    let reg = |name: &str| FuncRegistration::new(name.to_string()).with_volatility(true);
-    reg("rank").set_into_module(&mut m, |ctx: NativeCallContext| -> RhaiResult<INT> {
-        at(&ctx, group().map(|g| g.rank() as INT))
-    });
-    reg("world_size").set_into_module(&mut m, |ctx: NativeCallContext| -> RhaiResult<INT> {
-        at(&ctx, group().map(|g| g.world_size() as INT))
-    });
-    reg("is_distributed").set_into_module(&mut m, |ctx: NativeCallContext| -> RhaiResult<bool> {
-        at(&ctx, group().map(|g| g.world_size() > 1))
-    });
-    reg("all_reduce").set_into_module(&mut m, |ctx: NativeCallContext, t: Tensor, op: &str| {
-        all_reduce(&ctx, t, op)
-    });
-    reg("all_reduce").set_into_module(&mut m, |ctx: NativeCallContext, t: Tensor| {
-        all_reduce(&ctx, t, "sum")
-    });
-    reg("broadcast").set_into_module(&mut m, |ctx: NativeCallContext, t: Tensor, root: INT| {
-        broadcast(&ctx, t, root)
-    });
-    reg("all_gather").set_into_module(
-        &mut m,
-        |ctx: NativeCallContext, t: Tensor| -> RhaiResult<Tensor> {
-            at(&ctx, group().and_then(|g| ok(g.all_gather(&t))))
-        },
+    let mut api = Api::module(&mut m, "dist", engine, Category::Dist);
+    api.doc("this process's rank in the group (0 outside kiln launch)")
+        .volatile("rank", [], |ctx: NativeCallContext| -> RhaiResult<INT> {
+            at(&ctx, group().map(|g| g.rank() as INT))
+        });
+    api.doc("the number of processes in the group (1 outside kiln launch)")
+        .volatile("world_size", [], |ctx: NativeCallContext| -> RhaiResult<INT> {
+            at(&ctx, group().map(|g| g.world_size() as INT))
+        });
+    api.doc("true when the group has more than one process").volatile(
+        "is_distributed",
+        [],
+        |ctx: NativeCallContext| -> RhaiResult<bool> { at(&ctx, group().map(|g| g.world_size() > 1)) },
     );
-    reg("all_reduce_coalesced").set_into_module(&mut m, |ctx: NativeCallContext, list: Array, op: &str| {
-        all_reduce_coalesced(&ctx, list, op)
-    });
-    reg("all_reduce_coalesced").set_into_module(&mut m, |ctx: NativeCallContext, list: Array| {
-        all_reduce_coalesced(&ctx, list, "sum")
-    });
-    reg("reducer").set_into_module(&mut m, |ctx: NativeCallContext, params: Array| {
-        reducer(&ctx, &params, &Map::new())
-    });
-    reg("reducer").set_into_module(&mut m, |ctx: NativeCallContext, params: Array, opts: Map| {
-        reducer(&ctx, &params, &opts)
-    });
-    reg("barrier").set_into_module(&mut m, |ctx: NativeCallContext| -> RhaiResult<()> {
-        at(&ctx, group().and_then(|g| ok(g.barrier())))
-    });
+    const ALL_REDUCE: &str =
+        "reduces t across all ranks in place (op: \"sum\" by default, \"mean\", \"max\", \"min\"); returns t";
+    api.doc(ALL_REDUCE).volatile(
+        "all_reduce",
+        ["t", "op"],
+        |ctx: NativeCallContext, t: Tensor, op: &str| all_reduce(&ctx, t, op),
+    );
+    api.doc(ALL_REDUCE)
+        .volatile("all_reduce", ["t"], |ctx: NativeCallContext, t: Tensor| {
+            all_reduce(&ctx, t, "sum")
+        });
+    api.doc("copies root's t into t on every rank, in place; returns t")
+        .volatile(
+            "broadcast",
+            ["t", "root"],
+            |ctx: NativeCallContext, t: Tensor, root: INT| broadcast(&ctx, t, root),
+        );
+    api.doc("every rank's t stacked: a new tensor [world_size, ...t.shape]")
+        .volatile(
+            "all_gather",
+            ["t"],
+            |ctx: NativeCallContext, t: Tensor| -> RhaiResult<Tensor> {
+                at(&ctx, group().and_then(|g| ok(g.all_gather(&t))))
+            },
+        );
+    const COALESCED: &str =
+        "all_reduce of a list of tensors in place, one collective per bucket; returns the list";
+    api.doc(COALESCED).volatile(
+        "all_reduce_coalesced",
+        ["tensors", "op"],
+        |ctx: NativeCallContext, list: Array, op: &str| all_reduce_coalesced(&ctx, list, op),
+    );
+    api.doc(COALESCED).volatile(
+        "all_reduce_coalesced",
+        ["tensors"],
+        |ctx: NativeCallContext, list: Array| all_reduce_coalesced(&ctx, list, "sum"),
+    );
+    const REDUCER: &str =
+        "a Reducer that averages params' gradients across ranks while backward runs; opts #{bucket_mb}";
+    api.doc(REDUCER)
+        .volatile("reducer", ["params"], |ctx: NativeCallContext, params: Array| {
+            reducer(&ctx, &params, &Map::new())
+        });
+    api.doc(REDUCER).volatile(
+        "reducer",
+        ["params", "opts"],
+        |ctx: NativeCallContext, params: Array, opts: Map| reducer(&ctx, &params, &opts),
+    );
+    api.doc("waits until every rank reaches it").volatile(
+        "barrier",
+        [],
+        |ctx: NativeCallContext| -> RhaiResult<()> { at(&ctx, group().and_then(|g| ok(g.barrier()))) },
+    );
     m
 }

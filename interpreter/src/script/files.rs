@@ -12,7 +12,7 @@
 //! ```
 
 use super::convert::{ok, opts, script_error, RhaiResult};
-use super::creation::volatile;
+use super::registry::{Api, Category};
 use super::Runtime;
 use crate::core::DType;
 use crate::io::csv::{Column, CsvOptions};
@@ -147,14 +147,20 @@ fn save_safetensors(rt: &Runtime, m: &Map, path: &str) -> RhaiResult<()> {
 
 /// Registers the file functions.
 pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
+    let mut api = Api::new(engine, Category::Io);
+    const CSV: &str = "a CSV file (.gz too) of numbers as a 2-d tensor; opts #{header, delimiter, comment, columns, dtype, device}";
     let r = rt.clone();
-    volatile!(engine, "load_csv", move |p: &str| -> RhaiResult<Tensor> {
-        Ok(load_csv(&r, p, &Map::new())?.1)
-    });
+    api.doc(CSV)
+        .volatile("load_csv", ["path"], move |p: &str| -> RhaiResult<Tensor> {
+            Ok(load_csv(&r, p, &Map::new())?.1)
+        });
     let r = rt.clone();
-    volatile!(engine, "load_csv", move |p: &str, m: Map| -> RhaiResult<Tensor> {
-        Ok(load_csv(&r, p, &m)?.1)
-    });
+    api.doc(CSV).volatile(
+        "load_csv",
+        ["path", "opts"],
+        move |p: &str, m: Map| -> RhaiResult<Tensor> { Ok(load_csv(&r, p, &m)?.1) },
+    );
+    const CSV_HEADER: &str = "a CSV file as #{header: [names], data: tensor}; opts as load_csv";
     for arity in [1, 2] {
         let r = rt.clone();
         let with_header = move |p: &str, m: &Map| -> RhaiResult<Map> {
@@ -166,38 +172,48 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
             Ok(out)
         };
         if arity == 1 {
-            volatile!(engine, "load_csv_with_header", move |p: &str| with_header(
-                p,
-                &Map::new()
-            ));
+            api.doc(CSV_HEADER)
+                .volatile("load_csv_with_header", ["path"], move |p: &str| {
+                    with_header(p, &Map::new())
+                });
         } else {
-            volatile!(
-                engine,
+            api.doc(CSV_HEADER).volatile(
                 "load_csv_with_header",
-                move |p: &str, m: Map| with_header(p, &m)
+                ["path", "opts"],
+                move |p: &str, m: Map| with_header(p, &m),
             );
         }
     }
+    const NPY: &str = "a tensor from a .npy file; opts #{dtype, device}";
     let r = rt.clone();
-    volatile!(engine, "load_npy", move |p: &str| load_npy(&r, p, &Map::new()));
+    api.doc(NPY)
+        .volatile("load_npy", ["path"], move |p: &str| load_npy(&r, p, &Map::new()));
     let r = rt.clone();
-    volatile!(engine, "load_npy", move |p: &str, m: Map| load_npy(&r, p, &m));
+    api.doc(NPY)
+        .volatile("load_npy", ["path", "opts"], move |p: &str, m: Map| {
+            load_npy(&r, p, &m)
+        });
     let r = rt.clone();
-    volatile!(engine, "save_npy", move |t: Tensor, p: &str| -> RhaiResult<()> {
-        ok(crate::io::npy::save(r.files(), &t, Path::new(p)))
-    });
+    api.doc("writes t to a .npy file").volatile(
+        "save_npy",
+        ["t", "path"],
+        move |t: Tensor, p: &str| -> RhaiResult<()> { ok(crate::io::npy::save(r.files(), &t, Path::new(p))) },
+    );
+    const SAFETENSORS: &str =
+        "the tensors of a .safetensors file, as a map of name to tensor; opts #{dtype, device}";
     let r = rt.clone();
-    volatile!(engine, "load_safetensors", move |p: &str| load_safetensors(
-        &r,
-        p,
-        &Map::new()
-    ));
+    api.doc(SAFETENSORS)
+        .volatile("load_safetensors", ["path"], move |p: &str| {
+            load_safetensors(&r, p, &Map::new())
+        });
     let r = rt.clone();
-    volatile!(engine, "load_safetensors", move |p: &str, m: Map| {
-        load_safetensors(&r, p, &m)
-    });
+    api.doc(SAFETENSORS)
+        .volatile("load_safetensors", ["path", "opts"], move |p: &str, m: Map| {
+            load_safetensors(&r, p, &m)
+        });
     let r = rt.clone();
-    volatile!(engine, "save_safetensors", move |m: Map, p: &str| {
-        save_safetensors(&r, &m, p)
-    });
+    api.doc("writes a map of name to tensor to a .safetensors file")
+        .volatile("save_safetensors", ["tensors", "path"], move |m: Map, p: &str| {
+            save_safetensors(&r, &m, p)
+        });
 }

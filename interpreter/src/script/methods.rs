@@ -7,6 +7,7 @@ use super::convert::{
     ints, nested_to_tensor, ok, operand, scalar, scalar_to_dynamic, script_error, shape, shape_to_dynamic,
     tensor_list, tensor_to_nested, RhaiResult,
 };
+use super::registry::{Api, Category};
 use super::Runtime;
 use crate::core::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::core::{DType, Device};
@@ -16,44 +17,70 @@ use std::sync::Arc;
 
 /// Registers every Tensor method and property.
 pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
-    register_properties(engine);
-    register_views(engine);
-    register_math(engine);
-    register_reductions(engine);
-    register_nn(engine);
-    register_indexing(engine);
-    register_conversions(engine);
-    register_inplace(engine, rt);
+    let mut api = Api::new(engine, Category::Properties);
+    register_properties(&mut api);
+    register_views(api.category(Category::Views));
+    register_math(api.category(Category::Math));
+    register_reductions(api.category(Category::Reductions));
+    register_nn(api.category(Category::Nn));
+    register_indexing(api.category(Category::Indexing));
+    register_conversions(api.category(Category::Conversions));
+    register_inplace(api.category(Category::Conversions), rt);
 }
 
-fn register_properties(engine: &mut Engine) {
-    engine.register_get("shape", |t: &mut Tensor| shape_to_dynamic(t.shape()));
-    engine.register_get("dtype", |t: &mut Tensor| t.dtype().name().to_string());
-    engine.register_get("device", |t: &mut Tensor| t.device().to_string());
-    engine.register_get("ndim", |t: &mut Tensor| t.ndim() as INT);
-    engine.register_get("numel", |t: &mut Tensor| t.numel() as INT);
-    engine.register_get("T", |t: &mut Tensor| {
-        ok(t.permute(&(0..t.ndim() as i64).rev().collect::<Vec<_>>()))
-    });
-    engine.register_fn("size", |t: &mut Tensor| shape_to_dynamic(t.shape()));
-    engine.register_fn("size", |t: &mut Tensor, d: INT| -> RhaiResult<INT> {
-        let d = ok(crate::core::shape::normalize_dim("size", d, t.shape()))?;
-        Ok(t.shape()[d] as INT)
-    });
-    engine.register_fn("dim", |t: &mut Tensor| t.ndim() as INT);
-    engine.register_fn("numel", |t: &mut Tensor| t.numel() as INT);
-    engine.register_fn("len", |t: &mut Tensor| -> RhaiResult<INT> {
-        t.shape()
-            .first()
-            .map(|&n| n as INT)
-            .ok_or_else(|| script_error("len: a 0-dim tensor has no length"))
-    });
-    engine.register_fn("is_contiguous", |t: &mut Tensor| t.is_contiguous());
-    engine.register_fn("shares_storage", |a: &mut Tensor, b: Tensor| a.shares_storage(&b));
+fn register_properties(api: &mut Api) {
+    api.doc("the shape, as an array of ints")
+        .get("shape", ["t"], |t: &mut Tensor| shape_to_dynamic(t.shape()));
+    api.doc("the dtype's name (\"f32\", \"i64\", ...)")
+        .get("dtype", ["t"], |t: &mut Tensor| t.dtype().name().to_string());
+    api.doc("the device (\"cpu\", \"cuda:0\")")
+        .get("device", ["t"], |t: &mut Tensor| t.device().to_string());
+    api.doc("the number of dims")
+        .get("ndim", ["t"], |t: &mut Tensor| t.ndim() as INT);
+    api.doc("the number of elements")
+        .get("numel", ["t"], |t: &mut Tensor| t.numel() as INT);
+    api.doc("all dims reversed (a view)")
+        .get("T", ["t"], |t: &mut Tensor| {
+            ok(t.permute(&(0..t.ndim() as i64).rev().collect::<Vec<_>>()))
+        });
+    api.doc("the shape, as an array of ints")
+        .func("size", ["t"], |t: &mut Tensor| shape_to_dynamic(t.shape()));
+    api.doc("the size of dim d")
+        .func("size", ["t", "d"], |t: &mut Tensor, d: INT| -> RhaiResult<INT> {
+            let d = ok(crate::core::shape::normalize_dim("size", d, t.shape()))?;
+            Ok(t.shape()[d] as INT)
+        });
+    api.doc("the number of dims")
+        .func("dim", ["t"], |t: &mut Tensor| t.ndim() as INT);
+    api.doc("the number of elements")
+        .func("numel", ["t"], |t: &mut Tensor| t.numel() as INT);
+    api.doc("the size of the first dim")
+        .func("len", ["t"], |t: &mut Tensor| -> RhaiResult<INT> {
+            t.shape()
+                .first()
+                .map(|&n| n as INT)
+                .ok_or_else(|| script_error("len: a 0-dim tensor has no length"))
+        });
+    api.doc("true when the elements are dense in row-major order")
+        .func("is_contiguous", ["t"], |t: &mut Tensor| t.is_contiguous());
+    api.doc("true when a and b are views of the same memory").func(
+        "shares_storage",
+        ["a", "b"],
+        |a: &mut Tensor, b: Tensor| a.shares_storage(&b),
+    );
 }
 
-fn register_views(engine: &mut Engine) {
-    for name in ["reshape", "view"] {
+fn register_views(api: &mut Api) {
+    for (name, doc) in [
+        (
+            "reshape",
+            "the same elements in a new shape (one dim may be -1); a view when possible",
+        ),
+        (
+            "view",
+            "the same elements in a new shape (one dim may be -1), always a view",
+        ),
+    ] {
         let f = move |t: &Tensor, s: Vec<i64>| {
             if name == "view" {
                 ok(t.view(&s))
@@ -61,106 +88,198 @@ fn register_views(engine: &mut Engine) {
                 ok(t.reshape(&s))
             }
         };
-        engine.register_fn(name, move |t: Tensor, s: Dynamic| {
-            f(&t, ints(name, "a shape", &s)?)
-        });
-        engine.register_fn(name, move |t: Tensor, a: INT, b: INT| f(&t, vec![a, b]));
-        engine.register_fn(name, move |t: Tensor, a: INT, b: INT, c: INT| {
-            f(&t, vec![a, b, c])
-        });
-        engine.register_fn(name, move |t: Tensor, a: INT, b: INT, c: INT, d: INT| {
-            f(&t, vec![a, b, c, d])
-        });
+        api.doc(doc)
+            .func(name, ["t", "shape"], move |t: Tensor, s: Dynamic| {
+                f(&t, ints(name, "a shape", &s)?)
+            });
+        api.doc(doc)
+            .func(name, ["t", "d0", "d1"], move |t: Tensor, a: INT, b: INT| {
+                f(&t, vec![a, b])
+            });
+        api.doc(doc).func(
+            name,
+            ["t", "d0", "d1", "d2"],
+            move |t: Tensor, a: INT, b: INT, c: INT| f(&t, vec![a, b, c]),
+        );
+        api.doc(doc).func(
+            name,
+            ["t", "d0", "d1", "d2", "d3"],
+            move |t: Tensor, a: INT, b: INT, c: INT, d: INT| f(&t, vec![a, b, c, d]),
+        );
     }
-    engine.register_fn("permute", |t: Tensor, s: Dynamic| {
-        ok(t.permute(&ints("permute", "dims", &s)?))
-    });
-    engine.register_fn("permute", |t: Tensor, a: INT, b: INT| ok(t.permute(&[a, b])));
-    engine.register_fn("permute", |t: Tensor, a: INT, b: INT, c: INT| {
-        ok(t.permute(&[a, b, c]))
-    });
-    engine.register_fn("permute", |t: Tensor, a: INT, b: INT, c: INT, d: INT| {
-        ok(t.permute(&[a, b, c, d]))
-    });
-    engine.register_fn("flatten", |t: Tensor| ok(t.flatten(0, -1)));
-    engine.register_fn("flatten", |t: Tensor, s: INT| ok(t.flatten(s, -1)));
-    engine.register_fn("flatten", |t: Tensor, s: INT, e: INT| ok(t.flatten(s, e)));
-    engine.register_fn("t", |t: Tensor| ok(t.t()));
-    engine.register_fn("transpose", |t: Tensor, a: INT, b: INT| ok(t.transpose(a, b)));
-    engine.register_fn("squeeze", |t: Tensor| ok(t.squeeze(None)));
-    engine.register_fn("squeeze", |t: Tensor, d: Dynamic| {
-        ok(t.squeeze(Some(&ints("squeeze", "dims", &d)?)))
-    });
-    engine.register_fn("unsqueeze", |t: Tensor, d: INT| ok(t.unsqueeze(d)));
-    engine.register_fn("expand", |t: Tensor, s: Dynamic| {
-        ok(t.expand(&ints("expand", "a shape", &s)?))
-    });
-    engine.register_fn("expand", |t: Tensor, a: INT, b: INT| ok(t.expand(&[a, b])));
-    engine.register_fn("expand", |t: Tensor, a: INT, b: INT, c: INT| {
-        ok(t.expand(&[a, b, c]))
-    });
-    engine.register_fn("expand_as", |t: Tensor, o: Tensor| ok(t.broadcast_to(o.shape())));
-    engine.register_fn("broadcast_to", |t: Tensor, s: Dynamic| {
-        ok(t.broadcast_to(&shape("broadcast_to", &s)?))
-    });
-    engine.register_fn(
+    const PERMUTE: &str = "the dims in a new order (a view)";
+    api.doc(PERMUTE)
+        .func("permute", ["t", "dims"], |t: Tensor, s: Dynamic| {
+            ok(t.permute(&ints("permute", "dims", &s)?))
+        });
+    api.doc(PERMUTE)
+        .func("permute", ["t", "d0", "d1"], |t: Tensor, a: INT, b: INT| {
+            ok(t.permute(&[a, b]))
+        });
+    api.doc(PERMUTE).func(
+        "permute",
+        ["t", "d0", "d1", "d2"],
+        |t: Tensor, a: INT, b: INT, c: INT| ok(t.permute(&[a, b, c])),
+    );
+    api.doc(PERMUTE).func(
+        "permute",
+        ["t", "d0", "d1", "d2", "d3"],
+        |t: Tensor, a: INT, b: INT, c: INT, d: INT| ok(t.permute(&[a, b, c, d])),
+    );
+    const FLATTEN: &str = "dims start..=end (all by default) merged into one";
+    api.doc(FLATTEN)
+        .func("flatten", ["t"], |t: Tensor| ok(t.flatten(0, -1)));
+    api.doc(FLATTEN).func(
+        "flatten",
+        ["t", "start"],
+        |t: Tensor, s: INT| ok(t.flatten(s, -1)),
+    );
+    api.doc(FLATTEN)
+        .func("flatten", ["t", "start", "end"], |t: Tensor, s: INT, e: INT| {
+            ok(t.flatten(s, e))
+        });
+    api.doc("the transpose of a matrix (a view; 0-d and 1-d unchanged)")
+        .func("t", ["t"], |t: Tensor| ok(t.t()));
+    api.doc("dims d0 and d1 swapped (a view)").func(
+        "transpose",
+        ["t", "d0", "d1"],
+        |t: Tensor, a: INT, b: INT| ok(t.transpose(a, b)),
+    );
+    const SQUEEZE: &str = "dims of size 1 removed (all, or those in dims)";
+    api.doc(SQUEEZE)
+        .func("squeeze", ["t"], |t: Tensor| ok(t.squeeze(None)));
+    api.doc(SQUEEZE)
+        .func("squeeze", ["t", "dims"], |t: Tensor, d: Dynamic| {
+            ok(t.squeeze(Some(&ints("squeeze", "dims", &d)?)))
+        });
+    api.doc("a dim of size 1 inserted at d")
+        .func("unsqueeze", ["t", "d"], |t: Tensor, d: INT| ok(t.unsqueeze(d)));
+    const EXPAND: &str = "size-1 dims broadcast to a larger shape, without a copy (-1 keeps a dim)";
+    api.doc(EXPAND)
+        .func("expand", ["t", "shape"], |t: Tensor, s: Dynamic| {
+            ok(t.expand(&ints("expand", "a shape", &s)?))
+        });
+    api.doc(EXPAND)
+        .func("expand", ["t", "d0", "d1"], |t: Tensor, a: INT, b: INT| {
+            ok(t.expand(&[a, b]))
+        });
+    api.doc(EXPAND).func(
+        "expand",
+        ["t", "d0", "d1", "d2"],
+        |t: Tensor, a: INT, b: INT, c: INT| ok(t.expand(&[a, b, c])),
+    );
+    api.doc("t broadcast to other's shape (a view)").func(
+        "expand_as",
+        ["t", "other"],
+        |t: Tensor, o: Tensor| ok(t.broadcast_to(o.shape())),
+    );
+    api.doc("t broadcast to shape (a view)")
+        .func("broadcast_to", ["t", "shape"], |t: Tensor, s: Dynamic| {
+            ok(t.broadcast_to(&shape("broadcast_to", &s)?))
+        });
+    api.doc("length elements of dim d from start (a view)").func(
         "narrow",
+        ["t", "d", "start", "length"],
         |t: Tensor, d: INT, s: INT, l: INT| ok(t.narrow(d, s, l)),
     );
-    engine.register_fn("slice", |t: Tensor, d: INT, s: INT, e: INT| {
-        ok(t.slice(d, Some(s), Some(e), 1))
-    });
-    engine.register_fn("slice", |t: Tensor, d: INT, s: INT, e: INT, st: INT| {
-        ok(t.slice(d, Some(s), Some(e), st))
-    });
-    engine.register_fn("select", |t: Tensor, d: INT, i: INT| ok(t.select(d, i)));
-    engine.register_fn("contiguous", |t: Tensor| ok(t.contiguous()));
-    engine.register_fn("clone", |t: Tensor| ok(t.clone_data()));
-    engine.register_fn("cat", |l: Array, d: INT| {
+    const SLICE: &str = "elements start..end (step 1 by default) of dim d (a view)";
+    api.doc(SLICE).func(
+        "slice",
+        ["t", "d", "start", "end"],
+        |t: Tensor, d: INT, s: INT, e: INT| ok(t.slice(d, Some(s), Some(e), 1)),
+    );
+    api.doc(SLICE).func(
+        "slice",
+        ["t", "d", "start", "end", "step"],
+        |t: Tensor, d: INT, s: INT, e: INT, st: INT| ok(t.slice(d, Some(s), Some(e), st)),
+    );
+    api.doc("index i of dim d, that dim removed (a view)").func(
+        "select",
+        ["t", "d", "i"],
+        |t: Tensor, d: INT, i: INT| ok(t.select(d, i)),
+    );
+    api.doc("t itself when dense, else a dense copy")
+        .func("contiguous", ["t"], |t: Tensor| ok(t.contiguous()));
+    api.doc("a copy with its own memory (stays in the autograd graph)")
+        .func("clone", ["t"], |t: Tensor| ok(t.clone_data()));
+    const CAT: &str = "tensors joined along an existing dim (0 by default)";
+    api.doc(CAT).func("cat", ["tensors", "dim"], |l: Array, d: INT| {
         ok(Tensor::cat(&tensor_list("cat", &l)?, d))
     });
-    engine.register_fn("cat", |l: Array| ok(Tensor::cat(&tensor_list("cat", &l)?, 0)));
-    engine.register_fn("stack", |l: Array, d: INT| {
-        ok(Tensor::stack(&tensor_list("stack", &l)?, d))
+    api.doc(CAT).func("cat", ["tensors"], |l: Array| {
+        ok(Tensor::cat(&tensor_list("cat", &l)?, 0))
     });
-    engine.register_fn("stack", |l: Array| {
+    const STACK: &str = "tensors of one shape joined along a new dim (0 by default)";
+    api.doc(STACK)
+        .func("stack", ["tensors", "dim"], |l: Array, d: INT| {
+            ok(Tensor::stack(&tensor_list("stack", &l)?, d))
+        });
+    api.doc(STACK).func("stack", ["tensors"], |l: Array| {
         ok(Tensor::stack(&tensor_list("stack", &l)?, 0))
     });
 }
 
-fn register_math(engine: &mut Engine) {
+fn register_math(api: &mut Api) {
     for &op in UnaryOp::ALL {
-        engine.register_fn(op.name(), move |t: Tensor| ok(t.unary(op)));
+        api.doc(op.doc())
+            .func(op.name(), ["t"], move |t: Tensor| ok(t.unary(op)));
     }
+    use BinaryOp::{BitAnd, BitOr, BitXor, Maximum, Minimum};
     for &op in BinaryOp::ALL {
         let name = op.name();
-        engine.register_fn(name, move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
-            match b.clone().try_cast::<Tensor>() {
-                Some(b) => ok(a.binary(op, &b)),
-                None => ok(a.binary_scalar(op, scalar(name, &b)?, false)),
-            }
-        });
+        api.doc(op.doc()).func(
+            name,
+            ["a", "b"],
+            move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
+                match b.clone().try_cast::<Tensor>() {
+                    Some(b) => ok(a.binary(op, &b)),
+                    None => ok(a.binary_scalar(op, scalar(name, &b)?, false)),
+                }
+            },
+        );
     }
-    for (name, op) in [
-        ("logical_and", BinaryOp::BitAnd),
-        ("logical_or", BinaryOp::BitOr),
-        ("logical_xor", BinaryOp::BitXor),
+    for (name, op, doc) in [
+        (
+            "logical_and",
+            BitAnd,
+            "a and b, elementwise, on their truth values (bool result)",
+        ),
+        (
+            "logical_or",
+            BitOr,
+            "a or b, elementwise, on their truth values (bool result)",
+        ),
+        (
+            "logical_xor",
+            BitXor,
+            "a xor b, elementwise, on their truth values (bool result)",
+        ),
     ] {
-        engine.register_fn(name, move |a: Tensor, b: Tensor| -> RhaiResult<Tensor> {
-            let (a, b) = (ok(a.to_dtype(DType::Bool))?, ok(b.to_dtype(DType::Bool))?);
-            ok(a.binary(op, &b))
-        });
+        api.doc(doc).func(
+            name,
+            ["a", "b"],
+            move |a: Tensor, b: Tensor| -> RhaiResult<Tensor> {
+                let (a, b) = (ok(a.to_dtype(DType::Bool))?, ok(b.to_dtype(DType::Bool))?);
+                ok(a.binary(op, &b))
+            },
+        );
     }
-    engine.register_fn("max", |a: Tensor, b: Tensor| ok(a.maximum(&b)));
-    engine.register_fn("min", |a: Tensor, b: Tensor| ok(a.minimum(&b)));
+    api.doc(Maximum.doc())
+        .func("max", ["a", "b"], |a: Tensor, b: Tensor| ok(a.maximum(&b)));
+    api.doc(Minimum.doc())
+        .func("min", ["a", "b"], |a: Tensor, b: Tensor| ok(a.minimum(&b)));
     for &op in CmpOp::ALL {
         let name = op.name();
-        engine.register_fn(name, move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
-            match b.clone().try_cast::<Tensor>() {
-                Some(b) => ok(a.compare(op, &b)),
-                None => ok(a.compare_scalar(op, scalar(name, &b)?, false)),
-            }
-        });
+        api.doc(op.doc()).func(
+            name,
+            ["a", "b"],
+            move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
+                match b.clone().try_cast::<Tensor>() {
+                    Some(b) => ok(a.compare(op, &b)),
+                    None => ok(a.compare_scalar(op, scalar(name, &b)?, false)),
+                }
+            },
+        );
     }
     let bound = |name: &str, d: &Dynamic| -> RhaiResult<Option<crate::tensor::Scalar>> {
         if d.is_unit() {
@@ -169,30 +288,40 @@ fn register_math(engine: &mut Engine) {
             scalar(name, d).map(Some)
         }
     };
-    engine.register_fn("clamp", move |t: Tensor, lo: Dynamic, hi: Dynamic| {
-        ok(t.clamp(bound("clamp", &lo)?, bound("clamp", &hi)?))
-    });
-    engine.register_fn("clamp_min", |t: Tensor, lo: Dynamic| {
-        ok(t.clamp(Some(scalar("clamp_min", &lo)?), None))
-    });
-    engine.register_fn("clamp_max", |t: Tensor, hi: Dynamic| {
-        ok(t.clamp(None, Some(scalar("clamp_max", &hi)?)))
-    });
-    engine.register_fn(
-        "where",
-        move |c: Tensor, a: Dynamic, b: Dynamic| -> RhaiResult<Tensor> {
-            let ta = a.clone().try_cast::<Tensor>();
-            let tb = b.clone().try_cast::<Tensor>();
-            let dev = c.device();
-            let a = operand("where", &a, tb.as_ref(), dev)?;
-            let b = operand("where", &b, ta.as_ref().or(Some(&a)), dev)?;
-            ok(Tensor::where_cond(&c, &a, &b))
-        },
+    api.doc("values limited to [lo, hi] (() leaves a side open)").func("clamp", ["t", "lo", "hi"], move |t: Tensor, lo: Dynamic, hi: Dynamic| ok(t.clamp(bound("clamp", &lo)?, bound("clamp", &hi)?)),
     );
-    engine.register_fn("matmul", |a: Tensor, b: Tensor| ok(a.matmul(&b)));
-    engine.register_fn("mm", |a: Tensor, b: Tensor| ok(a.mm(&b)));
-    engine.register_fn("bmm", |a: Tensor, b: Tensor| ok(a.bmm(&b)));
-    engine.register_fn("dot", |a: Tensor, b: Tensor| ok(a.dot(&b)));
+    api.doc("values limited to lo or more")
+        .func("clamp_min", ["t", "lo"], |t: Tensor, lo: Dynamic| {
+            ok(t.clamp(Some(scalar("clamp_min", &lo)?), None))
+        });
+    api.doc("values limited to hi or less")
+        .func("clamp_max", ["t", "hi"], |t: Tensor, hi: Dynamic| {
+            ok(t.clamp(None, Some(scalar("clamp_max", &hi)?)))
+        });
+    api.doc("a where cond is true, else b (tensors or numbers, broadcast)")
+        .func(
+            "where",
+            ["cond", "a", "b"],
+            move |c: Tensor, a: Dynamic, b: Dynamic| -> RhaiResult<Tensor> {
+                let ta = a.clone().try_cast::<Tensor>();
+                let tb = b.clone().try_cast::<Tensor>();
+                let dev = c.device();
+                let a = operand("where", &a, tb.as_ref(), dev)?;
+                let b = operand("where", &b, ta.as_ref().or(Some(&a)), dev)?;
+                ok(Tensor::where_cond(&c, &a, &b))
+            },
+        );
+    api.doc("matrix product with batch broadcasting (as a @ b)").func(
+        "matmul",
+        ["a", "b"],
+        |a: Tensor, b: Tensor| ok(a.matmul(&b)),
+    );
+    api.doc("product of two matrices")
+        .func("mm", ["a", "b"], |a: Tensor, b: Tensor| ok(a.mm(&b)));
+    api.doc("batched product of [B, n, k] and [B, k, m]")
+        .func("bmm", ["a", "b"], |a: Tensor, b: Tensor| ok(a.bmm(&b)));
+    api.doc("dot product of two vectors")
+        .func("dot", ["a", "b"], |a: Tensor, b: Tensor| ok(a.dot(&b)));
 }
 
 /// The dims argument of a reduction: an int or an array of ints.
@@ -200,7 +329,7 @@ fn dims(op: &str, d: &Dynamic) -> RhaiResult<Vec<i64>> {
     ints(op, "dims", d)
 }
 
-fn register_reductions(engine: &mut Engine) {
+fn register_reductions(api: &mut Api) {
     let all = [
         ReduceOp::Sum,
         ReduceOp::Prod,
@@ -215,42 +344,63 @@ fn register_reductions(engine: &mut Engine) {
         ReduceOp::ArgMin,
     ];
     for op in all {
-        register_reduction(engine, op, op.name());
+        register_reduction(api, op, op.name());
     }
     // `var` is a reserved word in Rhai: scripts call `variance` (also as `t.variance()`).
-    register_reduction(engine, ReduceOp::Var { correction: 1 }, "variance");
-    register_corrected(engine);
+    register_reduction(api, ReduceOp::Var { correction: 1 }, "variance");
+    register_corrected(api);
 }
 
 /// One reduction under `name`: whole tensor, `(dims)` and `(dims, keepdim)`.
-fn register_reduction(engine: &mut Engine, op: ReduceOp, name: &'static str) {
-    {
-        engine.register_fn(name, move |t: Tensor| ok(t.reduce(op, None, false)));
-        let single = matches!(
-            op,
-            ReduceOp::Max | ReduceOp::Min | ReduceOp::ArgMax | ReduceOp::ArgMin
+fn register_reduction(api: &mut Api, op: ReduceOp, name: &'static str) {
+    let doc = op.doc();
+    api.doc(doc)
+        .func(name, ["t"], move |t: Tensor| ok(t.reduce(op, None, false)));
+    let single = matches!(
+        op,
+        ReduceOp::Max | ReduceOp::Min | ReduceOp::ArgMax | ReduceOp::ArgMin
+    );
+    if single {
+        api.doc(doc).func(name, ["t", "dim"], move |t: Tensor, d: INT| {
+            ok(t.reduce(op, Some(&[d]), false))
+        });
+        api.doc(doc).func(
+            name,
+            ["t", "dim", "keepdim"],
+            move |t: Tensor, d: INT, k: bool| ok(t.reduce(op, Some(&[d]), k)),
         );
-        if single {
-            engine.register_fn(name, move |t: Tensor, d: INT| ok(t.reduce(op, Some(&[d]), false)));
-            engine.register_fn(name, move |t: Tensor, d: INT, k: bool| {
-                ok(t.reduce(op, Some(&[d]), k))
-            });
-        } else {
-            engine.register_fn(name, move |t: Tensor, d: Dynamic| {
+    } else {
+        api.doc(doc)
+            .func(name, ["t", "dims"], move |t: Tensor, d: Dynamic| {
                 ok(t.reduce(op, Some(&dims(name, &d)?), false))
             });
-            engine.register_fn(name, move |t: Tensor, d: Dynamic, k: bool| {
-                ok(t.reduce(op, Some(&dims(name, &d)?), k))
-            });
-        }
+        api.doc(doc).func(
+            name,
+            ["t", "dims", "keepdim"],
+            move |t: Tensor, d: Dynamic, k: bool| ok(t.reduce(op, Some(&dims(name, &d)?), k)),
+        );
     }
 }
 
 /// `var`/`variance`/`std` with an explicit correction (0 = population statistics).
-fn register_corrected(engine: &mut Engine) {
-    for name in ["var", "variance", "std"] {
-        engine.register_fn(
+fn register_corrected(api: &mut Api) {
+    for (name, doc) in [
+        (
+            "var",
+            "variance over dims (() for all) with the divisor n - correction",
+        ),
+        (
+            "variance",
+            "variance over dims (() for all) with the divisor n - correction",
+        ),
+        (
+            "std",
+            "standard deviation over dims (() for all) with the divisor n - correction",
+        ),
+    ] {
+        api.doc(doc).func(
             name,
+            ["t", "dims", "keepdim", "correction"],
             move |t: Tensor, d: Dynamic, k: bool, c: INT| -> RhaiResult<Tensor> {
                 let correction =
                     u32::try_from(c).map_err(|_| script_error(format!("{name}: correction must be >= 0")))?;
@@ -266,9 +416,17 @@ fn register_corrected(engine: &mut Engine) {
     }
 }
 
-fn register_nn(engine: &mut Engine) {
-    engine.register_fn("softmax", |t: Tensor, d: INT| ok(t.softmax(d)));
-    engine.register_fn("log_softmax", |t: Tensor, d: INT| ok(t.log_softmax(d)));
+fn register_nn(api: &mut Api) {
+    api.doc("softmax along dim: exp(x) normalized to sum 1").func(
+        "softmax",
+        ["t", "dim"],
+        |t: Tensor, d: INT| ok(t.softmax(d)),
+    );
+    api.doc("log of softmax along dim, computed stably").func(
+        "log_softmax",
+        ["t", "dim"],
+        |t: Tensor, d: INT| ok(t.log_softmax(d)),
+    );
     let opt = |name: &str, d: &Dynamic| -> RhaiResult<Option<Tensor>> {
         if d.is_unit() {
             return Ok(None);
@@ -279,18 +437,24 @@ fn register_nn(engine: &mut Engine) {
             .ok_or_else(|| script_error(format!("{name}: weight and bias must be tensors or ()")))
     };
     const EPS: f64 = 1e-5;
-    engine.register_fn("layer_norm", move |t: Tensor, s: Dynamic| {
-        ok(t.layer_norm(&shape("layer_norm", &s)?, None, None, EPS))
-    });
-    engine.register_fn(
+    const LAYER_NORM: &str =
+        "normalization over the last dims (normalized_shape), then weight and bias (eps 1e-5)";
+    api.doc(LAYER_NORM).func(
         "layer_norm",
+        ["t", "normalized_shape"],
+        move |t: Tensor, s: Dynamic| ok(t.layer_norm(&shape("layer_norm", &s)?, None, None, EPS)),
+    );
+    api.doc(LAYER_NORM).func(
+        "layer_norm",
+        ["t", "normalized_shape", "weight", "bias"],
         move |t: Tensor, s: Dynamic, w: Dynamic, b: Dynamic| {
             let (w, b) = (opt("layer_norm", &w)?, opt("layer_norm", &b)?);
             ok(t.layer_norm(&shape("layer_norm", &s)?, w.as_ref(), b.as_ref(), EPS))
         },
     );
-    engine.register_fn(
+    api.doc(LAYER_NORM).func(
         "layer_norm",
+        ["t", "normalized_shape", "weight", "bias", "eps"],
         move |t: Tensor, s: Dynamic, w: Dynamic, b: Dynamic, eps: FLOAT| {
             let (w, b) = (opt("layer_norm", &w)?, opt("layer_norm", &b)?);
             ok(t.layer_norm(&shape("layer_norm", &s)?, w.as_ref(), b.as_ref(), eps))
@@ -318,31 +482,54 @@ fn index_arg(op: &str, x: &Tensor, d: &Dynamic) -> RhaiResult<Tensor> {
     )))
 }
 
-fn register_indexing(engine: &mut Engine) {
-    engine.register_fn("index_select", |t: Tensor, d: INT, i: Dynamic| {
-        ok(t.index_select(d, &index_arg("index_select", &t, &i)?))
-    });
-    engine.register_fn("gather", |t: Tensor, d: INT, i: Dynamic| {
-        ok(t.gather(d, &index_arg("gather", &t, &i)?))
-    });
-    engine.register_fn("index_add", |t: Tensor, d: INT, i: Dynamic, s: Tensor| {
-        ok(t.index_add(d, &index_arg("index_add", &t, &i)?, &s))
-    });
-    engine.register_fn("scatter_add", |t: Tensor, d: INT, i: Dynamic, s: Tensor| {
-        ok(t.scatter_add(d, &index_arg("scatter_add", &t, &i)?, &s))
-    });
+fn register_indexing(api: &mut Api) {
+    api.doc("the entries of dim d at index (ints or an integer tensor)")
+        .func(
+            "index_select",
+            ["t", "d", "index"],
+            |t: Tensor, d: INT, i: Dynamic| ok(t.index_select(d, &index_arg("index_select", &t, &i)?)),
+        );
+    api.doc("out[..i..] = t[..index[..i..]..] along dim d").func(
+        "gather",
+        ["t", "d", "index"],
+        |t: Tensor, d: INT, i: Dynamic| ok(t.gather(d, &index_arg("gather", &t, &i)?)),
+    );
+    api.doc("a copy of t with source added at index along dim d")
+        .func(
+            "index_add",
+            ["t", "d", "index", "source"],
+            |t: Tensor, d: INT, i: Dynamic, s: Tensor| {
+                ok(t.index_add(d, &index_arg("index_add", &t, &i)?, &s))
+            },
+        );
+    api.doc("a copy of t with src added where index points along dim d")
+        .func(
+            "scatter_add",
+            ["t", "d", "index", "src"],
+            |t: Tensor, d: INT, i: Dynamic, s: Tensor| {
+                ok(t.scatter_add(d, &index_arg("scatter_add", &t, &i)?, &s))
+            },
+        );
 }
 
-fn register_conversions(engine: &mut Engine) {
-    engine.register_fn("item", |t: &mut Tensor| ok(t.item()).map(scalar_to_dynamic));
-    engine.register_fn("to_list", |t: &mut Tensor| tensor_to_nested(t));
-    engine.register_fn("tolist", |t: &mut Tensor| tensor_to_nested(t));
-    engine.register_fn("to_string", |t: &mut Tensor| t.to_string());
-    engine.register_fn("to_debug", |t: &mut Tensor| t.to_string());
-    engine.register_fn("to_dtype", |t: Tensor, s: &str| {
-        ok(t.to_dtype(ok(DType::parse(s))?))
-    });
-    engine.register_fn("to", |t: Tensor, s: &str| -> RhaiResult<Tensor> {
+fn register_conversions(api: &mut Api) {
+    api.doc("the value of a one-element tensor as a number or bool")
+        .func("item", ["t"], |t: &mut Tensor| {
+            ok(t.item()).map(scalar_to_dynamic)
+        });
+    api.doc("the values as nested arrays")
+        .func("to_list", ["t"], |t: &mut Tensor| tensor_to_nested(t));
+    api.doc("the values as nested arrays (as to_list)")
+        .func("tolist", ["t"], |t: &mut Tensor| tensor_to_nested(t));
+    api.doc("the text print shows")
+        .func("to_string", ["t"], |t: &mut Tensor| t.to_string());
+    api.doc("the text print shows")
+        .func("to_debug", ["t"], |t: &mut Tensor| t.to_string());
+    api.doc("a copy converted to dtype (\"f32\", \"bf16\", \"i64\", ...)")
+        .func("to_dtype", ["t", "dtype"], |t: Tensor, s: &str| {
+            ok(t.to_dtype(ok(DType::parse(s))?))
+        });
+    api.doc("t converted to a dtype or moved to a device (\"cpu\", \"cuda\")").func("to", ["t", "dtype_or_device"], |t: Tensor, s: &str| -> RhaiResult<Tensor> {
         match (DType::parse(s), Device::parse(s)) {
             (Ok(d), _) => ok(t.to_dtype(d)),
             (_, Ok(dev)) => ok(t.to_device(dev)),
@@ -351,50 +538,90 @@ fn register_conversions(engine: &mut Engine) {
             ))),
         }
     });
-    engine.register_fn("to", |t: Tensor, other: Tensor| -> RhaiResult<Tensor> {
-        ok(t.to_device(other.device())
-            .and_then(|x| x.to_dtype(other.dtype())))
-    });
-    engine.register_fn("cpu", |t: Tensor| ok(t.to_device(Device::Cpu)));
-    engine.register_fn("cuda", |t: Tensor| ok(t.to_device(Device::Cuda(0))));
-    for (name, dtype) in [
-        ("float", DType::F32),
-        ("double", DType::F64),
-        ("half", DType::F16),
-        ("bfloat16", DType::BF16),
-        ("long", DType::I64),
-        ("int", DType::I32),
+    api.doc("t on other's device with other's dtype").func(
+        "to",
+        ["t", "other"],
+        |t: Tensor, other: Tensor| -> RhaiResult<Tensor> {
+            ok(t.to_device(other.device())
+                .and_then(|x| x.to_dtype(other.dtype())))
+        },
+    );
+    api.doc("t on the CPU (itself when already there)")
+        .func("cpu", ["t"], |t: Tensor| ok(t.to_device(Device::Cpu)));
+    api.doc("t on the GPU (itself when already there)")
+        .func("cuda", ["t"], |t: Tensor| ok(t.to_device(Device::Cuda(0))));
+    for (name, dtype, doc) in [
+        ("float", DType::F32, "t converted to f32"),
+        ("double", DType::F64, "t converted to f64"),
+        ("half", DType::F16, "t converted to f16"),
+        ("bfloat16", DType::BF16, "t converted to bf16"),
+        ("long", DType::I64, "t converted to i64"),
+        ("int", DType::I32, "t converted to i32"),
     ] {
-        engine.register_fn(name, move |t: Tensor| ok(t.to_dtype(dtype)));
+        api.doc(doc)
+            .func(name, ["t"], move |t: Tensor| ok(t.to_dtype(dtype)));
     }
 }
 
-fn register_inplace(engine: &mut Engine, rt: &Arc<Runtime>) {
-    for (name, op) in [
-        ("add_", BinaryOp::Add),
-        ("sub_", BinaryOp::Sub),
-        ("mul_", BinaryOp::Mul),
-        ("div_", BinaryOp::Div),
+fn register_inplace(api: &mut Api, rt: &Arc<Runtime>) {
+    for (name, op, doc) in [
+        (
+            "add_",
+            BinaryOp::Add,
+            "in place: t += v (a tensor or a number); returns t",
+        ),
+        (
+            "sub_",
+            BinaryOp::Sub,
+            "in place: t -= v (a tensor or a number); returns t",
+        ),
+        (
+            "mul_",
+            BinaryOp::Mul,
+            "in place: t *= v (a tensor or a number); returns t",
+        ),
+        (
+            "div_",
+            BinaryOp::Div,
+            "in place: t /= v (a tensor or a number); returns t",
+        ),
     ] {
-        engine.register_fn(name, move |t: &mut Tensor, v: Dynamic| -> RhaiResult<Tensor> {
-            match v.clone().try_cast::<Tensor>() {
-                Some(b) => ok(t.binary_(op, &b))?,
-                None => ok(t.binary_scalar_(op, scalar(name, &v)?))?,
-            }
-            Ok(t.clone())
-        });
+        api.doc(doc).func(
+            name,
+            ["t", "v"],
+            move |t: &mut Tensor, v: Dynamic| -> RhaiResult<Tensor> {
+                match v.clone().try_cast::<Tensor>() {
+                    Some(b) => ok(t.binary_(op, &b))?,
+                    None => ok(t.binary_scalar_(op, scalar(name, &v)?))?,
+                }
+                Ok(t.clone())
+            },
+        );
     }
     let r = rt.clone();
-    engine.register_fn("copy_", move |t: &mut Tensor, v: Dynamic| -> RhaiResult<Tensor> {
-        ok(t.copy_(&operand("copy_", &v, Some(t), r.device())?))?;
-        Ok(t.clone())
-    });
-    engine.register_fn("fill_", |t: &mut Tensor, v: Dynamic| -> RhaiResult<Tensor> {
-        ok(t.fill_(scalar("fill_", &v)?))?;
-        Ok(t.clone())
-    });
-    engine.register_fn("zero_", |t: &mut Tensor| -> RhaiResult<Tensor> {
-        ok(t.fill_(crate::tensor::Scalar::Int(0)))?;
-        Ok(t.clone())
-    });
+    api.doc("in place: t's elements set from v (broadcast); returns t")
+        .func(
+            "copy_",
+            ["t", "v"],
+            move |t: &mut Tensor, v: Dynamic| -> RhaiResult<Tensor> {
+                ok(t.copy_(&operand("copy_", &v, Some(t), r.device())?))?;
+                Ok(t.clone())
+            },
+        );
+    api.doc("in place: every element set to v; returns t").func(
+        "fill_",
+        ["t", "v"],
+        |t: &mut Tensor, v: Dynamic| -> RhaiResult<Tensor> {
+            ok(t.fill_(scalar("fill_", &v)?))?;
+            Ok(t.clone())
+        },
+    );
+    api.doc("in place: every element set to 0; returns t").func(
+        "zero_",
+        ["t"],
+        |t: &mut Tensor| -> RhaiResult<Tensor> {
+            ok(t.fill_(crate::tensor::Scalar::Int(0)))?;
+            Ok(t.clone())
+        },
+    );
 }

@@ -11,7 +11,9 @@
 //! `detach`, `no_grad`), [`optim`] (cross_entropy and the fused optimizer
 //! steps), [`runtime_api`] (`seed`, devices, `time`, `args`, the `cuda::`
 //! namespace), [`dist`] (the `dist::` process group and collectives), [`files`] (CSV, `.npy`, safetensors), [`progress`] (the
-//! `progress(n)` bar).
+//! `progress(n)` bar). Each registers through [`registry::Api`], which
+//! records every function's category, one-line doc and parameter names in
+//! Rhai's metadata; [`registry::catalog`] lists them for `:help`.
 //!
 //! The [`Runtime`] holds what belongs to one engine: besides its device,
 //! generator, file gate and memory budget, its grad mode and TF32 setting
@@ -34,6 +36,7 @@ pub mod operators;
 pub mod optim;
 pub mod output;
 pub mod progress;
+pub mod registry;
 pub mod runtime_api;
 pub mod scope;
 pub(crate) mod stdlib;

@@ -5,10 +5,10 @@
 //! with ints, negative ints and ranges, for reading and for writing.
 
 use super::convert::{ok, operand, script_error, RhaiResult};
+use super::registry::{Api, Category};
 use super::Runtime;
-use crate::core::op::{BinaryOp, CmpOp};
-use crate::core::Scalar;
-use crate::tensor::Tensor;
+use crate::core::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::tensor::{Scalar, Tensor};
 use rhai::{Dynamic, Engine, FLOAT, INT};
 use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
@@ -18,6 +18,10 @@ const MATMUL_PRECEDENCE: u8 = 180;
 
 /// Registers the operators and indexers.
 pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
+    // Registering `@` only fails if the symbol is taken, which it is not in Rhai 1.27;
+    // without it, `matmul(a, b)` still works.
+    let _ = engine.register_custom_operator("@", MATMUL_PRECEDENCE);
+    let mut api = Api::new(engine, Category::Operators);
     for (name, op) in [
         ("+", BinaryOp::Add),
         ("-", BinaryOp::Sub),
@@ -29,20 +33,23 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         ("|", BinaryOp::BitOr),
         ("^", BinaryOp::BitXor),
     ] {
-        engine.register_fn(name, move |a: Tensor, b: Tensor| ok(a.binary(op, &b)));
-        engine.register_fn(name, move |a: Tensor, b: INT| {
+        let doc = op.doc();
+        api.doc(doc)
+            .func(name, ["a", "b"], move |a: Tensor, b: Tensor| ok(a.binary(op, &b)));
+        api.doc(doc).func(name, ["a", "b"], move |a: Tensor, b: INT| {
             ok(a.binary_scalar(op, Scalar::Int(b), false))
         });
-        engine.register_fn(name, move |a: Tensor, b: FLOAT| {
+        api.doc(doc).func(name, ["a", "b"], move |a: Tensor, b: FLOAT| {
             ok(a.binary_scalar(op, Scalar::Float(b), false))
         });
-        engine.register_fn(name, move |a: INT, b: Tensor| {
+        api.doc(doc).func(name, ["a", "b"], move |a: INT, b: Tensor| {
             ok(b.binary_scalar(op, Scalar::Int(a), true))
         });
-        engine.register_fn(name, move |a: FLOAT, b: Tensor| {
+        api.doc(doc).func(name, ["a", "b"], move |a: FLOAT, b: Tensor| {
             ok(b.binary_scalar(op, Scalar::Float(a), true))
         });
     }
+    const IN_PLACE: &str = "in place, as in PyTorch: a's elements become a op b (every alias of a sees it)";
     for (name, op) in [
         ("+=", BinaryOp::Add),
         ("-=", BinaryOp::Sub),
@@ -51,16 +58,22 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         ("%=", BinaryOp::Rem),
         ("**=", BinaryOp::Pow),
     ] {
-        engine.register_fn(name, move |a: &mut Tensor, b: Tensor| ok(a.binary_(op, &b)));
-        engine.register_fn(name, move |a: &mut Tensor, b: INT| {
-            ok(a.binary_scalar_(op, Scalar::Int(b)))
-        });
-        engine.register_fn(name, move |a: &mut Tensor, b: FLOAT| {
-            ok(a.binary_scalar_(op, Scalar::Float(b)))
-        });
+        api.doc(IN_PLACE)
+            .func(name, ["a", "b"], move |a: &mut Tensor, b: Tensor| {
+                ok(a.binary_(op, &b))
+            });
+        api.doc(IN_PLACE)
+            .func(name, ["a", "b"], move |a: &mut Tensor, b: INT| {
+                ok(a.binary_scalar_(op, Scalar::Int(b)))
+            });
+        api.doc(IN_PLACE)
+            .func(name, ["a", "b"], move |a: &mut Tensor, b: FLOAT| {
+                ok(a.binary_scalar_(op, Scalar::Float(b)))
+            });
     }
-    engine.register_fn("-", |a: Tensor| ok(a.neg()));
-    engine.register_fn("+", |a: Tensor| a);
+    api.doc(UnaryOp::Neg.doc())
+        .func("-", ["a"], |a: Tensor| ok(a.neg()));
+    api.doc("the tensor itself").func("+", ["a"], |a: Tensor| a);
 
     for (name, op) in [
         ("==", CmpOp::Eq),
@@ -70,33 +83,36 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         (">", CmpOp::Gt),
         (">=", CmpOp::Ge),
     ] {
-        engine.register_fn(name, move |a: Tensor, b: Tensor| ok(a.compare(op, &b)));
-        engine.register_fn(name, move |a: Tensor, b: INT| {
+        let doc = op.doc();
+        api.doc(doc).func(
+            name,
+            ["a", "b"],
+            move |a: Tensor, b: Tensor| ok(a.compare(op, &b)),
+        );
+        api.doc(doc).func(name, ["a", "b"], move |a: Tensor, b: INT| {
             ok(a.compare_scalar(op, Scalar::Int(b), false))
         });
-        engine.register_fn(name, move |a: Tensor, b: FLOAT| {
+        api.doc(doc).func(name, ["a", "b"], move |a: Tensor, b: FLOAT| {
             ok(a.compare_scalar(op, Scalar::Float(b), false))
         });
-        engine.register_fn(name, move |a: Tensor, b: bool| {
+        api.doc(doc).func(name, ["a", "b"], move |a: Tensor, b: bool| {
             ok(a.compare_scalar(op, Scalar::Bool(b), false))
         });
-        engine.register_fn(name, move |a: INT, b: Tensor| {
+        api.doc(doc).func(name, ["a", "b"], move |a: INT, b: Tensor| {
             ok(b.compare_scalar(op, Scalar::Int(a), true))
         });
-        engine.register_fn(name, move |a: FLOAT, b: Tensor| {
+        api.doc(doc).func(name, ["a", "b"], move |a: FLOAT, b: Tensor| {
             ok(b.compare_scalar(op, Scalar::Float(a), true))
         });
-        engine.register_fn(name, move |a: bool, b: Tensor| {
+        api.doc(doc).func(name, ["a", "b"], move |a: bool, b: Tensor| {
             ok(b.compare_scalar(op, Scalar::Bool(a), true))
         });
     }
 
-    // Registering `@` only fails if the symbol is taken, which it is not in Rhai 1.27;
-    // without it, `matmul(a, b)` still works.
-    let _ = engine.register_custom_operator("@", MATMUL_PRECEDENCE);
-    engine.register_fn("@", |a: Tensor, b: Tensor| ok(a.matmul(&b)));
+    api.doc("matrix product with batch broadcasting (as matmul)")
+        .func("@", ["a", "b"], |a: Tensor, b: Tensor| ok(a.matmul(&b)));
 
-    register_indexers(engine, rt);
+    register_indexers(&mut api, rt);
 }
 
 fn range_slice(t: &Tensor, start: INT, end: INT) -> RhaiResult<Tensor> {
@@ -139,23 +155,34 @@ fn assign(dst: &Tensor, v: &Dynamic, like: &Tensor, op: &str, rt: &Runtime) -> R
     ok(dst.copy_(&operand(op, v, Some(like), rt.device())?))
 }
 
-fn register_indexers(engine: &mut Engine, rt: &Arc<Runtime>) {
-    engine.register_indexer_get(|t: &mut Tensor, i: INT| ok(t.select(0, i)));
-    engine.register_indexer_get(|t: &mut Tensor, r: Range<INT>| {
-        first_dim(t, "slice")?;
-        range_slice(t, r.start, r.end)
-    });
-    engine.register_indexer_get(|t: &mut Tensor, r: RangeInclusive<INT>| {
-        first_dim(t, "slice")?;
-        range_slice(t, *r.start(), inclusive_end(t, *r.end()))
-    });
+fn register_indexers(api: &mut Api, rt: &Arc<Runtime>) {
+    api.doc("t[i]: index i of the first dim (negative counts from the end), a view")
+        .index_get(["t", "i"], |t: &mut Tensor, i: INT| ok(t.select(0, i)));
+    const SLICE: &str = "t[a..b], t[a..=b]: a slice of the first dim, a view";
+    api.doc(SLICE)
+        .index_get(["t", "range"], |t: &mut Tensor, r: Range<INT>| {
+            first_dim(t, "slice")?;
+            range_slice(t, r.start, r.end)
+        });
+    api.doc(SLICE)
+        .index_get(["t", "range"], |t: &mut Tensor, r: RangeInclusive<INT>| {
+            first_dim(t, "slice")?;
+            range_slice(t, *r.start(), inclusive_end(t, *r.end()))
+        });
     let r = rt.clone();
-    engine.register_indexer_set(move |t: &mut Tensor, i: INT, v: Dynamic| -> RhaiResult<()> {
-        let dst = ok(t.select(0, i))?;
-        assign(&dst, &v, t, "index assignment", &r)
-    });
+    api.doc("t[i] = x: writes x (a tensor or a number, broadcast) into index i of the first dim")
+        .index_set(
+            ["t", "i", "x"],
+            move |t: &mut Tensor, i: INT, v: Dynamic| -> RhaiResult<()> {
+                let dst = ok(t.select(0, i))?;
+                assign(&dst, &v, t, "index assignment", &r)
+            },
+        );
+    const SLICE_SET: &str =
+        "t[a..b] = x: writes x (a tensor or a number, broadcast) into a slice of the first dim";
     let r = rt.clone();
-    engine.register_indexer_set(
+    api.doc(SLICE_SET).index_set(
+        ["t", "range", "x"],
         move |t: &mut Tensor, x: Range<INT>, v: Dynamic| -> RhaiResult<()> {
             first_dim(t, "slice assignment")?;
             let dst = range_slice(t, x.start, x.end)?;
@@ -163,7 +190,8 @@ fn register_indexers(engine: &mut Engine, rt: &Arc<Runtime>) {
         },
     );
     let r = rt.clone();
-    engine.register_indexer_set(
+    api.doc(SLICE_SET).index_set(
+        ["t", "range", "x"],
         move |t: &mut Tensor, x: RangeInclusive<INT>, v: Dynamic| -> RhaiResult<()> {
             first_dim(t, "slice assignment")?;
             let dst = range_slice(t, *x.start(), inclusive_end(t, *x.end()))?;

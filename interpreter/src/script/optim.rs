@@ -5,6 +5,7 @@
 //! `crate::tensor::optim`).
 
 use super::convert::{ok, script_error, RhaiResult};
+use super::registry::{Api, Category};
 use crate::tensor::loss::{CrossEntropyOptions, Reduction};
 use crate::tensor::optim::{AdamOptions, SgdOptions};
 use crate::tensor::Tensor;
@@ -12,16 +13,20 @@ use rhai::{Array, Dynamic, Engine, Map, INT};
 
 /// Registers the loss and optimizer-step functions.
 pub fn register(engine: &mut Engine) {
-    engine.register_fn("cross_entropy", |x: Tensor, y: Tensor| {
-        ok(x.cross_entropy(&y, &CrossEntropyOptions::default()))
-    });
-    engine.register_fn("cross_entropy", |x: Tensor, y: Tensor, m: Map| {
-        ok(x.cross_entropy(&y, &ce_options(&m)?))
-    });
-    engine.register_fn("optimizer_state", |p: Tensor| ok(p.optimizer_state()));
-    engine.register_fn(
-        "sgd_step_",
-        |p: Tensor, g: Tensor, buf: Dynamic, m: Map| -> RhaiResult<Tensor> {
+    let mut api = Api::new(engine, Category::Training);
+    const CE: &str = "cross-entropy of logits [N, C] and class labels [N]; opts #{reduction, ignore_index, label_smoothing}";
+    api.doc(CE)
+        .func("cross_entropy", ["logits", "labels"], |x: Tensor, y: Tensor| {
+            ok(x.cross_entropy(&y, &CrossEntropyOptions::default()))
+        });
+    api.doc(CE).func(
+        "cross_entropy",
+        ["logits", "labels", "opts"],
+        |x: Tensor, y: Tensor, m: Map| ok(x.cross_entropy(&y, &ce_options(&m)?)),
+    );
+    api.doc("zeros of p's shape in the optimizer-state dtype, on its device (a moment buffer)")
+        .func("optimizer_state", ["p"], |p: Tensor| ok(p.optimizer_state()));
+    api.doc("one fused SGD step on p in place (buf: momentum buffer or ()); opts #{lr, momentum, dampening, weight_decay, nesterov, init_buffer}").func("sgd_step_", ["p", "grad", "buf", "opts"], |p: Tensor, g: Tensor, buf: Dynamic, m: Map| -> RhaiResult<Tensor> {
             let buf = if buf.is_unit() {
                 None
             } else {
@@ -36,9 +41,7 @@ pub fn register(engine: &mut Engine) {
             Ok(p)
         },
     );
-    engine.register_fn(
-        "adam_step_",
-        |p: Tensor, g: Tensor, mo: Tensor, vo: Tensor, step: INT, m: Map| -> RhaiResult<Tensor> {
+    api.doc("one fused Adam/AdamW step on p in place (m, v: moment buffers); opts #{lr, betas, eps, weight_decay, decoupled}").func("adam_step_", ["p", "grad", "m", "v", "step", "opts"], |p: Tensor, g: Tensor, mo: Tensor, vo: Tensor, step: INT, m: Map| -> RhaiResult<Tensor> {
             ok(p.adam_step_(&g, &mo, &vo, step, &adam_options(&m)?))?;
             Ok(p)
         },

@@ -17,7 +17,7 @@
 //! Properties: `p.pos`, `p.total`, `p.elapsed` (seconds).
 
 use super::convert::{ok, script_error, RhaiResult};
-use super::creation::volatile;
+use super::registry::{Api, Category};
 use super::Runtime;
 use crate::core::Scalar;
 use crate::progress::{format_metric, Mode, Progress};
@@ -84,38 +84,58 @@ fn metric_text(v: &Dynamic) -> RhaiResult<String> {
 /// Registers `progress` and its methods.
 pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     engine.register_type_with_name::<ScriptProgress>("Progress");
+    let mut api = Api::new(engine, Category::Progress);
+    const PROGRESS: &str = "a progress counter of n steps, shown as a bar or lines; opts #{desc, mode}";
     let r = rt.clone();
-    volatile!(engine, "progress", move |n: INT| make(&r, n, &Map::new()));
+    api.doc(PROGRESS)
+        .volatile("progress", ["n"], move |n: INT| make(&r, n, &Map::new()));
     let r = rt.clone();
-    volatile!(engine, "progress", move |n: INT, m: Map| make(&r, n, &m));
-    volatile!(engine, "tick", |p: &mut ScriptProgress| p.0.inc(1));
-    volatile!(engine, "inc", |p: &mut ScriptProgress,
-                              k: INT|
-     -> RhaiResult<()> {
-        p.0.inc(count("inc", k)?);
-        Ok(())
-    });
-    volatile!(engine, "set_position", |p: &mut ScriptProgress,
-                                       k: INT|
-     -> RhaiResult<()> {
-        p.0.set_position(count("set_position", k)?);
-        Ok(())
-    });
-    volatile!(engine, "set", |p: &mut ScriptProgress,
-                              name: &str,
-                              v: Dynamic|
-     -> RhaiResult<()> {
-        p.0.set_metric(name, metric_text(&v)?);
-        Ok(())
-    });
-    volatile!(engine, "message", |p: &mut ScriptProgress, s: &str| p
-        .0
-        .set_message(s));
-    volatile!(engine, "finish", |p: &mut ScriptProgress| p.0.finish());
-    engine.register_get("pos", |p: &mut ScriptProgress| p.0.position() as INT);
-    engine.register_get("total", |p: &mut ScriptProgress| p.0.total() as INT);
-    engine.register_get("elapsed", |p: &mut ScriptProgress| -> FLOAT { p.0.elapsed() });
-    engine.register_fn("to_string", |p: &mut ScriptProgress| {
-        format!("Progress({}/{})", p.0.position(), p.0.total())
-    });
+    api.doc(PROGRESS)
+        .volatile("progress", ["n", "opts"], move |n: INT, m: Map| make(&r, n, &m));
+    api.doc("advances the counter by one step")
+        .volatile("tick", ["p"], |p: &mut ScriptProgress| p.0.inc(1));
+    api.doc("advances the counter by k steps").volatile(
+        "inc",
+        ["p", "k"],
+        |p: &mut ScriptProgress, k: INT| -> RhaiResult<()> {
+            p.0.inc(count("inc", k)?);
+            Ok(())
+        },
+    );
+    api.doc("sets the counter to step k").volatile(
+        "set_position",
+        ["p", "k"],
+        |p: &mut ScriptProgress, k: INT| -> RhaiResult<()> {
+            p.0.set_position(count("set_position", k)?);
+            Ok(())
+        },
+    );
+    api.doc("shows a live metric: a number, a one-element tensor, or text")
+        .volatile(
+            "set",
+            ["p", "name", "value"],
+            |p: &mut ScriptProgress, name: &str, v: Dynamic| -> RhaiResult<()> {
+                p.0.set_metric(name, metric_text(&v)?);
+                Ok(())
+            },
+        );
+    api.doc("shows a line of text with the counter").volatile(
+        "message",
+        ["p", "text"],
+        |p: &mut ScriptProgress, s: &str| p.0.set_message(s),
+    );
+    api.doc("ends the counter's display (also when the last handle goes)")
+        .volatile("finish", ["p"], |p: &mut ScriptProgress| p.0.finish());
+    api.doc("the steps done")
+        .get("pos", ["p"], |p: &mut ScriptProgress| p.0.position() as INT);
+    api.doc("the steps in all")
+        .get("total", ["p"], |p: &mut ScriptProgress| p.0.total() as INT);
+    api.doc("seconds since the counter was made")
+        .get("elapsed", ["p"], |p: &mut ScriptProgress| -> FLOAT {
+            p.0.elapsed()
+        });
+    api.doc("the counter as text, Progress(pos/total)")
+        .func("to_string", ["p"], |p: &mut ScriptProgress| {
+            format!("Progress({}/{})", p.0.position(), p.0.total())
+        });
 }

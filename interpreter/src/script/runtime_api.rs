@@ -4,39 +4,50 @@
 //! `cuda::is_available()` is false and CUDA devices are a clear error.
 
 use super::convert::{ok, RhaiResult};
-use super::creation::volatile;
+use super::registry::{Api, Category};
 use super::Runtime;
 use crate::backend::cuda::{blas, CudaRuntime};
-use crate::core::Device;
-use rhai::{Dynamic, Engine, FnPtr, FuncRegistration, Module, NativeCallContext, FLOAT, INT};
+use crate::tensor::Device;
+use rhai::{Dynamic, Engine, FnPtr, Module, NativeCallContext, FLOAT, INT};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// Registers the runtime functions and the `cuda` module.
 pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
+    let module = cuda_module(engine);
+    engine.register_static_module("cuda", module.into());
+    let mut api = Api::new(engine, Category::Runtime);
     for name in ["seed", "manual_seed"] {
         let r = rt.clone();
-        volatile!(engine, name, move |n: INT| r.with_rng(|g| g.reseed(n as u64)));
+        api.doc("reseeds this engine's random generator (the same on CPU and GPU)")
+            .volatile(name, ["n"], move |n: INT| r.with_rng(|g| g.reseed(n as u64)));
     }
     let r = rt.clone();
-    volatile!(engine, "set_default_device", move |s: &str| -> RhaiResult<()> {
-        ok(Device::parse(s).and_then(|d| r.set_device(d)))
-    });
+    api.doc("sets the device new tensors go to (\"cpu\", \"cuda\")")
+        .volatile(
+            "set_default_device",
+            ["device"],
+            move |s: &str| -> RhaiResult<()> { ok(Device::parse(s).and_then(|d| r.set_device(d))) },
+        );
     let r = rt.clone();
-    volatile!(engine, "default_device", move || r.device().to_string());
+    api.doc("the device new tensors go to")
+        .volatile("default_device", [], move || r.device().to_string());
     let r = rt.clone();
-    volatile!(engine, "args", move || -> rhai::Array {
-        r.args().into_iter().map(Dynamic::from).collect()
-    });
-    volatile!(engine, "time", |ctx: NativeCallContext,
-                               f: FnPtr|
-     -> RhaiResult<FLOAT> {
-        let start = Instant::now();
-        let _value = f.call_within_context::<Dynamic>(&ctx, ())?;
-        synchronize();
-        Ok(start.elapsed().as_secs_f64())
-    },);
-    engine.register_static_module("cuda", cuda_module().into());
+    api.doc("the script's command-line arguments, as strings")
+        .volatile("args", [], move || -> rhai::Array {
+            r.args().into_iter().map(Dynamic::from).collect()
+        });
+    api.doc("calls f and returns its wall time in seconds, after the device finished its work")
+        .volatile(
+            "time",
+            ["f"],
+            |ctx: NativeCallContext, f: FnPtr| -> RhaiResult<FLOAT> {
+                let start = Instant::now();
+                let _value = f.call_within_context::<Dynamic>(&ctx, ())?;
+                synchronize();
+                Ok(start.elapsed().as_secs_f64())
+            },
+        );
 }
 
 /// Waits for all queued device work (nothing to wait for without a GPU).
@@ -46,35 +57,47 @@ fn synchronize() {
     }
 }
 
-fn cuda_module() -> Module {
+/// The `cuda::` functions (`engine` gives the type names of their signatures).
+fn cuda_module(engine: &Engine) -> Module {
     let mut m = Module::new();
-    let reg = |name: &str| FuncRegistration::new(name.to_string()).with_volatility(true);
-    reg("is_available").set_into_module(&mut m, CudaRuntime::is_available);
-    reg("device_count").set_into_module(&mut m, || CudaRuntime::is_available() as INT);
-    reg("device_name").set_into_module(&mut m, || -> RhaiResult<String> {
-        ok(CudaRuntime::get().map(|rt| rt.device_name().to_string()))
-    });
-    reg("synchronize").set_into_module(&mut m, synchronize);
-    reg("is_idle").set_into_module(&mut m, || -> RhaiResult<bool> {
-        ok(CudaRuntime::get().and_then(|rt| rt.is_idle()))
-    });
-    reg("memory_allocated").set_into_module(&mut m, || {
-        CudaRuntime::get().map_or(0, |rt| rt.memory_stats().allocated as INT)
-    });
-    reg("memory_reserved").set_into_module(&mut m, || {
-        CudaRuntime::get().map_or(0, |rt| rt.memory_stats().reserved as INT)
-    });
-    reg("empty_cache").set_into_module(&mut m, || {
-        if let Ok(rt) = CudaRuntime::get() {
-            rt.empty_cache();
-        }
-    });
-    reg("stream_handoffs").set_into_module(&mut m, || {
-        CudaRuntime::get().map_or(0, |rt| rt.stream_handoffs() as INT)
-    });
-    reg("set_allow_tf32").set_into_module(&mut m, |allow: bool| {
-        blas::set_allow_tf32(allow);
-    });
-    reg("allow_tf32").set_into_module(&mut m, blas::allow_tf32);
+    let mut api = Api::module(&mut m, "cuda", engine, Category::Cuda);
+    api.doc("true when a GPU is usable")
+        .volatile("is_available", [], CudaRuntime::is_available);
+    api.doc("the number of GPUs kiln uses (0 or 1)")
+        .volatile("device_count", [], || CudaRuntime::is_available() as INT);
+    api.doc("the GPU's name (an error without one)")
+        .volatile("device_name", [], || -> RhaiResult<String> {
+            ok(CudaRuntime::get().map(|rt| rt.device_name().to_string()))
+        });
+    api.doc("waits until all queued GPU work is done")
+        .volatile("synchronize", [], synchronize);
+    api.doc("true when all work queued on this engine's stream has finished (never waits)")
+        .volatile("is_idle", [], || -> RhaiResult<bool> {
+            ok(CudaRuntime::get().and_then(|rt| rt.is_idle()))
+        });
+    api.doc("bytes of GPU memory held by live tensors")
+        .volatile("memory_allocated", [], || {
+            CudaRuntime::get().map_or(0, |rt| rt.memory_stats().allocated as INT)
+        });
+    api.doc("bytes of GPU memory the caching allocator holds")
+        .volatile("memory_reserved", [], || {
+            CudaRuntime::get().map_or(0, |rt| rt.memory_stats().reserved as INT)
+        });
+    api.doc("returns the allocator's unused GPU memory to the driver")
+        .volatile("empty_cache", [], || {
+            if let Ok(rt) = CudaRuntime::get() {
+                rt.empty_cache();
+            }
+        });
+    api.doc("how often a buffer moved between CUDA streams (each costs an event and a wait)")
+        .volatile("stream_handoffs", [], || {
+            CudaRuntime::get().map_or(0, |rt| rt.stream_handoffs() as INT)
+        });
+    api.doc("lets f32 matmuls use TF32 tensor cores (off by default), for this engine")
+        .volatile("set_allow_tf32", ["allow"], |allow: bool| {
+            blas::set_allow_tf32(allow);
+        });
+    api.doc("whether f32 matmuls may use TF32 tensor cores")
+        .volatile("allow_tf32", [], blas::allow_tf32);
     m
 }

@@ -1,5 +1,8 @@
-//! Per-element functions whose exact formula matters (GELU, erf, sigmoid,
-//! SiLU). One definition, used by the CPU backend and the GPU kernels alike.
+//! The primitive per-element functions whose exact formula or instruction
+//! matters (correctly rounded `sqrt`, the GPU's fast `exp`, `erf`, `pow`).
+//! One definition, used by the CPU backend and the GPU kernels alike; the
+//! op table's formulas ([`crate::ops`]) are written over them through
+//! [`crate::real::Real`].
 
 /// Square root, correctly rounded (`sqrt.rn` on the GPU).
 #[inline(always)]
@@ -99,42 +102,6 @@ pub fn erf_f32(x: f32) -> f32 {
 #[inline]
 pub fn erf_f64(x: f64) -> f64 {
     libm::erf(x)
-}
-
-/// Exact GELU, `x * Φ(x) = 0.5 x (1 + erf(x / √2))`, as PyTorch's default.
-#[inline]
-pub fn gelu_f32(x: f32) -> f32 {
-    0.5 * x * (1.0 + erf_f32(x * core::f32::consts::FRAC_1_SQRT_2))
-}
-
-/// Exact GELU in double precision.
-#[inline]
-pub fn gelu_f64(x: f64) -> f64 {
-    0.5 * x * (1.0 + erf_f64(x * core::f64::consts::FRAC_1_SQRT_2))
-}
-
-/// The logistic function `1 / (1 + e^-x)`.
-#[inline]
-pub fn sigmoid_f32(x: f32) -> f32 {
-    1.0 / (1.0 + exp_f32(-x))
-}
-
-/// The logistic function in double precision.
-#[inline]
-pub fn sigmoid_f64(x: f64) -> f64 {
-    1.0 / (1.0 + libm::exp(-x))
-}
-
-/// SiLU (swish), `x * sigmoid(x)`.
-#[inline]
-pub fn silu_f32(x: f32) -> f32 {
-    x * sigmoid_f32(x)
-}
-
-/// SiLU in double precision.
-#[inline]
-pub fn silu_f64(x: f64) -> f64 {
-    x * sigmoid_f64(x)
 }
 
 /// `x ** y` through `exp(y ln|x|)` in double precision, with IEEE's special

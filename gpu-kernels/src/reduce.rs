@@ -3,54 +3,58 @@
 //! with `push` (one element), `merge` (two partial states, order-free) and
 //! `finish` (the result as f64 or i64).
 
-/// Which reduction; passed to the kernels as a number.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReduceCode {
-    /// sum
-    Sum = 0,
-    /// product
-    Prod = 1,
-    /// mean
-    Mean = 2,
-    /// variance (with a correction)
-    Var = 3,
-    /// standard deviation (with a correction)
-    Std = 4,
-    /// maximum
-    Max = 5,
-    /// minimum
-    Min = 6,
-    /// index of the first maximum
-    ArgMax = 7,
-    /// index of the first minimum
-    ArgMin = 8,
-    /// all non-zero
-    All = 9,
-    /// any non-zero
-    Any = 10,
+/// Calls `$m!` with the reduction table: one row per reduction,
+/// `Variant name code "doc" rule params;`. `code` is the number the kernels
+/// receive ([`ReduceCode`]); rules give the result dtype: `widen` (floats keep
+/// their dtype, integers and bool sum to i64), `keep` (the input's dtype),
+/// `float` (integers compute in f32), `index` (i64 positions), `truth`
+/// (bool). `params` is `()` or `(correction)`: Bessel's correction of the
+/// moments, the divisor being `n - correction`. `extreme` marks the ops with
+/// no value for an empty input. The state machine every row runs
+/// ([`RState`]: `init`, `push`, `merge`, `finish`) is shared by the CPU and
+/// the GPU.
+#[macro_export]
+macro_rules! reduce_ops {
+    ($m:ident) => {
+        $m! {
+            Sum sum 0 "Sum of all elements, or over dims (keepdim keeps them as size 1)." widen () total;
+            Prod prod 1 "Product of all elements, or over dims (keepdim keeps them as size 1)." widen () total;
+            Mean mean 2 "Mean of all elements, or over dims (keepdim keeps them as size 1)." float () total;
+            Var var 3 "Variance (correction 1 by default), of all elements or over dims." float (correction) total;
+            Std std 4 "Standard deviation (correction 1 by default), of all elements or over dims." float (correction) total;
+            Max max 5 "Maximum of all elements, or over dim (keepdim keeps it as size 1); NaN propagates." keep () extreme;
+            Min min 6 "Minimum of all elements, or over dim (keepdim keeps it as size 1); NaN propagates." keep () extreme;
+            ArgMax argmax 7 "Index of the first maximum, overall (flat) or along dim." index () extreme;
+            ArgMin argmin 8 "Index of the first minimum, overall (flat) or along dim." index () extreme;
+            All all 9 "True when every element is non-zero, overall or over dims." truth () total;
+            Any any 10 "True when some element is non-zero, overall or over dims." truth () total;
+        }
+    };
 }
 
-impl ReduceCode {
-    /// The code from its number (unknown numbers read as `Sum`).
-    #[inline(always)]
-    pub fn from_u32(v: u32) -> Self {
-        use ReduceCode::*;
-        match v {
-            1 => Prod,
-            2 => Mean,
-            3 => Var,
-            4 => Std,
-            5 => Max,
-            6 => Min,
-            7 => ArgMax,
-            8 => ArgMin,
-            9 => All,
-            10 => Any,
-            _ => Sum,
+macro_rules! declare_codes {
+    ($($v:ident $n:ident $code:literal $doc:literal $rule:ident $params:tt $empty:ident;)*) => {
+        /// Which reduction; passed to the kernels as a number (the rows of
+        /// [`reduce_ops!`](crate::reduce_ops)).
+        #[repr(u32)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum ReduceCode {
+            $( #[doc = $doc] $v = $code, )*
         }
-    }
+
+        impl ReduceCode {
+            /// The code from its number (unknown numbers read as `Sum`).
+            #[inline(always)]
+            pub fn from_u32(v: u32) -> Self {
+                match v {
+                    $( $code => ReduceCode::$v, )*
+                    _ => ReduceCode::Sum,
+                }
+            }
+        }
+    };
 }
+reduce_ops!(declare_codes);
 
 /// A partial reduction. Fields by op: sums and products in `a` (floats) or
 /// `i` (integers); moments as (`a` = n, `b` = mean, `c` = M2); extremes as

@@ -259,93 +259,98 @@ macro_rules! declare_cmp {
 }
 kiln_kernels::cmp_ops!(declare_cmp);
 
-/// Reductions over some dims (or all).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    /// sum (ints and bool sum to i64)
-    Sum,
-    /// product (ints and bool to i64)
-    Prod,
-    /// arithmetic mean (ints to f32)
-    Mean,
-    /// maximum (NaN propagates)
-    Max,
-    /// minimum (NaN propagates)
-    Min,
-    /// index of the first maximum (i64)
-    ArgMax,
-    /// index of the first minimum (i64)
-    ArgMin,
-    /// variance with `correction` (PyTorch's default 1)
-    Var {
-        /// Bessel's correction: the divisor is `n - correction`.
-        correction: u32,
-    },
-    /// standard deviation with `correction`
-    Std {
-        /// Bessel's correction: the divisor is `n - correction`.
-        correction: u32,
-    },
-    /// true when every element is non-zero (bool)
-    All,
-    /// true when some element is non-zero (bool)
-    Any,
+/// The result dtype of a reduction for an input of `dtype`, by its rule.
+macro_rules! reduce_rule {
+    (widen, $d:expr) => {
+        if $d.is_float() {
+            $d
+        } else {
+            DType::I64
+        }
+    };
+    (keep, $d:expr) => {
+        $d
+    };
+    (float, $d:expr) => {
+        $d.to_float()
+    };
+    (index, $d:expr) => {
+        DType::I64
+    };
+    (truth, $d:expr) => {
+        DType::Bool
+    };
 }
 
-impl ReduceOp {
-    /// The op's script name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Prod => "prod",
-            ReduceOp::Mean => "mean",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-            ReduceOp::ArgMax => "argmax",
-            ReduceOp::ArgMin => "argmin",
-            ReduceOp::Var { .. } => "var",
-            ReduceOp::Std { .. } => "std",
-            ReduceOp::All => "all",
-            ReduceOp::Any => "any",
-        }
-    }
-
-    /// The op's one-line doc.
-    pub fn doc(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum of all elements, or over dims (keepdim keeps them as size 1)",
-            ReduceOp::Prod => "product of all elements, or over dims (keepdim keeps them as size 1)",
-            ReduceOp::Mean => "mean of all elements, or over dims (keepdim keeps them as size 1)",
-            ReduceOp::Max => "maximum of all elements, or over dim (keepdim keeps it as size 1)",
-            ReduceOp::Min => "minimum of all elements, or over dim (keepdim keeps it as size 1)",
-            ReduceOp::ArgMax => "index of the first maximum, overall (flat) or along dim",
-            ReduceOp::ArgMin => "index of the first minimum, overall (flat) or along dim",
-            ReduceOp::Var { .. } => "variance (correction 1), of all elements or over dims",
-            ReduceOp::Std { .. } => "standard deviation (correction 1), of all elements or over dims",
-            ReduceOp::All => "true when every element is non-zero, overall or over dims",
-            ReduceOp::Any => "true when some element is non-zero, overall or over dims",
-        }
-    }
-
-    /// The result dtype for an input of `dtype`.
-    pub fn result_dtype(self, dtype: DType) -> DType {
-        match self {
-            ReduceOp::Sum | ReduceOp::Prod if !dtype.is_float() => DType::I64,
-            ReduceOp::Sum | ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => dtype,
-            ReduceOp::Mean | ReduceOp::Var { .. } | ReduceOp::Std { .. } => dtype.to_float(),
-            ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I64,
-            ReduceOp::All | ReduceOp::Any => DType::Bool,
-        }
-    }
-
-    /// True when an empty reduction has no defined result (max, min, argmax, argmin).
-    pub fn needs_elements(self) -> bool {
-        matches!(
-            self,
-            ReduceOp::Max | ReduceOp::Min | ReduceOp::ArgMax | ReduceOp::ArgMin
-        )
-    }
+/// A reduction's parameter as the kernels take it (0 when it has none).
+macro_rules! reduce_param {
+    () => {
+        0
+    };
+    ($p:ident) => {
+        $p
+    };
 }
+
+macro_rules! declare_reduce {
+    ($($v:ident $n:ident $code:literal $doc:literal $rule:ident ($($p:ident)?) $empty:ident;)*) => {
+        /// Reductions over some dims (or all): the rows of the reduction table
+        /// (`kiln_kernels::reduce_ops!`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ReduceOp {
+            $(
+                #[doc = $doc]
+                $v $({
+                    /// Bessel's correction: the divisor is `n - correction`.
+                    $p: u32
+                })?,
+            )*
+        }
+
+        impl ReduceOp {
+            /// Every reduction, in table order, with PyTorch's default parameters
+            /// (correction 1).
+            pub const ALL: &'static [ReduceOp] = &[$(ReduceOp::$v $({ $p: 1 })?),*];
+
+            /// The op's script name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( ReduceOp::$v { .. } => stringify!($n), )*
+                }
+            }
+
+            /// The op's one-line doc.
+            pub fn doc(self) -> &'static str {
+                match self {
+                    $( ReduceOp::$v { .. } => $doc, )*
+                }
+            }
+
+            /// The result dtype for an input of `dtype`.
+            pub fn result_dtype(self, dtype: DType) -> DType {
+                match self {
+                    $( ReduceOp::$v { .. } => reduce_rule!($rule, dtype), )*
+                }
+            }
+
+            /// True when an empty reduction has no defined result (max, min, argmax, argmin).
+            pub fn needs_elements(self) -> bool {
+                match self {
+                    $( ReduceOp::$v { .. } => stringify!($empty) == "extreme", )*
+                }
+            }
+
+            /// The code the kernels take and the op's parameter (0 when none).
+            pub fn code(self) -> (kiln_kernels::reduce::ReduceCode, u32) {
+                use kiln_kernels::reduce::ReduceCode;
+                match self {
+                    $( ReduceOp::$v $({ $p })? => (ReduceCode::$v, reduce_param!($($p)?)), )*
+                }
+            }
+        }
+    };
+}
+kiln_kernels::reduce_ops!(declare_reduce);
 
 /// The op tables of `docs/API.md` (Markdown), generated from the op table;
 /// a test keeps the committed file current.
@@ -369,6 +374,17 @@ pub fn markdown_tables() -> String {
             BinaryRule::Bitwise => "integers and bool",
         };
         s += &format!("| `{}` | {dtypes} | {} |\n", op.name(), cell(op.doc()));
+    }
+    s += "\n| reduction | result dtype | |\n| --- | --- | --- |\n";
+    for &op in ReduceOp::ALL {
+        let dtype = match op.result_dtype(DType::I32) {
+            DType::I64 if op.result_dtype(DType::F16) == DType::F16 => "the input's (integers and bool: i64)",
+            DType::I64 => "i64",
+            DType::I32 => "the input's",
+            DType::Bool => "bool",
+            _ => "float (integers and bool compute in f32)",
+        };
+        s += &format!("| `{}` | {dtype} | {} |\n", op.name(), cell(op.doc()));
     }
     s += "\n| comparison | dtypes | |\n| --- | --- | --- |\n";
     for &op in CmpOp::ALL {

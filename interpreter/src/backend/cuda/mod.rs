@@ -628,21 +628,8 @@ fn row_broadcast(dtype: DType, g: &Geometry, ao: &Operand, bo: &Operand) -> Opti
 }
 
 fn reduce_code(op: ReduceOp) -> (u32, u32) {
-    use kiln_kernels::reduce::ReduceCode as C;
-    let (c, corr) = match op {
-        ReduceOp::Sum => (C::Sum, 0),
-        ReduceOp::Prod => (C::Prod, 0),
-        ReduceOp::Mean => (C::Mean, 0),
-        ReduceOp::Var { correction } => (C::Var, correction),
-        ReduceOp::Std { correction } => (C::Std, correction),
-        ReduceOp::Max => (C::Max, 0),
-        ReduceOp::Min => (C::Min, 0),
-        ReduceOp::ArgMax => (C::ArgMax, 0),
-        ReduceOp::ArgMin => (C::ArgMin, 0),
-        ReduceOp::All => (C::All, 0),
-        ReduceOp::Any => (C::Any, 0),
-    };
-    (c as u32, corr)
+    let (code, param) = op.code();
+    (code as u32, param)
 }
 
 /// The bytes of `value` as one element of `dtype`, in the low bytes of a u64.

@@ -17,77 +17,18 @@
 //! data-parallel reducer starts communicating a gradient bucket from them
 //! while the rest of backward still runs).
 
+mod engine;
+use engine::run_backward;
 pub mod functions;
+mod mode;
+
+pub use mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard, NoGradGuard};
 
 use super::{DType, Tensor};
 use crate::core::error::{Error, Result};
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-
-thread_local! {
-    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
-}
-
-/// True when ops record their backward on this thread (the default).
-pub fn is_grad_enabled() -> bool {
-    GRAD_ENABLED.with(|g| g.get())
-}
-
-/// Turns grad mode on or off for this thread; returns the previous mode.
-pub fn set_grad_enabled(enabled: bool) -> bool {
-    GRAD_ENABLED.with(|g| g.replace(enabled))
-}
-
-/// Grad mode off until dropped (then the previous mode comes back, also on
-/// an early return or an error).
-pub struct NoGradGuard {
-    prev: bool,
-}
-
-impl NoGradGuard {
-    /// Turns grad mode off for this thread.
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
-        NoGradGuard {
-            prev: set_grad_enabled(false),
-        }
-    }
-}
-
-impl Drop for NoGradGuard {
-    fn drop(&mut self) {
-        set_grad_enabled(self.prev);
-    }
-}
-
-/// Grad mode set to a given value until dropped (then the previous mode
-/// comes back, also on an early return or an error).
-pub struct GradModeGuard {
-    prev: bool,
-}
-
-impl GradModeGuard {
-    /// Sets grad mode to `enabled` for this thread.
-    pub fn new(enabled: bool) -> Self {
-        GradModeGuard {
-            prev: set_grad_enabled(enabled),
-        }
-    }
-}
-
-impl Drop for GradModeGuard {
-    fn drop(&mut self) {
-        set_grad_enabled(self.prev);
-    }
-}
-
-/// Runs `f` with grad mode off.
-pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
-    let _guard = NoGradGuard::new();
-    f()
-}
 
 /// The backward of one recorded op: given the gradient of its output and
 /// which inputs need a gradient, the gradient of each input (`None`: zero or
@@ -540,161 +481,6 @@ impl Tensor {
             None => None,
         }
     }
-}
-
-/// Adds `g` into a leaf's accumulated gradient.
-fn accumulate(meta: &AutogradMeta, g: Tensor) -> Result<()> {
-    let mut slot = meta.grad_slot();
-    let new = match slot.take() {
-        None => owned(g)?,
-        Some(acc) => acc.add(&g)?,
-    };
-    *slot = Some(new);
-    Ok(())
-}
-
-/// `g` when no one else can see its storage and it is dense, else a copy: a
-/// stored gradient must not alias a tensor the script holds.
-fn owned(g: Tensor) -> Result<Tensor> {
-    if Arc::strong_count(&g.0) == 1 && Arc::strong_count(&g.0.storage) == 1 && g.is_contiguous() {
-        Ok(g)
-    } else {
-        g.clone_data()
-    }
-}
-
-fn key(n: &Arc<Node>) -> *const Node {
-    Arc::as_ptr(n)
-}
-
-/// The backward pass from `root` with gradient `grad`: nodes run in
-/// topological order (each after every node that feeds it a gradient), the
-/// gradients reaching one node are summed, leaves accumulate into `grad`.
-/// A leaf with hooks runs them when the last of its edges is processed.
-fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
-    let _guard = NoGradGuard::new();
-    let meta = root
-        .autograd_meta()
-        .ok_or_else(|| Error::invalid("backward", "the tensor does not require grad"))?;
-    let root_node = match &meta.grad_fn {
-        None => {
-            accumulate(meta, grad)?;
-            return if meta.hooked() { meta.fire_hooks() } else { Ok(()) };
-        }
-        Some(n) => n.clone(),
-    };
-    // How many gradients each reachable node waits for, and how many edges
-    // reach each hooked leaf.
-    let mut deps: HashMap<*const Node, usize> = HashMap::new();
-    let mut leaf_uses: HashMap<*const AutogradMeta, usize> = HashMap::new();
-    let mut stack = vec![root_node.clone()];
-    deps.insert(key(&root_node), 0);
-    while let Some(n) = stack.pop() {
-        for input in &n.inputs {
-            match &input.edge {
-                Some(Edge::Node(m)) => match deps.get_mut(&key(m)) {
-                    Some(c) => *c += 1,
-                    None => {
-                        deps.insert(key(m), 1);
-                        stack.push(m.clone());
-                    }
-                },
-                Some(Edge::Leaf(m)) if m.hooked() => *leaf_uses.entry(Arc::as_ptr(m)).or_insert(0) += 1,
-                _ => {}
-            }
-        }
-    }
-    let mut grads: HashMap<*const Node, Tensor> = HashMap::new();
-    grads.insert(key(&root_node), grad);
-    let mut ready = vec![root_node];
-    while let Some(n) = ready.pop() {
-        let g = grads.remove(&key(&n));
-        let f = n
-            .backward
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .ok_or_else(|| {
-                Error::invalid(
-                    "backward",
-                    format!(
-                        "the graph through {} was already used by an earlier backward() and its saved tensors are freed; recompute the forward pass",
-                        n.name
-                    ),
-                )
-            })?;
-        let needs: Vec<bool> = n.inputs.iter().map(|i| i.edge.is_some()).collect();
-        let input_grads = match &g {
-            Some(g) => f(g, &needs)?,
-            None => vec![None; n.inputs.len()],
-        };
-        if input_grads.len() != n.inputs.len() {
-            return Err(Error::invalid(
-                "backward",
-                format!(
-                    "{} returned {} gradients for {} inputs",
-                    n.name,
-                    input_grads.len(),
-                    n.inputs.len()
-                ),
-            ));
-        }
-        for (input, ig) in n.inputs.iter().zip(input_grads) {
-            let Some(edge) = &input.edge else { continue };
-            let ig = match ig {
-                Some(ig) => Some(fit(n.name, input, ig)?),
-                None => None,
-            };
-            match edge {
-                Edge::Leaf(m) => {
-                    if let Some(ig) = ig {
-                        if m.requires_grad.load(Ordering::Relaxed) {
-                            accumulate(m, ig)?;
-                        }
-                    }
-                    if !leaf_uses.is_empty() {
-                        if let Some(c) = leaf_uses.get_mut(&Arc::as_ptr(m)) {
-                            *c -= 1;
-                            if *c == 0 {
-                                m.fire_hooks()?;
-                            }
-                        }
-                    }
-                }
-                Edge::Node(m) => {
-                    if let Some(ig) = ig {
-                        let sum = match grads.remove(&key(m)) {
-                            Some(acc) => acc.add(&ig)?,
-                            None => ig,
-                        };
-                        grads.insert(key(m), sum);
-                    }
-                    if let Some(c) = deps.get_mut(&key(m)) {
-                        *c -= 1;
-                        if *c == 0 {
-                            ready.push(m.clone());
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Checks a gradient's shape against its input and converts it to the input's dtype.
-fn fit(op: &'static str, input: &Input, g: Tensor) -> Result<Tensor> {
-    if g.shape() != input.shape.as_slice() {
-        return Err(Error::shape(
-            "backward",
-            format!(
-                "{op} produced a gradient of shape {:?} for an input of shape {:?}",
-                g.shape(),
-                input.shape
-            ),
-        ));
-    }
-    g.to_dtype(input.dtype)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! `status u8` (0: ok, 1: error) followed by the result's bytes or a UTF-8
 //! message.
 
-use crate::backend::cpu::{with_storage, CpuStorage, Element};
+use crate::backend::cpu::{collective, CpuStorage};
 use crate::core::collective::ReduceOp;
 use crate::core::DType;
 use crate::io::raw::{decode, encode_le, Endian, FileDType};
@@ -324,66 +324,18 @@ pub fn combine(reqs: &[Request]) -> Result<Vec<u8>, String> {
                 acc = Some(match acc {
                     None => x,
                     Some(mut a) => {
-                        accumulate(&mut a, &x, op)?;
+                        collective::accumulate(&mut a, &x, op)?;
                         a
                     }
                 });
             }
             let mut acc = acc.ok_or("no ranks")?;
             if op == ReduceOp::Mean {
-                divide(&mut acc, world);
+                collective::divide(&mut acc, world);
             }
             Ok(encode_le(&acc))
         }
     }
-}
-
-/// `acc[i] = acc[i] op x[i]`, in `acc`'s element type.
-fn accumulate(acc: &mut CpuStorage, x: &CpuStorage, op: ReduceOp) -> Result<(), String> {
-    with_storage!(acc, a: T => {
-        let b = T::slice(x).ok_or("mixed dtypes in one reduction")?;
-        for (a, &b) in a.iter_mut().zip(b) {
-            *a = combine_pair(*a, b, op);
-        }
-        Ok(())
-    })
-}
-
-/// One reduction step in `T`'s own arithmetic: floats add in f64 and round
-/// once (the same as adding in `T`), integers wrap, bools are or/and.
-fn combine_pair<T: Element>(a: T, b: T, op: ReduceOp) -> T {
-    if T::DTYPE == DType::Bool {
-        let (a, b) = (a.to_i64() != 0, b.to_i64() != 0);
-        return T::from_i64(match op {
-            ReduceOp::Min => (a && b) as i64,
-            _ => (a || b) as i64,
-        });
-    }
-    if T::DTYPE.is_float() {
-        let (x, y) = (a.to_f64(), b.to_f64());
-        match op {
-            ReduceOp::Sum | ReduceOp::Mean => T::from_f64(x + y),
-            ReduceOp::Max if x.is_nan() || x >= y => a,
-            ReduceOp::Min if x.is_nan() || x <= y => a,
-            _ => b, // the larger (smaller) one, or a NaN in b
-        }
-    } else {
-        let (x, y) = (a.to_i64(), b.to_i64());
-        match op {
-            ReduceOp::Sum | ReduceOp::Mean => T::from_i64(x.wrapping_add(y)),
-            ReduceOp::Max => T::from_i64(x.max(y)),
-            ReduceOp::Min => T::from_i64(x.min(y)),
-        }
-    }
-}
-
-/// `acc[i] /= n` for a float storage (one rounding).
-fn divide(acc: &mut CpuStorage, n: usize) {
-    with_storage!(acc, a: T => {
-        for a in a.iter_mut() {
-            *a = T::from_f64(a.to_f64() / n as f64);
-        }
-    })
 }
 
 /// Reads fields from a payload; every read fails cleanly when short.

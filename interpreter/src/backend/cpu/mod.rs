@@ -3,6 +3,7 @@
 //! kernels read strided layouts in place (merged dims, stride-0 broadcast) and
 //! split large outputs across all cores with rayon.
 
+pub mod collective;
 mod element;
 mod elementwise;
 mod index;

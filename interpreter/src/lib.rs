@@ -8,13 +8,20 @@
 //!   [`register`] to put kiln on a Rhai engine the host already has.
 //! - [`script`]: the Rhai script API (functions, methods, operators) and the
 //!   per-engine [`Runtime`]; it only converts arguments.
-//! - [`tensor`]: the [`Tensor`] handle, its [`Layout`], [`DType`] and
-//!   [`Device`], the op front-end (validation, broadcasting, promotion,
-//!   autograd), host data in and out ([`Tensor::from_slice`],
-//!   [`Tensor::to_vec`]) and memory budgets ([`MemoryBudget`]).
 //! - [`dist`]: the process group of `kiln launch` and its collectives
-//!   (`all_reduce`, `broadcast`, `all_gather`, `barrier`) over TCP.
+//!   (`all_reduce`, `broadcast`, `all_gather`, `barrier`) over TCP or NCCL;
+//!   [`io`]: CSV, `.npy`, safetensors and raw files.
+//! - [`tensor`]: the [`Tensor`] handle, the op front-end (validation,
+//!   broadcasting, promotion, autograd), host data in and out
+//!   ([`Tensor::from_slice`], [`Tensor::to_vec`]).
 //! - [`backend`]: device storage and the primitive kernels (CPU and CUDA).
+//! - [`core`](crate::core): the types every layer speaks — [`DType`],
+//!   [`Device`], [`Layout`], [`Scalar`], the op vocabulary (generated from
+//!   the op table in `kiln_kernels::ops`), the [`Error`] type, memory budgets
+//!   ([`MemoryBudget`]) and run control. It imports nothing above it.
+//!
+//! Dependencies run one way, `script → tensor → backend → core` (`io` and
+//! `dist` beside `script`); `tests/layers.rs` checks it.
 //!
 //! A host passes tensors in, runs a script, and reads tensors back:
 //!

@@ -15,7 +15,7 @@
 //!   broadcasting, promotion, autograd), host data in and out
 //!   ([`Tensor::from_slice`], [`Tensor::to_vec`]).
 //! - [`backend`]: device storage and the primitive kernels (CPU and CUDA).
-//! - [`core`](crate::core): the types every layer speaks — [`DType`],
+//! - [`core`]: the types every layer speaks — [`DType`],
 //!   [`Device`], [`Layout`], [`Scalar`], the op vocabulary (generated from
 //!   the op table in `kiln_kernels::ops`), the [`Error`] type, memory budgets
 //!   ([`MemoryBudget`]) and run control. It imports nothing above it.

@@ -135,3 +135,35 @@ pub fn pow_f64(x: f64, y: f64) -> f64 {
 pub fn pow_f32(x: f32, y: f32) -> f32 {
     pow_f64(x as f64, y as f64) as f32
 }
+
+/// `2^x` in single precision: libm on the host; on the GPU the hardware
+/// `ex2.approx` (a few ulp; flushes subnormal results to 0), as `exp`.
+#[inline(always)]
+pub fn exp2_f32(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: a pure arithmetic instruction.
+        unsafe { core::arch::asm!("ex2.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x) };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        libm::exp2f(x)
+    }
+}
+
+/// `2^x` in double precision: libm on the host; on the GPU `e^(x ln 2)`
+/// (libm's table-based `exp2` is not available to the kernels), within a
+/// few ulp.
+#[inline(always)]
+pub fn exp2_f64(x: f64) -> f64 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        libm::exp(x * core::f64::consts::LN_2)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        libm::exp2(x)
+    }
+}

@@ -59,6 +59,36 @@ macro_rules! unary_ops {
                 (|x| x.signum());
             Square square "`x * x`." keep any (|x| x * x) (|x| x.wrapping_mul(x));
             Reciprocal reciprocal "Reciprocal, `1 / x`." float nonzero (|x| R::ONE / x) ();
+            Trunc trunc "Rounds toward zero (integers unchanged)." keep any (|x| x.trunc()) (|x| x);
+            Frac frac "Fractional part, `x - trunc(x)` (sign of x)." float any (|x| x - x.trunc()) ();
+            Log10 log10 "Base-10 logarithm." float positive (|x| x.log10()) ();
+            Exp2 exp2 "`2^x` (on the GPU, f32 uses the hardware `ex2.approx`)." float any (|x| x.exp2()) ();
+            Atan atan "Inverse tangent (radians)." float any (|x| x.atan()) ();
+            Sinh sinh "Hyperbolic sine." float any (|x| x.sinh()) ();
+            Cosh cosh "Hyperbolic cosine." float any (|x| x.cosh()) ();
+            Asinh asinh "Inverse hyperbolic sine." float any
+                (|x| {
+                    let a = x.abs();
+                    let r = if a > R::of(1e15) {
+                        a.ln() + R::of(core::f64::consts::LN_2)
+                    } else {
+                        (a + a * a / (R::ONE + (R::ONE + a * a).sqrt())).ln_1p()
+                    };
+                    if x < R::ZERO { -r } else { r }
+                }) ();
+            Softsign softsign "`x / (1 + |x|)` (`F.softsign`)." float any (|x| x / (R::ONE + x.abs())) ();
+            Logsigmoid logsigmoid "`log(sigmoid(x))`, computed stably as `min(x, 0) - log1p(e^-|x|)` (`F.logsigmoid`)." float any
+                (|x| (if x < R::ZERO { x } else { R::ZERO }) - (-x.abs()).exp().ln_1p()) ();
+            Mish mish "`x * tanh(softplus(x))` (`F.mish`)." float any
+                (|x| if x > R::of(20.0) { x } else { x * x.exp().ln_1p().tanh() }) ();
+            Relu6 relu6 "`min(max(x, 0), 6)` (`F.relu6`)." float nonzero
+                (|x| if x.is_nan() { x } else if x <= R::ZERO { R::ZERO } else if x >= R::of(6.0) { R::of(6.0) } else { x }) ();
+            Hardsigmoid hardsigmoid "`relu6(x + 3) / 6` (`F.hardsigmoid`)." float any
+                (|x| if x <= R::of(-3.0) { R::ZERO } else if x >= R::of(3.0) { R::ONE } else { x / R::of(6.0) + R::of(0.5) }) ();
+            Hardswish hardswish "`x * relu6(x + 3) / 6` (`F.hardswish`)." float any
+                (|x| if x <= R::of(-3.0) { R::ZERO } else if x >= R::of(3.0) { x } else { x * (x + R::of(3.0)) / R::of(6.0) }) ();
+            Selu selu "Scaled ELU with PyTorch's constants, `scale * (max(0, x) + min(0, alpha * (e^x - 1)))` (`F.selu`)." float nonzero
+                (|x| R::of($crate::ops::SELU_SCALE) * if x > R::ZERO { x } else { R::of($crate::ops::SELU_ALPHA) * x.exp_m1() }) ();
             LogicalNot logical_not "Logical not: true where x is zero (any dtype; bool result)." logical any () ();
         }
     };
@@ -121,6 +151,11 @@ macro_rules! cmp_ops {
         }
     };
 }
+
+/// SELU's scale (Klambauer et al.; PyTorch's constant).
+pub const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
+/// SELU's alpha (Klambauer et al.; PyTorch's constant).
+pub const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
 
 /// The exported name of a kernel: its parts joined by `_`
 /// (`kernel_name!(unary, exp, f32)` is `"unary_exp_f32"`). The PTX side

@@ -49,6 +49,18 @@ pub trait Real:
     fn tan(self) -> Self;
     /// hyperbolic tangent
     fn tanh(self) -> Self;
+    /// hyperbolic sine
+    fn sinh(self) -> Self;
+    /// hyperbolic cosine
+    fn cosh(self) -> Self;
+    /// inverse tangent
+    fn atan(self) -> Self;
+    /// `2^x`
+    fn exp2(self) -> Self;
+    /// base-10 log
+    fn log10(self) -> Self;
+    /// round toward zero
+    fn trunc(self) -> Self;
     /// the error function
     fn erf(self) -> Self;
     /// round down
@@ -66,7 +78,8 @@ pub trait Real:
 macro_rules! real {
     ($t:ident, $abs:path, $exp:path, $expm1:path, $ln:path, $ln1p:path, $log2:path, $sqrt:path,
      $sin:path, $cos:path, $tan:path, $tanh:path, $erf:path, $floor:path, $ceil:path, $rint:path,
-     $fmod:path, $pow:path) => {
+     $fmod:path, $pow:path, $sinh:path, $cosh:path, $atan:path, $exp2:path, $log10:path,
+     $trunc:path) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -129,6 +142,30 @@ macro_rules! real {
                 $erf(self)
             }
             #[inline(always)]
+            fn sinh(self) -> Self {
+                $sinh(self)
+            }
+            #[inline(always)]
+            fn cosh(self) -> Self {
+                $cosh(self)
+            }
+            #[inline(always)]
+            fn atan(self) -> Self {
+                $atan(self)
+            }
+            #[inline(always)]
+            fn exp2(self) -> Self {
+                $exp2(self)
+            }
+            #[inline(always)]
+            fn log10(self) -> Self {
+                $log10(self)
+            }
+            #[inline(always)]
+            fn trunc(self) -> Self {
+                $trunc(self)
+            }
+            #[inline(always)]
             fn floor(self) -> Self {
                 $floor(self)
             }
@@ -170,7 +207,13 @@ real!(
     libm::ceilf,
     libm::rintf,
     libm::fmodf,
-    math::pow_f32
+    math::pow_f32,
+    libm::sinhf,
+    libm::coshf,
+    libm::atanf,
+    math::exp2_f32,
+    libm::log10f,
+    libm::truncf
 );
 real!(
     f64,
@@ -190,5 +233,11 @@ real!(
     libm::ceil,
     libm::rint,
     libm::fmod,
-    math::pow_f64
+    math::pow_f64,
+    libm::sinh,
+    libm::cosh,
+    libm::atan,
+    math::exp2_f64,
+    libm::log10,
+    libm::trunc
 );

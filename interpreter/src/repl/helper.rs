@@ -500,7 +500,7 @@ mod tests {
         assert!(c.iter().all(|n| n.starts_with("zer")), "{c:?}");
         let (_, c) = h.candidates("let z = zeros");
         assert!(c.iter().all(|n| n.starts_with("zeros")), "{c:?}");
-        let (start, c) = h.candidates("t.sof");
+        let (start, c) = h.candidates("t.softm");
         assert_eq!((start, c), (2, vec!["softmax".to_string()]));
         let (_, c) = h.candidates("t.sha");
         assert!(c.contains(&"shape".to_string()), "{c:?}");

@@ -39,6 +39,13 @@ fn zero(like: &Tensor) -> Result<Tensor> {
     Tensor::scalar(Scalar::Int(0), like.dtype(), like.device())
 }
 
+/// 1 where `lo < x < hi`, else 0, in `like`'s dtype.
+fn between(x: &Tensor, lo: f64, hi: f64, like: &Tensor) -> Result<Tensor> {
+    let above = mask(x.compare_scalar(CmpOp::Gt, Scalar::Float(lo), false)?, like)?;
+    let below = mask(x.compare_scalar(CmpOp::Lt, Scalar::Float(hi), false)?, like)?;
+    above.mul(&below)
+}
+
 /// A comparison mask as numbers in `like`'s dtype.
 fn mask(m: Tensor, like: &Tensor) -> Result<Tensor> {
     m.to_dtype(like.dtype())
@@ -97,7 +104,44 @@ pub fn unary(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<T
         Square => g.mul(&x.mul_scalar(2.0)?)?,
         Reciprocal => g.mul(&y.square()?.neg()?)?,
         // piecewise constant: zero gradient, as in PyTorch
-        Floor | Ceil | Round | Sign => g.zeros_like()?,
+        Floor | Ceil | Round | Sign | Trunc => g.zeros_like()?,
+        Frac => g.clone(),
+        Log10 => g.div(&x.mul_scalar(std::f64::consts::LN_10)?)?,
+        Exp2 => g.mul(&y.mul_scalar(std::f64::consts::LN_2)?)?,
+        Atan => g.div(&x.square()?.add_scalar(1.0)?)?,
+        Sinh => g.mul(&x.cosh()?)?,
+        Cosh => g.mul(&x.sinh()?)?,
+        Asinh => g.mul(&x.square()?.add_scalar(1.0)?.rsqrt()?)?,
+        // 1 / (1 + |x|)^2
+        Softsign => g.div(&x.abs()?.add_scalar(1.0)?.square()?)?,
+        // 1 - sigmoid(x) = sigmoid(-x)
+        Logsigmoid => g.mul(&x.neg()?.sigmoid()?)?,
+        Mish => {
+            // tanh(sp) + x sech²(sp) sigmoid(x), sp = softplus(x)
+            let t = x.exp()?.log1p()?.tanh()?;
+            let sech2 = t
+                .square()?
+                .binary_scalar(BinaryOp::Sub, Scalar::Float(1.0), true)?;
+            g.mul(&t.add(&x.mul(&sech2)?.mul(&x.sigmoid()?)?)?)?
+        }
+        Relu6 => g.mul(&between(x, 0.0, 6.0, g)?)?,
+        Hardsigmoid => g.mul(&between(x, -3.0, 3.0, g)?.mul_scalar(1.0 / 6.0)?)?,
+        Hardswish => {
+            // (2x + 3) / 6 on (-3, 3), 1 above
+            let mid = x.mul_scalar(2.0)?.add_scalar(3.0)?.mul_scalar(1.0 / 6.0)?;
+            let above = mask(x.compare_scalar(CmpOp::Gt, Scalar::Float(3.0), false)?, g)?;
+            g.mul(&mid.mul(&between(x, -3.0, 3.0, g)?)?.add(&above)?)?
+        }
+        Selu => {
+            // scale above 0, scale * alpha * e^x below
+            use kiln_kernels::ops::{SELU_ALPHA, SELU_SCALE};
+            let pos = mask(x.compare_scalar(CmpOp::Gt, Scalar::Float(0.0), false)?, g)?;
+            let neg = pos.binary_scalar(BinaryOp::Sub, Scalar::Float(1.0), true)?;
+            let slope = pos
+                .mul_scalar(SELU_SCALE)?
+                .add(&neg.mul(&x.exp()?.mul_scalar(SELU_SCALE * SELU_ALPHA)?)?)?;
+            g.mul(&slope)?
+        }
         LogicalNot => return Ok(None),
     };
     Ok(Some(gx))

@@ -17,7 +17,6 @@ const RANKS: &[(&str, u32)] = &[
     ("dist", 4),
     ("script", 5),
     ("engine", 6),
-    ("check", 7),
 ];
 
 fn rank(module: &str) -> Option<u32> {

@@ -42,7 +42,6 @@
 #![warn(missing_docs)]
 
 pub mod backend;
-pub mod check;
 pub mod core;
 pub mod dist;
 pub mod engine;

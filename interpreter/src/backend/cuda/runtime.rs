@@ -198,6 +198,12 @@ fn create() -> std::result::Result<CudaRuntime, String> {
 }
 
 impl CudaRuntime {
+    /// The kernel table: every kernel of the module, resolved (what each
+    /// compiled to is readable through [`KernelTable::resources`]).
+    pub fn kernels(&self) -> &KernelTable {
+        &self.kernels
+    }
+
     /// The runtime, created on first call; an error says why CUDA is unusable.
     pub fn get() -> Result<&'static CudaRuntime> {
         match RUNTIME.get_or_init(create) {

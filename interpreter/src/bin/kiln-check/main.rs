@@ -2,9 +2,11 @@
 //! prints a table and `N passed, N failed` (exit code 1 on any failure).
 //! `--csv FILE` also writes the table as CSV; `--failures` prints only failures;
 //! `--resources` prints what the row and reduction kernels compiled to.
-//! `--group NAME` (repeatable) runs only those groups of `kiln::check::GROUPS`.
+//! `--group NAME` (repeatable) runs only those groups of `check::GROUPS`.
 
 use std::io::Write;
+
+mod check;
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -19,7 +21,7 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::FAILURE;
     }
     if args.iter().any(|a| a == "--resources") {
-        match kiln::check::kernel_resources() {
+        match check::kernel_resources() {
             Ok(lines) => lines.iter().for_each(|l| println!("{l}")),
             Err(e) => eprintln!("kiln-check: {e}"),
         }
@@ -29,17 +31,17 @@ fn main() -> std::process::ExitCode {
         .filter(|w| w[0] == "--group")
         .map(|w| w[1].as_str())
         .collect();
-    if let Some(g) = groups.iter().find(|g| !kiln::check::GROUPS.contains(g)) {
+    if let Some(g) = groups.iter().find(|g| !check::GROUPS.contains(g)) {
         eprintln!(
             "kiln-check: unknown group '{g}' (expected one of {})",
-            kiln::check::GROUPS.join(", ")
+            check::GROUPS.join(", ")
         );
         return std::process::ExitCode::FAILURE;
     }
     let cases = if groups.is_empty() {
-        kiln::check::run()
+        check::run()
     } else {
-        kiln::check::run_groups(&groups)
+        check::run_groups(&groups)
     };
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
@@ -64,7 +66,7 @@ fn main() -> std::process::ExitCode {
     }
     let passed = cases.iter().filter(|c| c.passed()).count();
     let failed = cases.len() - passed;
-    let asynchrony = kiln::check::asynchrony();
+    let asynchrony = check::asynchrony();
     match &asynchrony {
         Ok(m) => {
             let _ = writeln!(out, "asynchrony: ok: {m}");
@@ -73,7 +75,7 @@ fn main() -> std::process::ExitCode {
             let _ = writeln!(out, "asynchrony: FAIL: {m}");
         }
     }
-    let engines = kiln::check::engines_on_threads();
+    let engines = check::engines_on_threads();
     match &engines {
         Ok(m) => {
             let _ = writeln!(out, "engines on threads: ok: {m}");

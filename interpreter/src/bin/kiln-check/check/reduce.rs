@@ -1,0 +1,207 @@
+//! Reductions, softmax / layer norm, random numbers and matmul.
+
+use super::*;
+
+impl Checker {
+    pub(super) fn reductions(&mut self) {
+        let ops = [
+            ReduceOp::Sum,
+            ReduceOp::Prod,
+            ReduceOp::Mean,
+            ReduceOp::Var { correction: 1 },
+            ReduceOp::Std { correction: 0 },
+            ReduceOp::Max,
+            ReduceOp::Min,
+            ReduceOp::ArgMax,
+            ReduceOp::ArgMin,
+            ReduceOp::All,
+            ReduceOp::Any,
+        ];
+        let dims: [(&str, Option<&[i64]>, bool); 5] = [
+            ("all", None, false),
+            ("dim0", Some(&[0]), false),
+            ("dim1 keepdim", Some(&[1]), true),
+            ("dim-1", Some(&[-1]), false),
+            ("dims[0,1]", Some(&[0, 1]), false),
+        ];
+        for dtype in DType::ALL {
+            for op in ops {
+                let single = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
+                for (lname, shape, view) in layouts() {
+                    for (dname, ds, keep) in dims {
+                        if single && ds.is_some_and(|d| d.len() > 1) {
+                            continue;
+                        }
+                        let r = input(&mut self.gen, &shape, dtype, op == ReduceOp::Prod).and_then(|x| {
+                            let x = if op == ReduceOp::Prod && dtype.is_float() {
+                                x.sqrt()?.sqrt()?
+                            } else {
+                                x
+                            };
+                            self.both(&x, |t| view(t)?.reduce(op, ds, keep))
+                        });
+                        self.record_scaled(op.name(), dtype, &format!("{lname} {dname}"), r, 10.0);
+                    }
+                }
+            }
+            // a long lane split across many warps
+            for op in [
+                ReduceOp::Sum,
+                ReduceOp::Max,
+                ReduceOp::ArgMin,
+                ReduceOp::Var { correction: 1 },
+            ] {
+                let r = input(&mut self.gen, &[1 << 20], dtype, false)
+                    .and_then(|x| self.both(&x, |t| t.reduce(op, None, false)));
+                self.record_scaled(op.name(), dtype, "2^20 elements", r, 100.0);
+            }
+        }
+    }
+
+    pub(super) fn nn(&mut self) {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            for log in [false, true] {
+                let name = if log { "log_softmax" } else { "softmax" };
+                for (lname, shape, view) in layouts() {
+                    for dim in [-1i64, 0] {
+                        let r = input(&mut self.gen, &shape, dtype, false).and_then(|x| {
+                            self.both(&x, |t| {
+                                if log {
+                                    view(t)?.log_softmax(dim)
+                                } else {
+                                    view(t)?.softmax(dim)
+                                }
+                            })
+                        });
+                        self.record(name, dtype, &format!("{lname} dim{dim}"), r);
+                    }
+                }
+                let r = input(&mut self.gen, &[64, 3000], dtype, false)
+                    .and_then(|x| self.both(&x, |t| t.mul_scalar(4.0)?.softmax(-1)));
+                self.record(name, dtype, "rows of 3000", r);
+            }
+            for affine in [false, true] {
+                let r = (|| {
+                    let x = input(&mut self.gen, &[9, 37, 65], dtype, false)?.permute(&[1, 0, 2])?;
+                    let w = input(&mut self.gen, &[65], dtype, false)?;
+                    let b = input(&mut self.gen, &[65], dtype, false)?;
+                    self.both(&x, |t| {
+                        let d = t.device();
+                        let (w, b) = (w.to_device(d)?, b.to_device(d)?);
+                        if affine {
+                            t.layer_norm(&[65], Some(&w), Some(&b), 1e-5)
+                        } else {
+                            t.layer_norm(&[9, 65], None, None, 1e-5)
+                        }
+                    })
+                })();
+                let what = if affine {
+                    "permuted, affine"
+                } else {
+                    "permuted, 2 dims"
+                };
+                self.record_scaled("layer_norm", dtype, what, r, 10.0);
+            }
+        }
+    }
+
+    pub(super) fn random(&mut self) {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            for normal in [false, true] {
+                let r = (|| {
+                    let mut g1 = Generator::new(1234);
+                    let mut g2 = Generator::new(1234);
+                    let shape = [1000, 37];
+                    let (c, g) = if normal {
+                        (
+                            Tensor::randn(&shape, Some(dtype), Device::Cpu, &mut g1)?,
+                            Tensor::randn(&shape, Some(dtype), Device::Cuda(0), &mut g2)?,
+                        )
+                    } else {
+                        (
+                            Tensor::rand(&shape, Some(dtype), Device::Cpu, &mut g1)?,
+                            Tensor::rand(&shape, Some(dtype), Device::Cuda(0), &mut g2)?,
+                        )
+                    };
+                    Ok((c, g))
+                })();
+                self.record(if normal { "randn" } else { "rand" }, dtype, "seeded", r);
+            }
+        }
+        for dtype in [DType::I64, DType::I32, DType::U8] {
+            let r = (|| {
+                let (mut g1, mut g2) = (Generator::new(99), Generator::new(99));
+                Ok((
+                    Tensor::randint(-3, 100, &[999], Some(dtype), Device::Cpu, &mut g1)?,
+                    Tensor::randint(-3, 100, &[999], Some(dtype), Device::Cuda(0), &mut g2)?,
+                ))
+            })();
+            self.record("randint", dtype, "seeded", r);
+        }
+    }
+
+    pub(super) fn matmul(&mut self) {
+        for dtype in [
+            DType::F32,
+            DType::F64,
+            DType::F16,
+            DType::BF16,
+            DType::I64,
+            DType::I32,
+            DType::U8,
+        ] {
+            let cases: Vec<MatmulCase> = vec![
+                (
+                    "contiguous",
+                    vec![67, 45],
+                    vec![45, 33],
+                    |t| Ok(t.clone()),
+                    |t| Ok(t.clone()),
+                ),
+                ("a.t()", vec![45, 67], vec![45, 33], |t| t.t(), |t| Ok(t.clone())),
+                ("b.t()", vec![67, 45], vec![33, 45], |t| Ok(t.clone()), |t| t.t()),
+                ("both.t()", vec![45, 67], vec![33, 45], |t| t.t(), |t| t.t()),
+                (
+                    "batched",
+                    vec![3, 67, 45],
+                    vec![45, 33],
+                    |t| Ok(t.clone()),
+                    |t| Ok(t.clone()),
+                ),
+                (
+                    "broadcast batch",
+                    vec![2, 1, 17, 45],
+                    vec![3, 45, 9],
+                    |t| Ok(t.clone()),
+                    |t| Ok(t.clone()),
+                ),
+                (
+                    "sliced",
+                    vec![67, 90],
+                    vec![45, 33],
+                    |t| t.slice(1, Some(0), None, 2),
+                    |t| Ok(t.clone()),
+                ),
+                (
+                    "vector",
+                    vec![67, 45],
+                    vec![45],
+                    |t| Ok(t.clone()),
+                    |t| Ok(t.clone()),
+                ),
+            ];
+            for (name, sa, sb, va, vb) in cases {
+                let r = (|| {
+                    let a = input(&mut self.gen, &sa, dtype, false)?;
+                    let b = input(&mut self.gen, &sb, dtype, false)?;
+                    let c = va(&a)?.matmul(&vb(&b)?)?;
+                    let d = Device::Cuda(0);
+                    let g = va(&a.to_device(d)?)?.matmul(&vb(&b.to_device(d)?)?)?;
+                    Ok((c, g))
+                })();
+                // a 45-term dot product of N(0, 4) values rounds more than one op
+                self.record_scaled("matmul", dtype, name, r, 30.0);
+            }
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Cross-entropy forward and backward and the fused optimizer steps.
+
+use super::*;
+
+impl Checker {
+    /// Cross-entropy forward (every reduction, ignore_index, label smoothing)
+    /// and backward, by a warp and by a block per row and past the register
+    /// cache; fused SGD / Adam / AdamW steps over odd sizes (packed and tail
+    /// paths) and an unaligned view, three steps each so the state is compared too.
+    pub(super) fn training(&mut self) {
+        use kiln::tensor::loss::{CrossEntropyOptions, Reduction};
+        use kiln::tensor::optim::{AdamOptions, SgdOptions};
+        let d = Device::Cuda(0);
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            for (n, c) in [(64usize, 10usize), (33, 1000), (5, 50000), (300, 37)] {
+                for (rname, reduction, smoothing) in [
+                    ("mean", Reduction::Mean, 0.0),
+                    ("sum", Reduction::Sum, 0.0),
+                    ("none", Reduction::None, 0.0),
+                    ("mean smoothed", Reduction::Mean, 0.1),
+                ] {
+                    let o = CrossEntropyOptions {
+                        reduction,
+                        ignore_index: 1,
+                        label_smoothing: smoothing,
+                    };
+                    let layout = format!("[{n}, {c}] {rname}");
+                    let r: Result<((Tensor, Tensor), (Tensor, Tensor))> = (|| {
+                        let x = input(&mut self.gen, &[n, c], dtype, false)?
+                            .mul_scalar(2.0)?
+                            .to_dtype(dtype)?;
+                        let y =
+                            Tensor::randint(0, c as i64, &[n], Some(DType::I64), Device::Cpu, &mut self.gen)?;
+                        let run = |x: &Tensor, y: &Tensor| -> Result<(Tensor, Tensor)> {
+                            let x = x.detach();
+                            x.set_requires_grad(true)?;
+                            let l = x.cross_entropy(y, &o)?;
+                            let s = if reduction == Reduction::None {
+                                l.sum()?
+                            } else {
+                                l.clone()
+                            };
+                            s.backward()?;
+                            let g = x
+                                .grad()
+                                .ok_or_else(|| kiln::Error::invalid("check", "no gradient"))?;
+                            Ok((l.detach(), g))
+                        };
+                        let (lc, gc) = run(&x, &y)?;
+                        let (lg, gg) = run(&x.to_device(d)?, &y.to_device(d)?)?;
+                        Ok(((lc, lg), (gc, gg)))
+                    })();
+                    let (fwd, bwd) = match r {
+                        Ok((f, b)) => (Ok(f), Ok(b)),
+                        Err(e) => (Err(e.clone()), Err(e)),
+                    };
+                    self.record_scaled("cross_entropy", dtype, &layout, fwd, 10.0);
+                    self.record_scaled("cross_entropy bwd", dtype, &layout, bwd, 10.0);
+                }
+            }
+            let sizes: [(&str, usize, usize); 4] = [
+                ("n=1", 1, 0),
+                ("n=1023", 1023, 0),
+                ("n=100003", 100_003, 0),
+                ("n=4099 offset 1", 4099, 1),
+            ];
+            for (name, n, off) in sizes {
+                // a dense slice `off` elements into its storage (unaligned: the element path)
+                let dense = |t: Tensor| -> Result<Tensor> { t.narrow(0, off as i64, n as i64) };
+                for kind in ["sgd", "sgd nesterov", "adam", "adamw"] {
+                    let r: Result<((Tensor, Tensor), (Tensor, Tensor))> = (|| {
+                        let p0 = input(&mut self.gen, &[n + off], dtype, false)?;
+                        let gs: Vec<Tensor> = (0..3)
+                            .map(|_| input(&mut self.gen, &[n + off], dtype, false))
+                            .collect::<Result<_>>()?;
+                        let run = |dev: Device| -> Result<(Tensor, Tensor)> {
+                            let p = dense(p0.to_device(dev)?.clone_data()?)?;
+                            let s1 = dense(Tensor::zeros(
+                                &[n + off],
+                                Some(kiln::tensor::optim::state_dtype(dtype)),
+                                dev,
+                            )?)?;
+                            let s2 = dense(Tensor::zeros(
+                                &[n + off],
+                                Some(kiln::tensor::optim::state_dtype(dtype)),
+                                dev,
+                            )?)?;
+                            for (i, g) in gs.iter().enumerate() {
+                                let g = dense(g.to_device(dev)?)?;
+                                match kind {
+                                    "sgd" | "sgd nesterov" => {
+                                        let nesterov = kind == "sgd nesterov";
+                                        let o = SgdOptions {
+                                            lr: 0.05,
+                                            momentum: 0.9,
+                                            dampening: if nesterov { 0.0 } else { 0.1 },
+                                            weight_decay: 0.01,
+                                            nesterov,
+                                            init_buffer: i == 0,
+                                        };
+                                        p.sgd_step_(&g, Some(&s1), &o)?;
+                                    }
+                                    _ => {
+                                        let o = AdamOptions {
+                                            lr: 0.01,
+                                            weight_decay: 0.05,
+                                            decoupled: kind == "adamw",
+                                            ..Default::default()
+                                        };
+                                        p.adam_step_(&g, &s1, &s2, i as i64 + 1, &o)?;
+                                    }
+                                }
+                            }
+                            let s = if kind.starts_with("sgd") { s1 } else { s2 };
+                            Ok((p, s))
+                        };
+                        let ((pc, sc), (pg, sg)) = (run(Device::Cpu)?, run(d)?);
+                        Ok(((pc, pg), (sc, sg)))
+                    })();
+                    let (param, state) = match r {
+                        Ok((p, s)) => (Ok(p), Ok(s)),
+                        Err(e) => (Err(e.clone()), Err(e)),
+                    };
+                    self.record_scaled(&format!("{kind} param"), dtype, name, param, 10.0);
+                    self.record_scaled(&format!("{kind} state"), dtype, name, state, 10.0);
+                }
+            }
+        }
+    }
+}

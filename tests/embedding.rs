@@ -574,6 +574,47 @@ fn memory_budget_is_charged_and_released() {
 }
 
 #[test]
+fn typed_errors_reach_the_host_through_functions_closures_and_rethrows() {
+    let mut k = Interpreter::new();
+    let bad_add = Error::BroadcastMismatch {
+        op: "add",
+        lhs: vec![2],
+        rhs: vec![3],
+    };
+    // raised inside a script function called from a script function
+    let e = k
+        .run(
+            "fn inner(a) { a + ones([3]) }\nfn outer(a) { inner(a) }\nouter(ones([2]));",
+            "nested.rhai",
+        )
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Tensor(Box::new(bad_add.clone())), "{e}");
+    // raised inside a closure
+    let e = k
+        .run("let f = |a| a + ones([3]); f.call(ones([2]));", "closure.rhai")
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Tensor(Box::new(bad_add.clone())), "{e}");
+    // caught and thrown again: the value still stands for the typed error
+    let e = k
+        .run(
+            "try { ones([2]) + ones([3]) } catch (e) { throw e; }",
+            "rethrow.rhai",
+        )
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Tensor(Box::new(bad_add)), "{e}");
+    // a script's own string with the very same text is not a kiln error:
+    // nothing is matched by message
+    let e = k
+        .run(
+            "let m = \"\"; try { ones([2]) + ones([3]) } catch (e) { m = e; } throw \"\" + m;",
+            "text.rhai",
+        )
+        .unwrap_err();
+    assert!(e.message.contains("cannot be broadcast"), "{e}");
+    assert_eq!(e.kind, ErrorKind::Runtime);
+}
+
+#[test]
 fn errors_carry_positions() {
     let mut k = Interpreter::new();
     let e = k

@@ -170,7 +170,7 @@ impl Storage {
         match self {
             Storage::Cpu(s) => Ok(s.to_host(layout)),
             Storage::Cuda(s) => {
-                let cpu = s.to_cpu(layout)?;
+                let cpu = shaped(s.to_cpu(layout), &[layout])?;
                 Ok(cpu.to_host(&Layout::contiguous(layout.shape())))
             }
         }
@@ -193,8 +193,10 @@ impl Storage {
                     Storage::Cuda(CudaStorage::from_cpu(&cpu::cast_to(s, layout, s.dtype()))?)
                 }
             }
-            (Storage::Cuda(s), Device::Cpu) => Storage::Cpu(s.to_cpu(layout)?),
-            (Storage::Cuda(s), Device::Cuda(_)) => Storage::Cuda(s.cast(layout, s.dtype())?),
+            (Storage::Cuda(s), Device::Cpu) => Storage::Cpu(shaped(s.to_cpu(layout), &[layout])?),
+            (Storage::Cuda(s), Device::Cuda(_)) => {
+                Storage::Cuda(shaped(s.cast(layout, s.dtype()), &[layout])?)
+            }
         })
     }
 
@@ -242,7 +244,7 @@ impl Storage {
         gate(self, op.name(), self.dtype(), l.numel())?;
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::unary(op, s, l)?)),
-            Storage::Cuda(s) => Ok(Storage::Cuda(s.unary(op, l)?)),
+            Storage::Cuda(s) => Ok(Storage::Cuda(shaped(s.unary(op, l), &[l])?)),
         }
     }
 
@@ -251,7 +253,9 @@ impl Storage {
         gate(self, op.name(), self.dtype(), l.numel())?;
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(cpu::binary(op, a, l, b, lr)?)),
-            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(a.binary(op, l, b, lr)?)),
+            (Storage::Cuda(a), Storage::Cuda(b)) => {
+                Ok(Storage::Cuda(shaped(a.binary(op, l, b, lr), &[l, lr])?))
+            }
             _ => Err(mixed(op.name())),
         }
     }
@@ -269,12 +273,9 @@ impl Storage {
                 };
                 Ok(Storage::Cpu(r))
             }
-            Storage::Cuda(a) => Ok(Storage::Cuda(a.with_scalar(
-                cuda::Kernel::BinaryScalar(op, a.dtype()),
-                op.name(),
-                l,
-                s,
-                rev,
+            Storage::Cuda(a) => Ok(Storage::Cuda(shaped(
+                a.with_scalar(cuda::Kernel::BinaryScalar(op, a.dtype()), op.name(), l, s, rev),
+                &[l],
             )?)),
         }
     }
@@ -292,12 +293,9 @@ impl Storage {
                 };
                 Ok(Storage::Cpu(r))
             }
-            Storage::Cuda(a) => Ok(Storage::Cuda(a.with_scalar(
-                cuda::Kernel::CmpScalar(op, a.dtype()),
-                op.name(),
-                l,
-                s,
-                rev,
+            Storage::Cuda(a) => Ok(Storage::Cuda(shaped(
+                a.with_scalar(cuda::Kernel::CmpScalar(op, a.dtype()), op.name(), l, s, rev),
+                &[l],
             )?)),
         }
     }
@@ -307,7 +305,9 @@ impl Storage {
         gate(self, op.name(), DType::Bool, l.numel())?;
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(cpu::compare(op, a, l, b, lr)?)),
-            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(a.compare(op, l, b, lr)?)),
+            (Storage::Cuda(a), Storage::Cuda(b)) => {
+                Ok(Storage::Cuda(shaped(a.compare(op, l, b, lr), &[l, lr])?))
+            }
             _ => Err(mixed(op.name())),
         }
     }
@@ -326,9 +326,10 @@ impl Storage {
             (Storage::Cpu(c), Storage::Cpu(a), Storage::Cpu(b)) => {
                 Ok(Storage::Cpu(cpu::where_cond(c, l, a, la, b, lb)?))
             }
-            (Storage::Cuda(c), Storage::Cuda(a), Storage::Cuda(b)) => {
-                Ok(Storage::Cuda(c.where_cond(l, a, la, b, lb)?))
-            }
+            (Storage::Cuda(c), Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(shaped(
+                c.where_cond(l, a, la, b, lb),
+                &[l, la, lb],
+            )?)),
             _ => Err(mixed("where")),
         }
     }
@@ -338,7 +339,7 @@ impl Storage {
         gate(self, "to_dtype", dtype, l.numel())?;
         Ok(match self {
             Storage::Cpu(s) => Storage::Cpu(cpu::cast_to(s, l, dtype)),
-            Storage::Cuda(s) => Storage::Cuda(s.cast(l, dtype)?),
+            Storage::Cuda(s) => Storage::Cuda(shaped(s.cast(l, dtype), &[l])?),
         })
     }
 
@@ -352,7 +353,7 @@ impl Storage {
         }
         match (self, src) {
             (Storage::Cpu(d), Storage::Cpu(s)) => cpu::copy_into(d, l, s, ls),
-            (Storage::Cuda(d), Storage::Cuda(s)) => d.copy_from(l, s, ls),
+            (Storage::Cuda(d), Storage::Cuda(s)) => shaped(d.copy_from(l, s, ls), &[l, ls]),
             (Storage::Cpu(d), Storage::Cuda(s)) => match l.contiguous_range() {
                 // a dense destination takes the download as it is
                 Some((at, _)) if !ls.has_internal_overlap() => s.download_into(ls, d, at),
@@ -387,7 +388,7 @@ impl Storage {
         gate(self, op.name(), DType::F64, kept)?;
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::reduce(op, s, l, dims)?)),
-            Storage::Cuda(s) => Ok(Storage::Cuda(s.reduce(op, l, dims)?)),
+            Storage::Cuda(s) => Ok(Storage::Cuda(shaped(s.reduce(op, l, dims), &[l])?)),
         }
     }
 
@@ -401,7 +402,7 @@ impl Storage {
         )?;
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::softmax(s, l, dim, log)?)),
-            Storage::Cuda(s) => Ok(Storage::Cuda(s.softmax(l, dim, log)?)),
+            Storage::Cuda(s) => Ok(Storage::Cuda(shaped(s.softmax(l, dim, log), &[l])?)),
         }
     }
 
@@ -547,7 +548,9 @@ impl Storage {
         gate(self, along.op, self.dtype(), lx.numel())?;
         match (self, idx) {
             (Storage::Cpu(x), Storage::Cpu(i)) => Ok(Storage::Cpu(cpu::gather(x, lx, along, i, li)?)),
-            (Storage::Cuda(x), Storage::Cuda(i)) => Ok(Storage::Cuda(x.gather(lx, along, i, li)?)),
+            (Storage::Cuda(x), Storage::Cuda(i)) => {
+                Ok(Storage::Cuda(shaped(x.gather(lx, along, i, li), &[lx, li])?))
+            }
             _ => Err(mixed(along.op)),
         }
     }
@@ -571,7 +574,9 @@ impl Storage {
             (Storage::Cpu(d), Storage::Cpu(i), Storage::Cpu(s)) => {
                 cpu::scatter_add(d, ld, along, i, li, s, ls)
             }
-            (Storage::Cuda(d), Storage::Cuda(i), Storage::Cuda(s)) => d.scatter_add_(ld, along, i, li, s, ls),
+            (Storage::Cuda(d), Storage::Cuda(i), Storage::Cuda(s)) => {
+                shaped(d.scatter_add_(ld, along, i, li, s, ls), &[ld, li, ls])
+            }
             _ => Err(mixed(along.op)),
         }
     }
@@ -590,8 +595,20 @@ impl Storage {
         }
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(cpu::matmul(a, l, b, lr, d)?)),
-            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(cuda::blas::matmul(a, l, b, lr, d)?)),
+            (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(shaped(
+                cuda::blas::matmul(a, l, b, lr, d),
+                &[l, lr],
+            )?)),
             _ => Err(mixed("matmul")),
         }
     }
+}
+
+/// A CUDA failure of an op with its operands' shapes attached (only the
+/// error path pays: nothing is allocated on success).
+fn shaped<T>(r: Result<T>, layouts: &[&Layout]) -> Result<T> {
+    r.map_err(|e| {
+        let shapes: Vec<&[usize]> = layouts.iter().map(|l| l.shape()).collect();
+        e.with_shapes(&shapes)
+    })
 }

@@ -193,6 +193,50 @@ pub enum Error {
         /// What went wrong, naming the ranks involved.
         msg: String,
     },
+    /// A CUDA call that failed (a kernel launch, a library call, a copy, a
+    /// synchronisation): the op that ran it, the call, the driver's message
+    /// and the operands' shapes where the op's front-end knows them.
+    #[error("{op}: CUDA error in {call}: {msg}{}", operand_shapes(.shapes))]
+    Cuda {
+        /// The op that was running.
+        op: &'static str,
+        /// The CUDA call that failed.
+        call: String,
+        /// The driver's or library's error.
+        msg: String,
+        /// The operands' shapes (empty where unknown).
+        shapes: Vec<Vec<usize>>,
+    },
+    /// The GPU could not give an op the memory it asked for, even after the
+    /// caching allocator returned its cached blocks to the driver and tried
+    /// again.
+    #[error(
+        "{op}: CUDA out of memory: tried to allocate {} on {device} ({} in all, {} free); kiln holds {} in live tensors and {} reserved by its caching allocator{}",
+        bytes_text(*.bytes),
+        bytes_text(*.total),
+        bytes_text(*.free),
+        bytes_text(*.allocated),
+        bytes_text(*.reserved),
+        operand_shapes(.shapes)
+    )]
+    CudaOutOfMemory {
+        /// The op that allocated.
+        op: &'static str,
+        /// The device (`cuda:N`).
+        device: String,
+        /// Bytes asked for.
+        bytes: usize,
+        /// Bytes in live tensors on the device.
+        allocated: usize,
+        /// Bytes the caching allocator holds from the driver (live plus cached).
+        reserved: usize,
+        /// Free device memory the driver reports.
+        free: usize,
+        /// The device's memory in all.
+        total: usize,
+        /// The operands' shapes (empty where unknown).
+        shapes: Vec<Vec<usize>>,
+    },
     /// A tensor read or written as an element type other than its dtype.
     #[error("{op}: the tensor has dtype {found}, not {expected} (convert it first with to_dtype)")]
     DTypeMismatch {
@@ -205,7 +249,75 @@ pub enum Error {
     },
 }
 
+/// `" with operands of shapes [2, 3] and [3, 4]"`, or nothing when no
+/// shape is known.
+fn operand_shapes(shapes: &[Vec<usize>]) -> String {
+    match shapes {
+        [] => String::new(),
+        [one] => format!(" with an operand of shape {one:?}"),
+        [init @ .., last] => {
+            let init: Vec<String> = init.iter().map(|s| format!("{s:?}")).collect();
+            format!(" with operands of shapes {} and {last:?}", init.join(", "))
+        }
+    }
+}
+
+/// Bytes for people: `512 bytes`, `2.00 MiB`, `139.80 GiB`.
+pub fn bytes_text(bytes: usize) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut v = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.2} {}", UNITS[unit])
+}
+
 impl Error {
+    /// The error with the operands' shapes attached, for the errors that
+    /// carry them ([`Error::Cuda`], [`Error::CudaOutOfMemory`]) and have
+    /// none yet; other errors are returned as they are. Only the error path
+    /// pays for it.
+    pub fn with_shapes(self, shapes: &[&[usize]]) -> Error {
+        match self {
+            Error::Cuda {
+                op,
+                call,
+                msg,
+                shapes: s,
+            } if s.is_empty() => Error::Cuda {
+                op,
+                call,
+                msg,
+                shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+            },
+            Error::CudaOutOfMemory {
+                op,
+                device,
+                bytes,
+                allocated,
+                reserved,
+                free,
+                total,
+                shapes: s,
+            } if s.is_empty() => Error::CudaOutOfMemory {
+                op,
+                device,
+                bytes,
+                allocated,
+                reserved,
+                free,
+                total,
+                shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+            },
+            e => e,
+        }
+    }
+
     /// An [`Error::InvalidArgument`] for `op`.
     pub fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
         Error::InvalidArgument { op, msg: msg.into() }
@@ -223,5 +335,51 @@ impl Error {
             dtype,
             hint: String::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuda_errors_name_the_op_the_call_and_the_shapes() {
+        let e = Error::Cuda {
+            op: "matmul",
+            call: "cublasGemmEx".into(),
+            msg: "CUBLAS_STATUS_EXECUTION_FAILED".into(),
+            shapes: vec![],
+        };
+        assert_eq!(
+            e.clone().with_shapes(&[&[2, 3], &[3, 4]]).to_string(),
+            "matmul: CUDA error in cublasGemmEx: CUBLAS_STATUS_EXECUTION_FAILED with operands of shapes [2, 3] and [3, 4]"
+        );
+        assert_eq!(
+            e.with_shapes(&[&[5]]).with_shapes(&[&[9]]).to_string(),
+            "matmul: CUDA error in cublasGemmEx: CUBLAS_STATUS_EXECUTION_FAILED with an operand of shape [5]"
+        );
+        let other = Error::invalid("sum", "bad");
+        assert_eq!(other.clone().with_shapes(&[&[1]]), other);
+    }
+
+    #[test]
+    fn out_of_memory_says_what_was_asked_held_and_free() {
+        let gib = 1usize << 30;
+        let e = Error::CudaOutOfMemory {
+            op: "zeros",
+            device: "cuda:0".into(),
+            bytes: 2 * gib,
+            allocated: 120 * gib,
+            reserved: 130 * gib,
+            free: gib + gib / 5,
+            total: 140 * gib,
+            shapes: vec![],
+        };
+        assert_eq!(
+            e.to_string(),
+            "zeros: CUDA out of memory: tried to allocate 2.00 GiB on cuda:0 (140.00 GiB in all, 1.20 GiB free); kiln holds 120.00 GiB in live tensors and 130.00 GiB reserved by its caching allocator"
+        );
+        assert_eq!(bytes_text(512), "512 bytes");
+        assert_eq!(bytes_text(3 << 20), "3.00 MiB");
     }
 }

@@ -200,14 +200,11 @@ fn classify(err: &EvalAltResult, engine: &Engine) -> ErrorKind {
         },
         E::ErrorMismatchOutputType(..) => ErrorKind::ResultType,
         E::ErrorParsing(..) => ErrorKind::Syntax,
-        E::ErrorRuntime(v, _) => match v.clone().into_immutable_string() {
-            Ok(msg) => match crate::script::convert::typed_error(&msg) {
-                Some(Error::MemoryLimit { limit, .. }) => ErrorKind::Limit(Limit::Memory(limit)),
-                Some(Error::Terminated { .. }) => ErrorKind::Terminated,
-                Some(e) => ErrorKind::Tensor(Box::new(e)),
-                None => ErrorKind::Runtime,
-            },
-            Err(_) => ErrorKind::Runtime,
+        E::ErrorRuntime(v, _) => match crate::script::convert::typed_error(v) {
+            Some(Error::MemoryLimit { limit, .. }) => ErrorKind::Limit(Limit::Memory(limit)),
+            Some(Error::Terminated { .. }) => ErrorKind::Terminated,
+            Some(e) => ErrorKind::Tensor(Box::new(e)),
+            None => ErrorKind::Runtime,
         },
         _ => ErrorKind::Runtime,
     }

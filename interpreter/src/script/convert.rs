@@ -11,9 +11,14 @@ use std::cell::RefCell;
 /// The result type of every registered function (host functions too).
 pub type RhaiResult<T> = Result<T, Box<EvalAltResult>>;
 
+/// How many typed errors a thread keeps for its scripts' error values (a
+/// script that catches errors in a loop does not grow it).
+const KEPT_ERRORS: usize = 64;
+
 thread_local! {
-    /// The last kiln error raised into a script on this thread, with its message.
-    static LAST_ERROR: RefCell<Option<(String, Error)>> = const { RefCell::new(None) };
+    /// The typed kiln errors raised into scripts on this thread, newest last,
+    /// each under the tag its Rhai error value carries.
+    static RAISED: RefCell<(i32, Vec<(i32, Error)>)> = const { RefCell::new((0, Vec::new())) };
 }
 
 /// A script-visible runtime error with `msg`; Rhai attaches the call position.
@@ -22,36 +27,55 @@ pub fn script_error(msg: impl Into<String>) -> Box<EvalAltResult> {
 }
 
 /// A kiln error raised into a script. Scripts see its message as a string
-/// (`catch (e)` gets the text); the typed error is kept aside on this thread
-/// so that the interpreter can hand it back to the host
+/// (`catch (e)` gets the text); the string value carries a tag (Rhai's
+/// `Dynamic::tag`) under which the typed error is kept on this thread, so
+/// that the interpreter hands the host the typed error
 /// ([`ErrorKind::Tensor`](crate::ErrorKind::Tensor)) when the script fails
-/// with it.
+/// with that value — rethrown, or raised inside a function or closure — with
+/// no matching of message text.
 pub fn kiln_error(e: Error) -> Box<EvalAltResult> {
     kiln_error_at(e, Position::NONE)
 }
 
 /// [`kiln_error`] at a known position.
 pub(crate) fn kiln_error_at(e: Error, pos: Position) -> Box<EvalAltResult> {
-    let msg = e.to_string();
-    let _gone = LAST_ERROR.try_with(|l| *l.borrow_mut() = Some((msg.clone(), e)));
-    EvalAltResult::ErrorRuntime(Dynamic::from(msg), pos).into()
+    let mut value = Dynamic::from(e.to_string());
+    let tag = RAISED
+        .try_with(|r| {
+            let (next, kept) = &mut *r.borrow_mut();
+            // tags run 1, 2, ... (0 is an untagged value) and wrap past the
+            // largest; only the newest KEPT_ERRORS are looked up
+            *next = if *next == i32::MAX { 1 } else { *next + 1 };
+            if kept.len() == KEPT_ERRORS {
+                kept.remove(0);
+            }
+            kept.push((*next, e));
+            *next
+        })
+        .unwrap_or(0);
+    value.set_tag(tag);
+    EvalAltResult::ErrorRuntime(value, pos).into()
 }
 
-/// The typed kiln error whose message is `msg`, if it was the last one
-/// raised on this thread.
-pub(crate) fn typed_error(msg: &str) -> Option<Error> {
-    LAST_ERROR
-        .try_with(|l| match &*l.borrow() {
-            Some((m, e)) if m == msg => Some(e.clone()),
-            _ => None,
+/// The typed kiln error a script's error value stands for, when it is one
+/// that [`kiln_error`] raised on this thread.
+pub(crate) fn typed_error(value: &Dynamic) -> Option<Error> {
+    let tag = value.tag();
+    if tag == 0 {
+        return None;
+    }
+    RAISED
+        .try_with(|r| {
+            let (_, kept) = &*r.borrow();
+            kept.iter().rev().find(|(t, _)| *t == tag).map(|(_, e)| e.clone())
         })
         .ok()
         .flatten()
 }
 
-/// Forgets the last kiln error raised on this thread.
+/// Forgets the typed errors raised on this thread.
 pub(crate) fn clear_typed_error() {
-    let _gone = LAST_ERROR.try_with(|l| *l.borrow_mut() = None);
+    let _gone = RAISED.try_with(|r| r.borrow_mut().1.clear());
 }
 
 /// Lets host functions use `?` on kiln results (see [`kiln_error`]).

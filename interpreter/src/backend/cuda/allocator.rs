@@ -23,6 +23,29 @@ pub struct MemoryStats {
     pub reserved: usize,
 }
 
+/// A request the driver refused even after the cache was returned to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocFailure {
+    /// The block size asked of the driver (the request rounded up).
+    pub size: usize,
+    /// The allocator's statistics after emptying its cache.
+    pub stats: MemoryStats,
+    /// The driver's error.
+    pub driver: String,
+}
+
+/// The retry policy of the caching allocator: `alloc`, and when it fails,
+/// `empty` (return the cached blocks to the driver) and `alloc` once more.
+pub fn with_retry<T, E>(mut alloc: impl FnMut() -> Result<T, E>, empty: impl FnOnce()) -> Result<T, E> {
+    match alloc() {
+        Ok(v) => Ok(v),
+        Err(_) => {
+            empty();
+            alloc()
+        }
+    }
+}
+
 /// The caching allocator of the device, shared by its streams.
 pub struct CachingAllocator {
     /// (stream, size) → cached blocks.
@@ -60,7 +83,11 @@ impl CachingAllocator {
 
     /// A block of at least `bytes` for use on `stream` (a `CUstream` handle): a cached one of that
     /// size class, else a new one.
-    pub(crate) fn alloc(&mut self, bytes: usize, stream: usize) -> Result<(sys::CUdeviceptr, usize), String> {
+    pub(crate) fn alloc(
+        &mut self,
+        bytes: usize,
+        stream: usize,
+    ) -> Result<(sys::CUdeviceptr, usize), AllocFailure> {
         let size = round_size(bytes);
         if let Some(list) = self.free.get_mut(&(stream, size)) {
             if let Some(ptr) = list.pop() {
@@ -69,19 +96,12 @@ impl CachingAllocator {
             }
         }
         // SAFETY: a plain stream-ordered allocation on our stream.
-        let ptr = match unsafe { result::malloc_async(stream as sys::CUstream, size) } {
-            Ok(p) => p,
-            Err(_) => {
-                self.empty_cache();
-                // SAFETY: as above.
-                unsafe { result::malloc_async(stream as sys::CUstream, size) }.map_err(|e| {
-                    format!(
-                        "out of GPU memory allocating {size} bytes ({} in use, {} reserved): {e:?}",
-                        self.stats.allocated, self.stats.reserved
-                    )
-                })?
-            }
-        };
+        let malloc = || unsafe { result::malloc_async(stream as sys::CUstream, size) };
+        let ptr = with_retry(malloc, || self.empty_cache()).map_err(|e| AllocFailure {
+            size,
+            stats: self.stats,
+            driver: format!("{e:?}"),
+        })?;
         self.stats.allocated += size;
         self.stats.reserved += size;
         Ok((ptr, size))
@@ -117,6 +137,35 @@ impl CachingAllocator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_allocation_empties_the_cache_and_retries_once() {
+        let (mut calls, mut emptied) = (0, false);
+        let r: Result<u32, &str> = with_retry(
+            || {
+                calls += 1;
+                if calls == 1 {
+                    Err("out of memory")
+                } else {
+                    Ok(7)
+                }
+            },
+            || emptied = true,
+        );
+        assert_eq!((r, calls, emptied), (Ok(7), 2, true));
+        let mut calls = 0;
+        let r: Result<u32, &str> = with_retry(
+            || {
+                calls += 1;
+                Err("out of memory")
+            },
+            || {},
+        );
+        assert_eq!((r, calls), (Err("out of memory"), 2));
+        let mut emptied = false;
+        let r: Result<u32, &str> = with_retry(|| Ok(1), || emptied = true);
+        assert_eq!((r, emptied), (Ok(1), false));
+    }
 
     #[test]
     fn size_classes() {

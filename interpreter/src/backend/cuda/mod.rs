@@ -87,22 +87,33 @@ impl CudaStorage {
     pub fn alloc(dtype: DType, len: usize) -> Result<CudaStorage> {
         let rt = CudaRuntime::get()?;
         let op = crate::core::memory::current_op();
-        let oom = |bytes: usize, why: String| Error::OutOfMemory {
-            op,
-            bytes,
-            device: "cuda:0".into(),
-            why,
-        };
         let bytes = len
             .checked_mul(dtype.size_in_bytes())
-            .ok_or_else(|| oom(usize::MAX, format!("{len} elements overflow the address space")))?;
+            .ok_or_else(|| Error::OutOfMemory {
+                op,
+                bytes: usize::MAX,
+                device: "cuda:0".into(),
+                why: format!("{len} elements overflow the address space"),
+            })?;
         let stream = rt.cu_stream();
         let (ptr, size) = rt
             .allocator
             .lock()
             .map_err(|_| Error::invalid(op, "the GPU allocator's lock is poisoned"))?
             .alloc(bytes, stream as usize)
-            .map_err(|e| oom(bytes, e))?;
+            .map_err(|f| {
+                let (free, total) = cudarc::driver::result::mem_get_info().unwrap_or((0, 0));
+                Error::CudaOutOfMemory {
+                    op,
+                    device: "cuda:0".into(),
+                    bytes,
+                    allocated: f.stats.allocated,
+                    reserved: f.stats.reserved,
+                    free,
+                    total,
+                    shapes: vec![],
+                }
+            })?;
         Ok(CudaStorage {
             buf: Arc::new(DeviceBuffer {
                 ptr,

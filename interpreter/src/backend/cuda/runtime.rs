@@ -340,5 +340,10 @@ impl CudaRuntime {
 
 /// A driver error as a kiln error naming what failed.
 pub(crate) fn cuda_error(what: &str, e: impl std::fmt::Debug) -> Error {
-    Error::invalid("cuda", format!("{what} failed: {e:?}"))
+    Error::Cuda {
+        op: crate::core::memory::current_op(),
+        call: what.to_string(),
+        msg: format!("{e:?}"),
+        shapes: vec![],
+    }
 }

@@ -153,7 +153,10 @@ pub(super) unsafe fn launch_warps(
     let block = 256u64;
     let grid = threads.div_ceil(block);
     if grid > i32::MAX as u64 {
-        return Err(Error::invalid("cuda", "too many rows for one launch"));
+        return Err(Error::invalid(
+            crate::core::memory::current_op(),
+            format!("{items} rows are too many for one launch"),
+        ));
     }
     result::launch_kernel(
         f.cu_function(),

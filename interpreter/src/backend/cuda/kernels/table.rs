@@ -395,11 +395,8 @@ impl KernelTable {
     pub fn get(&self, k: Kernel) -> Result<&CudaFunction> {
         self.functions.get(&k).ok_or_else(|| {
             Error::invalid(
-                "cuda",
-                format!(
-                    "no CUDA kernel {} (this op/dtype is not supported on CUDA)",
-                    k.name()
-                ),
+                crate::core::memory::current_op(),
+                format!("not supported on CUDA for these dtypes (no kernel {})", k.name()),
             )
         })
     }

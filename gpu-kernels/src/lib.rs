@@ -1,11 +1,11 @@
 //! kiln's device code and the per-element math it shares with the host.
 //!
-//! This crate is `#![no_std]` plain Rust. The host build uses its math
+//! This crate is `#![cfg_attr(not(feature = "std"), no_std)]` plain Rust. The host build uses its math
 //! ([`math`], [`philox`], [`optim`]) directly, so the CPU backend computes exactly what the
 //! GPU kernels compute; the kernels themselves (compiled for
 //! `nvptx64-nvidia-cuda` by `interpreter/build.rs`) arrive with the CUDA
 //! backend and live behind `cfg(target_arch = "nvptx64")`.
-#![no_std]
+#![cfg_attr(not(feature = "std"), no_std)]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![cfg_attr(
     target_arch = "nvptx64",

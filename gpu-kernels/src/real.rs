@@ -1,8 +1,12 @@
 //! [`Real`]: the float arithmetic the op table's formulas are written in,
-//! implemented once for f32 and f64. On the host it is `libm`; on the GPU the
-//! same code, except where [`math`](crate::math) picks a hardware
-//! instruction (`exp` of f32 is `ex2.approx`, `sqrt` is `sqrt.rn`): the GPU's
-//! fast f32 `exp` is the one documented difference between the backends.
+//! implemented for f32 and f64. The formulas are one source for both
+//! backends; the primitives are each platform's: on the host (the `std`
+//! feature, which the CPU backend builds with) the platform's math library
+//! through std, as the CPU backend has always computed; in the kernels the
+//! `libm` crate, except where [`math`](crate::math) picks a hardware
+//! instruction (`exp` and `exp2` of f32 are `ex2.approx`, `sqrt` is
+//! `sqrt.rn`). The two agree to an ulp or two; the GPU's fast f32 `exp` is
+//! the one documented larger difference.
 
 use crate::math;
 use core::ops::{Add, Div, Mul, Neg, Sub};
@@ -76,10 +80,10 @@ pub trait Real:
 }
 
 macro_rules! real {
-    ($t:ident, $abs:path, $exp:path, $expm1:path, $ln:path, $ln1p:path, $log2:path, $sqrt:path,
-     $sin:path, $cos:path, $tan:path, $tanh:path, $erf:path, $floor:path, $ceil:path, $rint:path,
-     $fmod:path, $pow:path, $sinh:path, $cosh:path, $atan:path, $exp2:path, $log10:path,
-     $trunc:path) => {
+    ($t:ident, $abs:expr, $exp:expr, $expm1:expr, $ln:expr, $ln1p:expr, $log2:expr, $sqrt:expr,
+     $sin:expr, $cos:expr, $tan:expr, $tanh:expr, $erf:expr, $floor:expr, $ceil:expr, $rint:expr,
+     $fmod:expr, $pow:expr, $sinh:expr, $cosh:expr, $atan:expr, $exp2:expr, $log10:expr,
+     $trunc:expr) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -95,100 +99,101 @@ macro_rules! real {
             }
             #[inline(always)]
             fn abs(self) -> Self {
-                $abs(self)
+                ($abs)(self)
             }
             #[inline(always)]
             fn exp(self) -> Self {
-                $exp(self)
+                ($exp)(self)
             }
             #[inline(always)]
             fn exp_m1(self) -> Self {
-                $expm1(self)
+                ($expm1)(self)
             }
             #[inline(always)]
             fn ln(self) -> Self {
-                $ln(self)
+                ($ln)(self)
             }
             #[inline(always)]
             fn ln_1p(self) -> Self {
-                $ln1p(self)
+                ($ln1p)(self)
             }
             #[inline(always)]
             fn log2(self) -> Self {
-                $log2(self)
+                ($log2)(self)
             }
             #[inline(always)]
             fn sqrt(self) -> Self {
-                $sqrt(self)
+                ($sqrt)(self)
             }
             #[inline(always)]
             fn sin(self) -> Self {
-                $sin(self)
+                ($sin)(self)
             }
             #[inline(always)]
             fn cos(self) -> Self {
-                $cos(self)
+                ($cos)(self)
             }
             #[inline(always)]
             fn tan(self) -> Self {
-                $tan(self)
+                ($tan)(self)
             }
             #[inline(always)]
             fn tanh(self) -> Self {
-                $tanh(self)
+                ($tanh)(self)
             }
             #[inline(always)]
             fn erf(self) -> Self {
-                $erf(self)
+                ($erf)(self)
             }
             #[inline(always)]
             fn sinh(self) -> Self {
-                $sinh(self)
+                ($sinh)(self)
             }
             #[inline(always)]
             fn cosh(self) -> Self {
-                $cosh(self)
+                ($cosh)(self)
             }
             #[inline(always)]
             fn atan(self) -> Self {
-                $atan(self)
+                ($atan)(self)
             }
             #[inline(always)]
             fn exp2(self) -> Self {
-                $exp2(self)
+                ($exp2)(self)
             }
             #[inline(always)]
             fn log10(self) -> Self {
-                $log10(self)
+                ($log10)(self)
             }
             #[inline(always)]
             fn trunc(self) -> Self {
-                $trunc(self)
+                ($trunc)(self)
             }
             #[inline(always)]
             fn floor(self) -> Self {
-                $floor(self)
+                ($floor)(self)
             }
             #[inline(always)]
             fn ceil(self) -> Self {
-                $ceil(self)
+                ($ceil)(self)
             }
             #[inline(always)]
             fn rint(self) -> Self {
-                $rint(self)
+                ($rint)(self)
             }
             #[inline(always)]
             fn fmod(self, d: Self) -> Self {
-                $fmod(self, d)
+                ($fmod)(self, d)
             }
             #[inline(always)]
             fn pow(self, e: Self) -> Self {
-                $pow(self, e)
+                ($pow)(self, e)
             }
         }
     };
 }
 
+#[cfg(not(feature = "std"))]
 real!(
     f32,
     libm::fabsf,
@@ -215,6 +220,7 @@ real!(
     libm::log10f,
     libm::truncf
 );
+#[cfg(not(feature = "std"))]
 real!(
     f64,
     libm::fabs,
@@ -240,4 +246,61 @@ real!(
     math::exp2_f64,
     libm::log10,
     libm::trunc
+);
+
+// On the host (the `std` feature), the platform's math library through std,
+// as the CPU backend has always computed; erf has no std version.
+#[cfg(feature = "std")]
+real!(
+    f32,
+    f32::abs,
+    f32::exp,
+    f32::exp_m1,
+    f32::ln,
+    f32::ln_1p,
+    f32::log2,
+    f32::sqrt,
+    f32::sin,
+    f32::cos,
+    f32::tan,
+    f32::tanh,
+    math::erf_f32,
+    f32::floor,
+    f32::ceil,
+    f32::round_ties_even,
+    |a: f32, b: f32| a % b,
+    f32::powf,
+    f32::sinh,
+    f32::cosh,
+    f32::atan,
+    f32::exp2,
+    f32::log10,
+    f32::trunc
+);
+#[cfg(feature = "std")]
+real!(
+    f64,
+    f64::abs,
+    f64::exp,
+    f64::exp_m1,
+    f64::ln,
+    f64::ln_1p,
+    f64::log2,
+    f64::sqrt,
+    f64::sin,
+    f64::cos,
+    f64::tan,
+    f64::tanh,
+    math::erf_f64,
+    f64::floor,
+    f64::ceil,
+    f64::round_ties_even,
+    |a: f64, b: f64| a % b,
+    f64::powf,
+    f64::sinh,
+    f64::cosh,
+    f64::atan,
+    f64::exp2,
+    f64::log10,
+    f64::trunc
 );

@@ -217,7 +217,7 @@ pub enum Error {
         bytes_text(*.free),
         bytes_text(*.allocated),
         bytes_text(*.reserved),
-        operand_shapes(.shapes)
+        oom_shapes(.shapes)
     )]
     CudaOutOfMemory {
         /// The op that allocated.
@@ -259,6 +259,15 @@ fn operand_shapes(shapes: &[Vec<usize>]) -> String {
             let init: Vec<String> = init.iter().map(|s| format!("{s:?}")).collect();
             format!(" with operands of shapes {} and {last:?}", init.join(", "))
         }
+    }
+}
+
+/// `"; its operands have shapes [2, 3] and [3, 4]"`, or nothing.
+fn oom_shapes(shapes: &[Vec<usize>]) -> String {
+    match shapes {
+        [] => String::new(),
+        [one] => format!("; its operand has shape {one:?}"),
+        _ => operand_shapes(shapes).replace(" with operands of shapes", "; its operands have shapes"),
     }
 }
 
@@ -378,6 +387,23 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "zeros: CUDA out of memory: tried to allocate 2.00 GiB on cuda:0 (140.00 GiB in all, 1.20 GiB free); kiln holds 120.00 GiB in live tensors and 130.00 GiB reserved by its caching allocator"
+        );
+        let shaped = Error::CudaOutOfMemory {
+            op: "add",
+            device: "cuda:0".into(),
+            bytes: 1024,
+            allocated: 0,
+            reserved: 0,
+            free: 0,
+            total: 0,
+            shapes: vec![],
+        }
+        .with_shapes(&[&[2, 3], &[2, 3]]);
+        assert!(
+            shaped
+                .to_string()
+                .ends_with("allocator; its operands have shapes [2, 3] and [2, 3]"),
+            "{shaped}"
         );
         assert_eq!(bytes_text(512), "512 bytes");
         assert_eq!(bytes_text(3 << 20), "3.00 MiB");

@@ -32,17 +32,26 @@ pub struct AllocFailure {
     pub stats: MemoryStats,
     /// The driver's error.
     pub driver: String,
+    /// True when the driver said it is out of memory (other failures are
+    /// not retried and are not reported as out-of-memory).
+    pub out_of_memory: bool,
 }
 
-/// The retry policy of the caching allocator: `alloc`, and when it fails,
-/// `empty` (return the cached blocks to the driver) and `alloc` once more.
-pub fn with_retry<T, E>(mut alloc: impl FnMut() -> Result<T, E>, empty: impl FnOnce()) -> Result<T, E> {
+/// The retry policy of the caching allocator: `alloc`, and when it fails
+/// for want of memory (`is_oom`), `empty` (return the cached blocks to the
+/// driver and wait for the frees) and `alloc` once more.
+pub fn with_retry<T, E>(
+    mut alloc: impl FnMut() -> Result<T, E>,
+    is_oom: impl Fn(&E) -> bool,
+    empty: impl FnOnce(),
+) -> Result<T, E> {
     match alloc() {
         Ok(v) => Ok(v),
-        Err(_) => {
+        Err(e) if is_oom(&e) => {
             empty();
             alloc()
         }
+        Err(e) => Err(e),
     }
 }
 
@@ -97,10 +106,18 @@ impl CachingAllocator {
         }
         // SAFETY: a plain stream-ordered allocation on our stream.
         let malloc = || unsafe { result::malloc_async(stream as sys::CUstream, size) };
-        let ptr = with_retry(malloc, || self.empty_cache()).map_err(|e| AllocFailure {
+        let is_oom = |e: &result::DriverError| e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY;
+        let empty = || {
+            self.empty_cache();
+            // the frees are stream-ordered: wait for them, so that blocks
+            // cached for other streams are free for this one too
+            let _ = result::ctx::synchronize();
+        };
+        let ptr = with_retry(malloc, is_oom, empty).map_err(|e| AllocFailure {
             size,
             stats: self.stats,
             driver: format!("{e:?}"),
+            out_of_memory: is_oom(&e),
         })?;
         self.stats.allocated += size;
         self.stats.reserved += size;
@@ -141,6 +158,7 @@ mod tests {
     #[test]
     fn a_failed_allocation_empties_the_cache_and_retries_once() {
         let (mut calls, mut emptied) = (0, false);
+        let oom = |e: &&str| *e == "out of memory";
         let r: Result<u32, &str> = with_retry(
             || {
                 calls += 1;
@@ -150,6 +168,7 @@ mod tests {
                     Ok(7)
                 }
             },
+            oom,
             || emptied = true,
         );
         assert_eq!((r, calls, emptied), (Ok(7), 2, true));
@@ -159,12 +178,24 @@ mod tests {
                 calls += 1;
                 Err("out of memory")
             },
+            oom,
             || {},
         );
         assert_eq!((r, calls), (Err("out of memory"), 2));
         let mut emptied = false;
-        let r: Result<u32, &str> = with_retry(|| Ok(1), || emptied = true);
+        let r: Result<u32, &str> = with_retry(|| Ok(1), oom, || emptied = true);
         assert_eq!((r, emptied), (Ok(1), false));
+        // a failure that is not for want of memory is not retried
+        let (mut calls, mut emptied) = (0, false);
+        let r: Result<u32, &str> = with_retry(
+            || {
+                calls += 1;
+                Err("invalid context")
+            },
+            oom,
+            || emptied = true,
+        );
+        assert_eq!((r, calls, emptied), (Err("invalid context"), 1, false));
     }
 
     #[test]

@@ -102,6 +102,14 @@ impl CudaStorage {
             .map_err(|_| Error::invalid(op, "the GPU allocator's lock is poisoned"))?
             .alloc(bytes, stream as usize)
             .map_err(|f| {
+                if !f.out_of_memory {
+                    return Error::Cuda {
+                        op,
+                        call: "memory allocation".into(),
+                        msg: f.driver,
+                        shapes: vec![],
+                    };
+                }
                 let (free, total) = cudarc::driver::result::mem_get_info().unwrap_or((0, 0));
                 Error::CudaOutOfMemory {
                     op,

@@ -19,7 +19,6 @@
     )
 )]
 
-pub mod args;
 pub mod elem;
 pub mod half;
 pub mod math;

@@ -57,18 +57,15 @@ macro_rules! transpose_kernel {
     ($bytes:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(transpose, $bytes)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::TransposeArgs) {
-                let crate::args::TransposeArgs {
-                    batch,
-                    rows,
-                    cols,
-                    sb,
-                    sj,
-                    x,
-                    y,
-                } = args;
-                let x: *const $t = x.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                batch: u32,
+                rows: u32,
+                cols: u32,
+                sb: u32,
+                sj: u32,
+                x: *const $t,
+                y: *mut $t,
+            ) {
                 transpose::<$t>(batch, rows, cols, sb, sj, x, y);
             }
         };

@@ -5,6 +5,7 @@
 
 use crate::device::{for_each_index, AlignTo, Aligned, Bytes};
 use crate::elem::{Elem, BF16, F16};
+use crate::params::{Geometry, Operand};
 use crate::philox;
 
 // ---- unary ------------------------------------------------------------------
@@ -14,10 +15,7 @@ macro_rules! unary_float {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(unary, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::UnaryArgs) {
-                let crate::args::UnaryArgs { g, x, xo, y } = args;
-                let x: *const $t = x.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(g: Geometry, x: *const $t, xo: Operand, y: *mut $t) {
                 for_each_index(g.n, |i| {
                     let v = *x.add(g.offset(&xo, i) as usize);
                     let r: $t = if <$t>::FLOAT && core::mem::size_of::<$t>() == 8 {
@@ -36,10 +34,7 @@ macro_rules! unary_int {
     ($op:ident, $f:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(unary, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::UnaryArgs) {
-                let crate::args::UnaryArgs { g, x, xo, y } = args;
-                let x: *const $t = x.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(g: Geometry, x: *const $t, xo: Operand, y: *mut $t) {
                 for_each_index(g.n, |i| {
                     let v = (*x.add(g.offset(&xo, i) as usize)).to_i64();
                     *y.add(i as usize) = <$t>::from_i64(($f)(v));
@@ -53,10 +48,7 @@ macro_rules! logical_not {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(unary_logical_not, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::UnaryArgs) {
-                let crate::args::UnaryArgs { g, x, xo, y } = args;
-                let x: *const $t = x.get();
-                let y: *mut bool = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(g: Geometry, x: *const $t, xo: Operand, y: *mut bool) {
                 for_each_index(g.n, |i| {
                     let v = *x.add(g.offset(&xo, i) as usize);
                     *y.add(i as usize) = v.to_f64() == 0.0;
@@ -72,11 +64,14 @@ macro_rules! binary_float {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(binary, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::BinaryArgs) {
-                let crate::args::BinaryArgs { g, a, ao, b, bo, y } = args;
-                let a: *const $t = a.get();
-                let b: *const $t = b.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                a: *const $t,
+                ao: Operand,
+                b: *const $t,
+                bo: Operand,
+                y: *mut $t,
+            ) {
                 for_each_index(g.n, |i| {
                     let p = *a.add(g.offset(&ao, i) as usize);
                     let q = *b.add(g.offset(&bo, i) as usize);
@@ -96,11 +91,14 @@ macro_rules! binary_int {
     ($op:ident, $f:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(binary, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::BinaryArgs) {
-                let crate::args::BinaryArgs { g, a, ao, b, bo, y } = args;
-                let a: *const $t = a.get();
-                let b: *const $t = b.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                a: *const $t,
+                ao: Operand,
+                b: *const $t,
+                bo: Operand,
+                y: *mut $t,
+            ) {
                 for_each_index(g.n, |i| {
                     let p = (*a.add(g.offset(&ao, i) as usize)).to_i64();
                     let q = (*b.add(g.offset(&bo, i) as usize)).to_i64();
@@ -117,11 +115,14 @@ macro_rules! compare {
     ($op:ident, $cmp:tt, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(cmp, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::BinaryArgs) {
-                let crate::args::BinaryArgs { g, a, ao, b, bo, y } = args;
-                let a: *const $t = a.get();
-                let b: *const $t = b.get();
-                let y: *mut bool = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                a: *const $t,
+                ao: Operand,
+                b: *const $t,
+                bo: Operand,
+                y: *mut bool,
+            ) {
                 for_each_index(g.n, |i| {
                     let p = *a.add(g.offset(&ao, i) as usize);
                     let q = *b.add(g.offset(&bo, i) as usize);
@@ -139,21 +140,16 @@ macro_rules! where_kernel {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(where, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::WhereArgs) {
-                let crate::args::WhereArgs {
-                    g,
-                    c,
-                    co,
-                    a,
-                    ao,
-                    b,
-                    bo,
-                    y,
-                } = args;
-                let c: *const bool = c.get();
-                let a: *const $t = a.get();
-                let b: *const $t = b.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                c: *const bool,
+                co: Operand,
+                a: *const $t,
+                ao: Operand,
+                b: *const $t,
+                bo: Operand,
+                y: *mut $t,
+            ) {
                 for_each_index(g.n, |i| {
                     let v = if *c.add(g.offset(&co, i) as usize) {
                         *a.add(g.offset(&ao, i) as usize)
@@ -174,10 +170,13 @@ macro_rules! cast_kernel {
     ($dn:ident, $d:ty, $sn:ident, $s:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(cast, $sn, $dn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::CastArgs) {
-                let crate::args::CastArgs { g, x, xo, y, yo } = args;
-                let x: *const $s = x.get();
-                let y: *mut $d = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                x: *const $s,
+                xo: Operand,
+                y: *mut $d,
+                yo: Operand,
+            ) {
                 for_each_index(g.n, |i| {
                     let v = *x.add(g.offset(&xo, i) as usize);
                     let r: $d = if <$s>::FLOAT || <$d>::FLOAT {
@@ -218,10 +217,7 @@ macro_rules! cast_packed {
                 }
             }
             #[export_name = crate::kernel_name!(cast_v, $sn, $dn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::DenseArgs) {
-                let crate::args::DenseArgs { n, x, y } = args;
-                let x: *const $s = x.get();
-                let y: *mut $d = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(n: u32, x: *const $s, y: *mut $d) {
                 let packs = n / V as u32;
                 let (xv, yv) = (x as *const PS, y as *mut PD);
                 for_each_index(packs, |p| {
@@ -256,25 +252,20 @@ macro_rules! fill_kernel {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(fill, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::FillArgs) {
-                let crate::args::FillArgs { n, y, value } = args;
-                let y: *mut $t = y.get_mut();
-                let value: $t = value.get();
+            unsafe extern "ptx-kernel" fn kernel(n: u32, y: *mut $t, value: $t) {
                 for_each_index(n, |i| *y.add(i as usize) = value);
             }
         };
         const _: () = {
             #[export_name = crate::kernel_name!(arange, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::ArangeArgs) {
-                let crate::args::ArangeArgs {
-                    n,
-                    y,
-                    start,
-                    step,
-                    istart,
-                    istep,
-                } = args;
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                n: u32,
+                y: *mut $t,
+                start: f64,
+                step: f64,
+                istart: i64,
+                istep: i64,
+            ) {
                 for_each_index(n, |i| {
                     *y.add(i as usize) = if <$t>::FLOAT {
                         <$t>::from_f64(start + i as f64 * step)
@@ -294,9 +285,7 @@ macro_rules! random_float {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(rand_uniform, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::RandArgs) {
-                let crate::args::RandArgs { n, y, seed, stream } = args;
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(n: u32, y: *mut $t, seed: u64, stream: u64) {
                 for_each_index(n, |i| {
                     let v: $t = if core::mem::size_of::<$t>() == 8 {
                         <$t>::from_f64(philox::uniform_f64_at(seed, stream, i as u64))
@@ -314,9 +303,7 @@ macro_rules! random_float {
         };
         const _: () = {
             #[export_name = crate::kernel_name!(rand_normal, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::RandArgs) {
-                let crate::args::RandArgs { n, y, seed, stream } = args;
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(n: u32, y: *mut $t, seed: u64, stream: u64) {
                 for_each_index(n, |i| {
                     *y.add(i as usize) = <$t>::from_f64(philox::normal_at(seed, stream, i as u64));
                 });
@@ -330,16 +317,14 @@ macro_rules! random_int {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(rand_int, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::RandIntArgs) {
-                let crate::args::RandIntArgs {
-                    n,
-                    y,
-                    seed,
-                    stream,
-                    low,
-                    range,
-                } = args;
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                n: u32,
+                y: *mut $t,
+                seed: u64,
+                stream: u64,
+                low: i64,
+                range: u64,
+            ) {
                 for_each_index(n, |i| {
                     *y.add(i as usize) = <$t>::from_i64(philox::int_at(seed, stream, i as u64, low, range));
                 });
@@ -355,18 +340,14 @@ macro_rules! binary_scalar_float {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(binary_scalar, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::ScalarArgs) {
-                let crate::args::ScalarArgs {
-                    g,
-                    a,
-                    ao,
-                    s,
-                    rev,
-                    y,
-                } = args;
-                let a: *const $t = a.get();
-                let s: $t = s.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                a: *const $t,
+                ao: Operand,
+                s: $t,
+                rev: u32,
+                y: *mut $t,
+            ) {
                 for_each_index(g.n, |i| {
                     let x = *a.add(g.offset(&ao, i) as usize);
                     let (p, q) = if rev != 0 { (s, x) } else { (x, s) };
@@ -386,18 +367,14 @@ macro_rules! binary_scalar_int {
     ($op:ident, $f:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(binary_scalar, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::ScalarArgs) {
-                let crate::args::ScalarArgs {
-                    g,
-                    a,
-                    ao,
-                    s,
-                    rev,
-                    y,
-                } = args;
-                let a: *const $t = a.get();
-                let s: $t = s.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                a: *const $t,
+                ao: Operand,
+                s: $t,
+                rev: u32,
+                y: *mut $t,
+            ) {
                 for_each_index(g.n, |i| {
                     let x = (*a.add(g.offset(&ao, i) as usize)).to_i64();
                     let s = s.to_i64();
@@ -413,11 +390,7 @@ macro_rules! compare_scalar {
     ($op:ident, $cmp:tt, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(cmp_scalar, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::ScalarArgs) {
-                let crate::args::ScalarArgs { g, a, ao, s, rev, y } = args;
-                let a: *const $t = a.get();
-                let s: $t = s.get();
-                let y: *mut bool = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(g: Geometry, a: *const $t, ao: Operand, s: $t, rev: u32, y: *mut bool) {
                 for_each_index(g.n, |i| {
                     let x = *a.add(g.offset(&ao, i) as usize);
                     let (p, q) = if rev != 0 { (s, x) } else { (x, s) };
@@ -437,10 +410,7 @@ macro_rules! unary_packed {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(unary_v, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::DenseArgs) {
-                let crate::args::DenseArgs { n, x, y } = args;
-                let x: *const $t = x.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(n: u32, x: *const $t, y: *mut $t) {
                 crate::device::map_packed::<$t, $t, { 16 / core::mem::size_of::<$t>() }>(n, x, y, |_, v| {
                     if core::mem::size_of::<$t>() == 8 {
                         <$t>::from_f64(($f64)(v.to_f64()))
@@ -457,11 +427,7 @@ macro_rules! binary_packed {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(binary_v, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::DenseBinaryArgs) {
-                let crate::args::DenseBinaryArgs { n, a, b, y } = args;
-                let a: *const $t = a.get();
-                let b: *const $t = b.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(n: u32, a: *const $t, b: *const $t, y: *mut $t) {
                 crate::device::map_packed2::<$t, { 16 / core::mem::size_of::<$t>() }>(n, a, b, y, |p, q| {
                     if core::mem::size_of::<$t>() == 8 {
                         <$t>::from_f64(($f64)(p.to_f64(), q.to_f64()))
@@ -473,11 +439,7 @@ macro_rules! binary_packed {
         };
         const _: () = {
             #[export_name = crate::kernel_name!(binary_scalar_v, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::DenseScalarArgs) {
-                let crate::args::DenseScalarArgs { n, a, s, rev, y } = args;
-                let a: *const $t = a.get();
-                let s: $t = s.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(n: u32, a: *const $t, s: $t, rev: u32, y: *mut $t) {
                 crate::device::map_packed::<$t, $t, { 16 / core::mem::size_of::<$t>() }>(n, a, y, |_, x| {
                     let (p, q) = if rev != 0 { (s, x) } else { (x, s) };
                     if core::mem::size_of::<$t>() == 8 {
@@ -498,18 +460,14 @@ macro_rules! binary_row {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(binary_row, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::RowArgs) {
-                let crate::args::RowArgs {
-                    packs,
-                    row_packs,
-                    row_side,
-                    a,
-                    b,
-                    y,
-                } = args;
-                let a: *const $t = a.get();
-                let b: *const $t = b.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                packs: u32,
+                row_packs: u32,
+                row_side: u32,
+                a: *const $t,
+                b: *const $t,
+                y: *mut $t,
+            ) {
                 type P = crate::device::Pack<$t, { 16 / core::mem::size_of::<$t>() }>;
                 let (av, bv, yv) = (a as *const P, b as *const P, y as *mut P);
                 for_each_index(packs, |p| {

@@ -17,7 +17,7 @@
 
 use crate::device::for_each_index;
 use crate::elem::{Elem, BF16, F16};
-use crate::params::IndexDim;
+use crate::params::{Geometry, IndexDim, Operand};
 
 /// Whether `k` is a valid index for `h`.
 #[inline(always)]
@@ -39,19 +39,15 @@ macro_rules! gather {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(gather, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::GatherArgs) {
-                let crate::args::GatherArgs {
-                    g,
-                    x,
-                    xo,
-                    idx,
-                    io,
-                    h,
-                    y,
-                } = args;
-                let x: *const $t = x.get();
-                let idx: *const i64 = idx.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                x: *const $t,
+                xo: Operand,
+                idx: *const i64,
+                io: Operand,
+                h: IndexDim,
+                y: *mut $t,
+            ) {
                 for_each_index(g.n, |i| {
                     let k = *idx.add(g.offset(&io, i) as usize);
                     *y.add(i as usize) = if in_range(k, &h) {
@@ -129,20 +125,16 @@ macro_rules! scatter_add {
             type A = <$t as ScatterSrc>::A;
 
             #[export_name = crate::kernel_name!(scatter_add, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::ScatterAddArgs) {
-                let crate::args::ScatterAddArgs {
-                    g,
-                    dst,
-                    dso,
-                    idx,
-                    io,
-                    src,
-                    so,
-                    h,
-                } = args;
-                let dst: *mut A = dst.get_mut();
-                let idx: *const i64 = idx.get();
-                let src: *const $t = src.get();
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                dst: *mut A,
+                dso: Operand,
+                idx: *const i64,
+                io: Operand,
+                src: *const $t,
+                so: Operand,
+                h: IndexDim,
+            ) {
                 for_each_index(g.n, |i| {
                     let k = *idx.add(g.offset(&io, i) as usize);
                     if in_range(k, &h) {

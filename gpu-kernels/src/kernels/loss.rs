@@ -95,18 +95,13 @@ macro_rules! cross_entropy {
             type A = <$t as FloatElem>::Acc;
 
             #[export_name = crate::kernel_name!(cross_entropy, $tn)]
-            unsafe extern "ptx-kernel" fn forward(args: crate::args::CrossEntropyArgs) {
-                let crate::args::CrossEntropyArgs {
-                    h,
-                    x,
-                    labels,
-                    loss,
-                    lse,
-                } = args;
-                let x: *const $t = x.get();
-                let labels: *const i64 = labels.get();
-                let loss: *mut A = loss.get_mut();
-                let lse: *mut A = lse.get_mut();
+            unsafe extern "ptx-kernel" fn forward(
+                h: CrossEntropyParams,
+                x: *const $t,
+                labels: *const i64,
+                loss: *mut A,
+                lse: *mut A,
+            ) {
                 let per_warp = h.per_warp != 0;
                 let (mut r, step) = row_walk(per_warp);
                 while r < h.rows {
@@ -128,20 +123,14 @@ macro_rules! cross_entropy {
             }
 
             #[export_name = crate::kernel_name!(cross_entropy_backward, $tn)]
-            unsafe extern "ptx-kernel" fn backward(args: crate::args::CrossEntropyBackwardArgs) {
-                let crate::args::CrossEntropyBackwardArgs {
-                    h,
-                    x,
-                    labels,
-                    lse,
-                    grad,
-                    gx,
-                } = args;
-                let x: *const $t = x.get();
-                let labels: *const i64 = labels.get();
-                let lse: *const A = lse.get();
-                let grad: *const A = grad.get();
-                let gx: *mut $t = gx.get_mut();
+            unsafe extern "ptx-kernel" fn backward(
+                h: CrossEntropyParams,
+                x: *const $t,
+                labels: *const i64,
+                lse: *const A,
+                grad: *const A,
+                gx: *mut $t,
+            ) {
                 let per_warp = h.per_warp != 0;
                 let (mut r, step) = row_walk(per_warp);
                 while r < h.rows {

@@ -2,24 +2,21 @@
 
 use crate::device::for_each_index;
 use crate::elem::Elem;
+use crate::params::{Geometry, Operand};
 
 macro_rules! matmul_int {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(matmul_int, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::MatmulIntArgs) {
-                let crate::args::MatmulIntArgs {
-                    g,
-                    ao,
-                    bo,
-                    dims,
-                    a,
-                    b,
-                    y,
-                } = args;
-                let a: *const $t = a.get();
-                let b: *const $t = b.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                g: Geometry,
+                ao: Operand,
+                bo: Operand,
+                dims: crate::params::MatmulShape,
+                a: *const $t,
+                b: *const $t,
+                y: *mut $t,
+            ) {
                 let crate::params::MatmulShape {
                     m,
                     n,

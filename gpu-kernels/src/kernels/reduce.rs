@@ -10,6 +10,7 @@ use super::accum::{Combine, FloatElem};
 use crate::device::{block_all_reduce, dims, for_each_index, global_index, lane_id, shared, thread_xy};
 use crate::device::{shfl_xor_f64, shfl_xor_u64, warp_all_reduce};
 use crate::elem::{Elem, BF16, F16};
+use crate::params::{Geometry, Operand};
 use crate::reduce::{RState, ReduceCode};
 
 #[inline(always)]
@@ -38,20 +39,17 @@ macro_rules! reduce_partial {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(reduce_partial, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::ReducePartialArgs) {
-                let crate::args::ReducePartialArgs {
-                    outer,
-                    xo,
-                    inner,
-                    io,
-                    x,
-                    chunks,
-                    chunk_len,
-                    op,
-                    partial,
-                } = args;
-                let x: *const $t = x.get();
-                let partial: *mut RState = partial.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                outer: Geometry,
+                xo: Operand,
+                inner: Geometry,
+                io: Operand,
+                x: *const $t,
+                chunks: u32,
+                chunk_len: u32,
+                op: u32,
+                partial: *mut RState,
+            ) {
                 let warp = global_index() / 32;
                 if warp >= outer.n * chunks {
                     return;
@@ -99,18 +97,15 @@ macro_rules! reduce_finish {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(reduce_finish, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::ReduceFinishArgs) {
-                let crate::args::ReduceFinishArgs {
-                    outputs,
-                    chunks,
-                    op,
-                    float,
-                    correction,
-                    partial,
-                    y,
-                } = args;
-                let partial: *const RState = partial.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                outputs: u32,
+                chunks: u32,
+                op: u32,
+                float: u32,
+                correction: u32,
+                partial: *const RState,
+                y: *mut $t,
+            ) {
                 let o = global_index() / 32;
                 if o >= outputs {
                     return;
@@ -350,20 +345,16 @@ macro_rules! dense_reduce {
         const _: () = {
             #[export_name = crate::kernel_name!(reduce_lanes, $op, $tn)]
             #[allow(clippy::too_many_arguments)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::LanesArgs) {
-                let crate::args::LanesArgs {
-                    rows,
-                    len,
-                    chunks,
-                    chunk_len,
-                    packed,
-                    x,
-                    partial,
-                    y,
-                } = args;
-                let x: *const $t = x.get();
-                let partial: *mut <$t as FloatElem>::Acc = partial.get_mut();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                rows: u32,
+                len: u32,
+                chunks: u32,
+                chunk_len: u32,
+                packed: u32,
+                x: *const $t,
+                partial: *mut <$t as FloatElem>::Acc,
+                y: *mut $t,
+            ) {
                 lanes::<$t, { $code }, { 16 / core::mem::size_of::<$t>() }>(
                     rows, len, chunks, chunk_len, packed, x, partial, y,
                 );
@@ -371,52 +362,42 @@ macro_rules! dense_reduce {
         };
         const _: () = {
             #[export_name = crate::kernel_name!(reduce_lanes_finish, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::LanesFinishArgs) {
-                let crate::args::LanesFinishArgs {
-                    outputs,
-                    chunks,
-                    count,
-                    partial,
-                    y,
-                } = args;
-                let partial: *const <$t as FloatElem>::Acc = partial.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                outputs: u32,
+                chunks: u32,
+                count: u32,
+                partial: *const <$t as FloatElem>::Acc,
+                y: *mut $t,
+            ) {
                 lanes_finish::<$t, { $code }>(outputs, chunks, count, partial, y);
             }
         };
         const _: () = {
             #[export_name = crate::kernel_name!(reduce_cols, $op, $tn)]
             #[allow(clippy::too_many_arguments)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::ColsArgs) {
-                let crate::args::ColsArgs {
-                    outer,
-                    r,
-                    inner,
-                    chunks,
-                    chunk_len,
-                    x,
-                    partial,
-                    y,
-                } = args;
-                let x: *const $t = x.get();
-                let partial: *mut <$t as FloatElem>::Acc = partial.get_mut();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                outer: u32,
+                r: u32,
+                inner: u32,
+                chunks: u32,
+                chunk_len: u32,
+                x: *const $t,
+                partial: *mut <$t as FloatElem>::Acc,
+                y: *mut $t,
+            ) {
                 cols::<$t, { $code }>(outer, r, inner, chunks, chunk_len, x, partial, y);
             }
         };
         const _: () = {
             #[export_name = crate::kernel_name!(reduce_cols_finish, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::ColsFinishArgs) {
-                let crate::args::ColsFinishArgs {
-                    outer,
-                    inner,
-                    chunks,
-                    count,
-                    partial,
-                    y,
-                } = args;
-                let partial: *const <$t as FloatElem>::Acc = partial.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                outer: u32,
+                inner: u32,
+                chunks: u32,
+                count: u32,
+                partial: *const <$t as FloatElem>::Acc,
+                y: *mut $t,
+            ) {
                 cols_finish::<$t, { $code }>(outer, inner, chunks, count, partial, y);
             }
         };

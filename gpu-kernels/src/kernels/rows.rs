@@ -11,6 +11,7 @@ use crate::device::{block_all_reduce, dims, global_index, lane_id, shared, shfl_
 use crate::device::{opaque, unroll16, unroll4, warp_all_reduce, Shuffle};
 use crate::elem::{Elem, BF16, F16};
 use crate::math;
+use crate::params::{Geometry, Operand};
 
 /// Row elements each thread keeps in registers (the loops over them are
 /// written out by [`unroll16`]).
@@ -241,17 +242,14 @@ macro_rules! dense_rows {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(softmax_rows, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::SoftmaxRowsArgs) {
-                let crate::args::SoftmaxRowsArgs {
-                    rows,
-                    len,
-                    per_warp,
-                    log,
-                    x,
-                    y,
-                } = args;
-                let x: *const $t = x.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                rows: u32,
+                len: u32,
+                per_warp: u32,
+                log: u32,
+                x: *const $t,
+                y: *mut $t,
+            ) {
                 let (mut r, step) = row_walk(per_warp != 0);
                 while r < rows {
                     let at = r as usize * len as usize;
@@ -267,22 +265,17 @@ macro_rules! dense_rows {
         const _: () = {
             #[export_name = crate::kernel_name!(layer_norm, $tn)]
             #[allow(clippy::too_many_arguments)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::LayerNormArgs) {
-                let crate::args::LayerNormArgs {
-                    rows,
-                    norm,
-                    per_warp,
-                    x,
-                    w,
-                    b,
-                    flags,
-                    eps,
-                    y,
-                } = args;
-                let x: *const $t = x.get();
-                let w: *const $t = w.get();
-                let b: *const $t = b.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                rows: u32,
+                norm: u32,
+                per_warp: u32,
+                x: *const $t,
+                w: *const $t,
+                b: *const $t,
+                flags: u32,
+                eps: f64,
+                y: *mut $t,
+            ) {
                 let (mut r, step) = row_walk(per_warp != 0);
                 while r < rows {
                     let at = r as usize * norm as usize;
@@ -305,18 +298,15 @@ macro_rules! strided_softmax {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(softmax, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(args: crate::args::SoftmaxArgs) {
-                let crate::args::SoftmaxArgs {
-                    rows,
-                    ro,
-                    x,
-                    len,
-                    step,
-                    log,
-                    y,
-                } = args;
-                let x: *const $t = x.get();
-                let y: *mut $t = y.get_mut();
+            unsafe extern "ptx-kernel" fn kernel(
+                rows: Geometry,
+                ro: Operand,
+                x: *const $t,
+                len: u32,
+                step: u32,
+                log: u32,
+                y: *mut $t,
+            ) {
                 let r = global_index() / 32;
                 if r >= rows.n {
                     return;

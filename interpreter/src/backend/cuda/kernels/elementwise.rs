@@ -1,7 +1,4 @@
-//! Launches of the elementwise kernels
-//! (`gpu-kernels/src/kernels/elementwise.rs`): unary, binary and comparison ops
-//! (strided, with a scalar, dense 16-byte and row-broadcast variants), `where`,
-//! casts, fills, ranges and random numbers.
+//! Launches of the elementwise kernels (`gpu-kernels/src/kernels/elementwise.rs`): unary, binary and comparison ops (strided, with a scalar, dense 16-byte and row-broadcast variants), `where`, casts, fills, ranges and random numbers.
 
 use super::launch::*;
 use super::table::Kernel;
@@ -10,10 +7,6 @@ use crate::core::error::Result;
 use crate::core::op::UnaryOp;
 use crate::core::DType;
 use cudarc::driver::{sys, CudaFunction};
-use kiln_kernels::args::{
-    ArangeArgs, BinaryArgs, Bits, CastArgs, DenseArgs, DenseBinaryArgs, DenseScalarArgs, DevPtr, FillArgs,
-    RandArgs, RandIntArgs, RowArgs, ScalarArgs, UnaryArgs, WhereArgs,
-};
 use kiln_kernels::params::{Geometry, Operand};
 
 /// `y = op(x)` (y dense).
@@ -27,19 +20,14 @@ pub fn unary(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::Unary(op, dtype))?;
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside.
+    let (mut g, mut x, mut xo, mut y) = (g, x, xo, y);
+    // SAFETY: matches `unary_*(g: Geometry, x: *const T, xo: Operand, y: *mut T)`.
     unsafe {
         launch(
             rt,
             f,
             g.n,
-            UnaryArgs {
-                g,
-                x: DevPtr(x),
-                xo,
-                y: DevPtr(y),
-            },
+            &mut [arg(&mut g), arg(&mut x), arg(&mut xo), arg(&mut y)],
         )
     }
 }
@@ -53,19 +41,14 @@ pub fn unary_v(
     x: sys::CUdeviceptr,
     y: sys::CUdeviceptr,
 ) -> Result<()> {
-    let n_ = n;
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside; both dense and aligned.
+    let (mut n_, mut x, mut y) = (n, x, y);
+    // SAFETY: matches `unary_v_*(n: u32, x: *const T, y: *mut T)`; both dense and aligned.
     unsafe {
         launch(
             rt,
             f,
             n.div_ceil(pack(dtype) as u32),
-            DenseArgs {
-                n: n_,
-                x: DevPtr(x),
-                y: DevPtr(y),
-            },
+            &mut [arg(&mut n_), arg(&mut x), arg(&mut y)],
         )
     }
 }
@@ -83,21 +66,21 @@ pub fn binary(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(kernel)?;
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside.
+    let (mut g, mut a, mut ao, mut b, mut bo, mut y) = (g, a, ao, b, bo, y);
+    // SAFETY: matches `binary_*`/`cmp_*(g, a: *const T, ao, b: *const T, bo, y: *mut _)`.
     unsafe {
         launch(
             rt,
             f,
             g.n,
-            BinaryArgs {
-                g,
-                a: DevPtr(a),
-                ao,
-                b: DevPtr(b),
-                bo,
-                y: DevPtr(y),
-            },
+            &mut [
+                arg(&mut g),
+                arg(&mut a),
+                arg(&mut ao),
+                arg(&mut b),
+                arg(&mut bo),
+                arg(&mut y),
+            ],
         )
     }
 }
@@ -112,20 +95,14 @@ pub fn binary_v(
     b: sys::CUdeviceptr,
     y: sys::CUdeviceptr,
 ) -> Result<()> {
-    let n_ = n;
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside; all dense and aligned.
+    let (mut n_, mut a, mut b, mut y) = (n, a, b, y);
+    // SAFETY: matches `binary_v_*(n: u32, a: *const T, b: *const T, y: *mut T)`; all dense and aligned.
     unsafe {
         launch(
             rt,
             f,
             n.div_ceil(pack(dtype) as u32),
-            DenseBinaryArgs {
-                n: n_,
-                a: DevPtr(a),
-                b: DevPtr(b),
-                y: DevPtr(y),
-            },
+            &mut [arg(&mut n_), arg(&mut a), arg(&mut b), arg(&mut y)],
         )
     }
 }
@@ -144,22 +121,22 @@ pub fn binary_scalar(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(kernel)?;
-    let rev = rev as u32;
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside; T's bytes are the low bytes of `bits`.
+    let (mut g, mut a, mut ao, mut bits, mut rev, mut y) = (g, a, ao, bits, rev as u32, y);
+    // SAFETY: matches `*_scalar_*(g, a: *const T, ao, s: T, rev: u32, y: *mut _)`; T's bytes
+    // are the low bytes of `bits`.
     unsafe {
         launch(
             rt,
             f,
             g.n,
-            ScalarArgs {
-                g,
-                a: DevPtr(a),
-                ao,
-                s: Bits(bits),
-                rev,
-                y: DevPtr(y),
-            },
+            &mut [
+                arg(&mut g),
+                arg(&mut a),
+                arg(&mut ao),
+                arg(&mut bits),
+                arg(&mut rev),
+                arg(&mut y),
+            ],
         )
     }
 }
@@ -176,21 +153,20 @@ pub fn binary_scalar_v(
     rev: bool,
     y: sys::CUdeviceptr,
 ) -> Result<()> {
-    let (n_, rev) = (n, rev as u32);
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside.
+    let (mut n_, mut a, mut bits, mut rev, mut y) = (n, a, bits, rev as u32, y);
+    // SAFETY: matches `binary_scalar_v_*(n: u32, a: *const T, s: T, rev: u32, y: *mut T)`.
     unsafe {
         launch(
             rt,
             f,
             n.div_ceil(pack(dtype) as u32),
-            DenseScalarArgs {
-                n: n_,
-                a: DevPtr(a),
-                s: Bits(bits),
-                rev,
-                y: DevPtr(y),
-            },
+            &mut [
+                arg(&mut n_),
+                arg(&mut a),
+                arg(&mut bits),
+                arg(&mut rev),
+                arg(&mut y),
+            ],
         )
     }
 }
@@ -208,22 +184,22 @@ pub fn binary_row(
     b: sys::CUdeviceptr,
     y: sys::CUdeviceptr,
 ) -> Result<()> {
-    let (packs_, row_packs, side, a, b, y) = (packs, row_packs, row_is_b as u32, a, b, y);
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside; all aligned.
+    let (mut packs_, mut row_packs, mut side, mut a, mut b, mut y) =
+        (packs, row_packs, row_is_b as u32, a, b, y);
+    // SAFETY: matches `binary_row_*(packs, row_packs, row_side, a, b, y)`; all aligned.
     unsafe {
         launch(
             rt,
             f,
             packs,
-            RowArgs {
-                packs: packs_,
-                row_packs,
-                row_side: side,
-                a: DevPtr(a),
-                b: DevPtr(b),
-                y: DevPtr(y),
-            },
+            &mut [
+                arg(&mut packs_),
+                arg(&mut row_packs),
+                arg(&mut side),
+                arg(&mut a),
+                arg(&mut b),
+                arg(&mut y),
+            ],
         )
     }
 }
@@ -240,24 +216,24 @@ pub fn where_cond(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::Where(dtype))?;
-    let ((c, co), (a, ao), (b, bo)) = (c, a, b);
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside.
+    let (mut g, mut y) = (g, y);
+    let ((mut c, mut co), (mut a, mut ao), (mut b, mut bo)) = (c, a, b);
+    // SAFETY: matches `where_*(g, c: *const bool, co, a: *const T, ao, b: *const T, bo, y: *mut T)`.
     unsafe {
         launch(
             rt,
             f,
             g.n,
-            WhereArgs {
-                g,
-                c: DevPtr(c),
-                co,
-                a: DevPtr(a),
-                ao,
-                b: DevPtr(b),
-                bo,
-                y: DevPtr(y),
-            },
+            &mut [
+                arg(&mut g),
+                arg(&mut c),
+                arg(&mut co),
+                arg(&mut a),
+                arg(&mut ao),
+                arg(&mut b),
+                arg(&mut bo),
+                arg(&mut y),
+            ],
         )
     }
 }
@@ -272,21 +248,15 @@ pub fn cast(
     y: (sys::CUdeviceptr, Operand),
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::Cast(src, dst))?;
-    let ((x, xo), (y, yo)) = (x, y);
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside.
+    let mut g = g;
+    let ((mut x, mut xo), (mut y, mut yo)) = (x, y);
+    // SAFETY: matches `cast_*(g, x: *const S, xo, y: *mut D, yo)`.
     unsafe {
         launch(
             rt,
             f,
             g.n,
-            CastArgs {
-                g,
-                x: DevPtr(x),
-                xo,
-                y: DevPtr(y),
-                yo,
-            },
+            &mut [arg(&mut g), arg(&mut x), arg(&mut xo), arg(&mut y), arg(&mut yo)],
         )
     }
 }
@@ -301,19 +271,14 @@ pub fn cast_v(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let v = 16 / src.size_in_bytes().max(dst.size_in_bytes());
-    let n_ = n;
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside; both dense and aligned.
+    let (mut n_, mut x, mut y) = (n, x, y);
+    // SAFETY: matches `cast_v_*(n: u32, x: *const S, y: *mut D)`; both dense and aligned.
     unsafe {
         launch(
             rt,
             f,
             n.div_ceil(v as u32),
-            DenseArgs {
-                n: n_,
-                x: DevPtr(x),
-                y: DevPtr(y),
-            },
+            &mut [arg(&mut n_), arg(&mut x), arg(&mut y)],
         )
     }
 }
@@ -321,20 +286,9 @@ pub fn cast_v(
 /// `y[i] = value` for `i < n`; `bits` holds the value's bytes (little-endian, low bytes).
 pub fn fill(rt: &CudaRuntime, dtype: DType, n: u32, y: sys::CUdeviceptr, bits: u64) -> Result<()> {
     let f = rt.kernels.get(Kernel::Fill(dtype))?;
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside.
-    unsafe {
-        launch(
-            rt,
-            f,
-            n,
-            FillArgs {
-                n,
-                y: DevPtr(y),
-                value: Bits(bits),
-            },
-        )
-    }
+    let (mut n, mut y, mut bits) = (n, y, bits);
+    // SAFETY: matches `fill_*(n: u32, y: *mut T, value: T)`: T's bytes are the low bytes of `bits`.
+    unsafe { launch(rt, f, n, &mut [arg(&mut n), arg(&mut y), arg(&mut bits)]) }
 }
 
 /// `y[i] = start + i * step` (floats) or `istart + i * istep` (integers).
@@ -350,22 +304,21 @@ pub fn arange(
     istep: i64,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::Arange(dtype))?;
-    let (a, s, ia, is) = (start, step, istart, istep);
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside.
+    let (mut n, mut y, mut a, mut s, mut ia, mut is) = (n, y, start, step, istart, istep);
+    // SAFETY: matches `arange_*(n: u32, y: *mut T, start: f64, step: f64, istart: i64, istep: i64)`.
     unsafe {
         launch(
             rt,
             f,
             n,
-            ArangeArgs {
-                n,
-                y: DevPtr(y),
-                start: a,
-                step: s,
-                istart: ia,
-                istep: is,
-            },
+            &mut [
+                arg(&mut n),
+                arg(&mut y),
+                arg(&mut a),
+                arg(&mut s),
+                arg(&mut ia),
+                arg(&mut is),
+            ],
         )
     }
 }
@@ -380,19 +333,14 @@ pub fn rand_float(
     stream: u64,
 ) -> Result<()> {
     let f = rt.kernels.get(kernel)?;
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside.
+    let (mut n, mut y, mut seed, mut stream) = (n, y, seed, stream);
+    // SAFETY: matches `rand_{uniform,normal}_*(n: u32, y: *mut T, seed: u64, stream: u64)`.
     unsafe {
         launch(
             rt,
             f,
             n,
-            RandArgs {
-                n,
-                y: DevPtr(y),
-                seed,
-                stream,
-            },
+            &mut [arg(&mut n), arg(&mut y), arg(&mut seed), arg(&mut stream)],
         )
     }
 }
@@ -410,21 +358,21 @@ pub fn rand_int(
     range: u64,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::RandInt(dtype))?;
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside.
+    let (mut n, mut y, mut seed, mut stream, mut low, mut range) = (n, y, seed, stream, low, range);
+    // SAFETY: matches `rand_int_*(n: u32, y: *mut T, seed: u64, stream: u64, low: i64, range: u64)`.
     unsafe {
         launch(
             rt,
             f,
             n,
-            RandIntArgs {
-                n,
-                y: DevPtr(y),
-                seed,
-                stream,
-                low,
-                range,
-            },
+            &mut [
+                arg(&mut n),
+                arg(&mut y),
+                arg(&mut seed),
+                arg(&mut stream),
+                arg(&mut low),
+                arg(&mut range),
+            ],
         )
     }
 }

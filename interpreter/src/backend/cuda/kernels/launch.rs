@@ -1,9 +1,4 @@
-//! The launch mechanics every family shares: the kernel geometry of strided
-//! operands (merged dims, u32 indices), the dense-output operand, the
-//! 16-byte packing test, and one generic launch of an argument block
-//! ([`KernelArgs`]: the family's `#[repr(C)]` struct from
-//! `kiln_kernels::args`, passed as the kernel's single parameter) in three
-//! shapes: grid-stride, an explicit grid, one warp per item.
+//! The launch mechanics every family shares: the kernel geometry of strided operands (merged dims, u32 indices), the dense-output operand, the 16-byte packing test, and the raw launches (grid-stride, explicit grid, one warp per item).
 
 use crate::backend::cuda::runtime::{cuda_error, CudaRuntime};
 use crate::core::error::{Error, Result};
@@ -87,114 +82,55 @@ pub fn packable(dtype: DType, ops: &[Operand]) -> bool {
         .all(|o| o.contiguous != 0 && o.offset as usize % pack(dtype) == 0)
 }
 
-/// The argument block of a kernel family (`kiln_kernels::args`): a
-/// `#[repr(C)]`, `Copy` struct the kernel takes as its single parameter.
-///
-/// # Safety
-/// Implemented only for the structs of `kiln_kernels::args`, each taken by
-/// value as the one parameter of its family's kernels (a test checks every
-/// PTX entry's parameter size against [`Kernel::args_size`](super::Kernel::args_size)).
-pub unsafe trait KernelArgs: Copy {}
-
-macro_rules! kernel_args {
-    ($($t:ident),* $(,)?) => {
-        $(
-            // SAFETY: a struct of `kiln_kernels::args`, the kernels' own parameter type.
-            unsafe impl KernelArgs for kiln_kernels::args::$t {}
-        )*
-    };
-}
-
-kernel_args!(
-    UnaryArgs,
-    BinaryArgs,
-    ScalarArgs,
-    WhereArgs,
-    CastArgs,
-    DenseArgs,
-    DenseBinaryArgs,
-    DenseScalarArgs,
-    RowArgs,
-    FillArgs,
-    ArangeArgs,
-    RandArgs,
-    RandIntArgs,
-    GatherArgs,
-    ScatterAddArgs,
-    MatmulIntArgs,
-    ReducePartialArgs,
-    ReduceFinishArgs,
-    LanesArgs,
-    LanesFinishArgs,
-    ColsArgs,
-    ColsFinishArgs,
-    SoftmaxArgs,
-    SoftmaxRowsArgs,
-    LayerNormArgs,
-    TransposeArgs,
-    CrossEntropyArgs,
-    CrossEntropyBackwardArgs,
-    SgdArgs,
-    AdamArgs,
-);
-
-/// The one call into the driver: `f` on `grid` × `block` with `shared`
-/// bytes of dynamic shared memory and `args` as its parameter block.
-///
-/// # Safety
-/// `f` must take `A` as its only parameter, and every device pointer in
-/// `args` must be a live allocation large enough for the accesses the
-/// launch implies.
-unsafe fn launch_raw<A: KernelArgs>(
-    rt: &CudaRuntime,
-    f: &CudaFunction,
-    grid: (u32, u32, u32),
-    block: (u32, u32, u32),
-    shared: u32,
-    args: A,
-) -> Result<()> {
-    let mut args = args;
-    let mut params = [&mut args as *mut A as *mut c_void];
-    result::launch_kernel(f.cu_function(), grid, block, shared, rt.cu_stream(), &mut params)
-        .map_err(|e| cuda_error("kernel launch", e))
+pub(super) fn arg<T>(v: &mut T) -> *mut c_void {
+    v as *mut T as *mut c_void
 }
 
 /// Launches `f` over `n` elements (grid-stride; 256 threads a block).
 ///
 /// # Safety
-/// `f` must take `A` as its only parameter (its family's argument block),
-/// and every device pointer in `args` must be a live allocation large enough
-/// for the accesses the geometry implies.
-pub(super) unsafe fn launch<A: KernelArgs>(
+/// `params` must match the kernel's parameters in number, order and type, and
+/// every pointer in them must be a live device allocation large enough for
+/// the accesses the geometry implies.
+pub(super) unsafe fn launch(
     rt: &CudaRuntime,
     f: &CudaFunction,
     n: u32,
-    args: A,
+    params: &mut [*mut c_void],
 ) -> Result<()> {
     if n == 0 {
         return Ok(());
     }
     let block = 256u32;
     let grid = n.div_ceil(block).min(rt.sm_count.max(1) * 16);
-    launch_raw(rt, f, (grid, 1, 1), (block, 1, 1), 0, args)
+    result::launch_kernel(
+        f.cu_function(),
+        (grid, 1, 1),
+        (block, 1, 1),
+        0,
+        rt.cu_stream(),
+        params,
+    )
+    .map_err(|e| cuda_error("kernel launch", e))
 }
 
 /// Launches `f` on an explicit grid and block with `shared` bytes of dynamic shared memory.
 ///
 /// # Safety
 /// As for [`launch`]; the kernel must expect this block shape and shared size.
-pub(super) unsafe fn launch_with<A: KernelArgs>(
+pub(super) unsafe fn launch_with(
     rt: &CudaRuntime,
     f: &CudaFunction,
     grid: (u32, u32, u32),
     block: (u32, u32, u32),
     shared: u32,
-    args: A,
+    params: &mut [*mut c_void],
 ) -> Result<()> {
     if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
         return Ok(());
     }
-    launch_raw(rt, f, grid, block, shared, args)
+    result::launch_kernel(f.cu_function(), grid, block, shared, rt.cu_stream(), params)
+        .map_err(|e| cuda_error("kernel launch", e))
 }
 
 /// Shared memory for one block-wide all-reduce: 32 accumulators of up to 8 bytes.
@@ -204,11 +140,11 @@ pub(super) const REDUCE_SCRATCH: u32 = 32 * 8;
 ///
 /// # Safety
 /// As for [`launch`].
-pub(super) unsafe fn launch_warps<A: KernelArgs>(
+pub(super) unsafe fn launch_warps(
     rt: &CudaRuntime,
     f: &CudaFunction,
     items: u32,
-    args: A,
+    params: &mut [*mut c_void],
 ) -> Result<()> {
     if items == 0 {
         return Ok(());
@@ -222,5 +158,13 @@ pub(super) unsafe fn launch_warps<A: KernelArgs>(
             format!("{items} rows are too many for one launch"),
         ));
     }
-    launch_raw(rt, f, (grid as u32, 1, 1), (block as u32, 1, 1), 0, args)
+    result::launch_kernel(
+        f.cu_function(),
+        (grid as u32, 1, 1),
+        (block as u32, 1, 1),
+        0,
+        rt.cu_stream(),
+        params,
+    )
+    .map_err(|e| cuda_error("kernel launch", e))
 }

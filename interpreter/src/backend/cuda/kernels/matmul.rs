@@ -6,7 +6,6 @@ use crate::backend::cuda::runtime::CudaRuntime;
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::sys;
-use kiln_kernels::args::{DevPtr, MatmulIntArgs};
 use kiln_kernels::params::{Geometry, MatmulShape, Operand};
 
 /// Integer batched matmul over the batch geometry.
@@ -21,24 +20,24 @@ pub fn matmul_int(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::MatmulInt(dtype))?;
-    let (g, ao, bo) = batch;
+    let (mut g, mut ao, mut bo) = batch;
+    let (mut dims, mut a, mut b, mut y) = (dims, a, b, y);
     let n = g.n * dims.m * dims.n;
-    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside.
+    // SAFETY: matches `matmul_int_*(g, ao, bo, dims: MatmulShape, a, b, y)`.
     unsafe {
         launch(
             rt,
             f,
             n,
-            MatmulIntArgs {
-                g,
-                ao,
-                bo,
-                dims,
-                a: DevPtr(a),
-                b: DevPtr(b),
-                y: DevPtr(y),
-            },
+            &mut [
+                arg(&mut g),
+                arg(&mut ao),
+                arg(&mut bo),
+                arg(&mut dims),
+                arg(&mut a),
+                arg(&mut b),
+                arg(&mut y),
+            ],
         )
     }
 }

@@ -4,7 +4,7 @@
 use super::{DType, Device, Generator, HostValues, Scalar, Tensor};
 use crate::backend::Storage;
 use crate::core::error::{Error, Result};
-use crate::core::shape::{check_alloc, numel};
+use crate::core::shape::{check_alloc, check_alloc_on, numel};
 
 impl Tensor {
     /// A tensor of `shape` from host values in row-major order, stored as `dtype`.
@@ -34,7 +34,7 @@ impl Tensor {
     /// `shape` filled with `value`; the dtype defaults to the scalar's (f32, i64, bool).
     pub fn full(shape: &[usize], value: Scalar, dtype: Option<DType>, device: Device) -> Result<Tensor> {
         let dtype = dtype.unwrap_or(value.default_dtype());
-        check_alloc("full", shape, dtype)?;
+        check_alloc_on("full", shape, dtype, device)?;
         value.check_fits("full", dtype)?;
         Tensor::from_storage("full", Storage::full(device, dtype, numel(shape), value)?, shape)
     }
@@ -57,7 +57,7 @@ impl Tensor {
     /// A tensor whose values are unspecified (zeros on the CPU, uninitialised GPU memory).
     pub fn empty(shape: &[usize], dtype: Option<DType>, device: Device) -> Result<Tensor> {
         let dtype = dtype.unwrap_or(DType::F32);
-        check_alloc("empty", shape, dtype)?;
+        check_alloc_on("empty", shape, dtype, device)?;
         Tensor::from_storage("empty", Storage::uninit(device, dtype, numel(shape))?, shape)
     }
 
@@ -142,7 +142,7 @@ impl Tensor {
                 v.check_fits("arange", dtype)?;
             }
         }
-        check_alloc("arange", &[n], dtype)?;
+        check_alloc_on("arange", &[n], dtype, device)?;
         Tensor::from_storage("arange", Storage::arange(device, dtype, start, step, n)?, &[n])
     }
 
@@ -190,7 +190,7 @@ impl Tensor {
         gen: &mut Generator,
     ) -> Result<Tensor> {
         let dtype = float_dtype("rand", dtype)?;
-        check_alloc("rand", shape, dtype)?;
+        check_alloc_on("rand", shape, dtype, device)?;
         let (seed, stream) = gen.next_stream();
         let s = Storage::rand_uniform(device, dtype, numel(shape), seed, stream)?;
         Tensor::from_storage("rand", s, shape)
@@ -204,7 +204,7 @@ impl Tensor {
         gen: &mut Generator,
     ) -> Result<Tensor> {
         let dtype = float_dtype("randn", dtype)?;
-        check_alloc("randn", shape, dtype)?;
+        check_alloc_on("randn", shape, dtype, device)?;
         let (seed, stream) = gen.next_stream();
         let s = Storage::rand_normal(device, dtype, numel(shape), seed, stream)?;
         Tensor::from_storage("randn", s, shape)
@@ -227,7 +227,7 @@ impl Tensor {
         }
         let (seed, stream) = gen.next_stream();
         let dtype = dtype.unwrap_or(DType::I64);
-        check_alloc("randint", shape, dtype)?;
+        check_alloc_on("randint", shape, dtype, device)?;
         let s = Storage::rand_int(device, dtype, numel(shape), low, high, seed, stream)?;
         Tensor::from_storage("randint", s, shape)
     }

@@ -19,6 +19,7 @@
     )
 )]
 
+pub mod args;
 pub mod elem;
 pub mod half;
 pub mod math;

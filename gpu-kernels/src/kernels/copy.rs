@@ -57,15 +57,14 @@ macro_rules! transpose_kernel {
     ($bytes:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(transpose, $bytes)]
-            unsafe extern "ptx-kernel" fn kernel(
-                batch: u32,
-                rows: u32,
-                cols: u32,
-                sb: u32,
-                sj: u32,
-                x: *const $t,
-                y: *mut $t,
-            ) {
+            unsafe extern "ptx-kernel" fn kernel(x: *const $t, y: *mut $t, args: crate::args::TransposeArgs) {
+                let crate::args::TransposeArgs {
+                    batch,
+                    rows,
+                    cols,
+                    sb,
+                    sj,
+                } = args;
                 transpose::<$t>(batch, rows, cols, sb, sj, x, y);
             }
         };

@@ -5,7 +5,6 @@
 
 use crate::device::{for_each_index, AlignTo, Aligned, Bytes};
 use crate::elem::{Elem, BF16, F16};
-use crate::params::{Geometry, Operand};
 use crate::philox;
 
 // ---- unary ------------------------------------------------------------------
@@ -15,7 +14,8 @@ macro_rules! unary_float {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(unary, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(g: Geometry, x: *const $t, xo: Operand, y: *mut $t) {
+            unsafe extern "ptx-kernel" fn kernel(x: *const $t, y: *mut $t, args: crate::args::UnaryArgs) {
+                let crate::args::UnaryArgs { g, xo } = args;
                 for_each_index(g.n, |i| {
                     let v = *x.add(g.offset(&xo, i) as usize);
                     let r: $t = if <$t>::FLOAT && core::mem::size_of::<$t>() == 8 {
@@ -34,7 +34,8 @@ macro_rules! unary_int {
     ($op:ident, $f:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(unary, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(g: Geometry, x: *const $t, xo: Operand, y: *mut $t) {
+            unsafe extern "ptx-kernel" fn kernel(x: *const $t, y: *mut $t, args: crate::args::UnaryArgs) {
+                let crate::args::UnaryArgs { g, xo } = args;
                 for_each_index(g.n, |i| {
                     let v = (*x.add(g.offset(&xo, i) as usize)).to_i64();
                     *y.add(i as usize) = <$t>::from_i64(($f)(v));
@@ -48,7 +49,8 @@ macro_rules! logical_not {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(unary_logical_not, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(g: Geometry, x: *const $t, xo: Operand, y: *mut bool) {
+            unsafe extern "ptx-kernel" fn kernel(x: *const $t, y: *mut bool, args: crate::args::UnaryArgs) {
+                let crate::args::UnaryArgs { g, xo } = args;
                 for_each_index(g.n, |i| {
                     let v = *x.add(g.offset(&xo, i) as usize);
                     *y.add(i as usize) = v.to_f64() == 0.0;
@@ -65,13 +67,12 @@ macro_rules! binary_float {
         const _: () = {
             #[export_name = crate::kernel_name!(binary, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                g: Geometry,
                 a: *const $t,
-                ao: Operand,
                 b: *const $t,
-                bo: Operand,
                 y: *mut $t,
+                args: crate::args::BinaryArgs,
             ) {
+                let crate::args::BinaryArgs { g, ao, bo } = args;
                 for_each_index(g.n, |i| {
                     let p = *a.add(g.offset(&ao, i) as usize);
                     let q = *b.add(g.offset(&bo, i) as usize);
@@ -92,13 +93,12 @@ macro_rules! binary_int {
         const _: () = {
             #[export_name = crate::kernel_name!(binary, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                g: Geometry,
                 a: *const $t,
-                ao: Operand,
                 b: *const $t,
-                bo: Operand,
                 y: *mut $t,
+                args: crate::args::BinaryArgs,
             ) {
+                let crate::args::BinaryArgs { g, ao, bo } = args;
                 for_each_index(g.n, |i| {
                     let p = (*a.add(g.offset(&ao, i) as usize)).to_i64();
                     let q = (*b.add(g.offset(&bo, i) as usize)).to_i64();
@@ -115,14 +115,8 @@ macro_rules! compare {
     ($op:ident, $cmp:tt, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(cmp, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(
-                g: Geometry,
-                a: *const $t,
-                ao: Operand,
-                b: *const $t,
-                bo: Operand,
-                y: *mut bool,
-            ) {
+            unsafe extern "ptx-kernel" fn kernel(a: *const $t, b: *const $t, y: *mut bool, args: crate::args::BinaryArgs) {
+                let crate::args::BinaryArgs { g, ao, bo } = args;
                 for_each_index(g.n, |i| {
                     let p = *a.add(g.offset(&ao, i) as usize);
                     let q = *b.add(g.offset(&bo, i) as usize);
@@ -141,15 +135,13 @@ macro_rules! where_kernel {
         const _: () = {
             #[export_name = crate::kernel_name!(where, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                g: Geometry,
                 c: *const bool,
-                co: Operand,
                 a: *const $t,
-                ao: Operand,
                 b: *const $t,
-                bo: Operand,
                 y: *mut $t,
+                args: crate::args::WhereArgs,
             ) {
+                let crate::args::WhereArgs { g, co, ao, bo } = args;
                 for_each_index(g.n, |i| {
                     let v = if *c.add(g.offset(&co, i) as usize) {
                         *a.add(g.offset(&ao, i) as usize)
@@ -170,13 +162,8 @@ macro_rules! cast_kernel {
     ($dn:ident, $d:ty, $sn:ident, $s:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(cast, $sn, $dn)]
-            unsafe extern "ptx-kernel" fn kernel(
-                g: Geometry,
-                x: *const $s,
-                xo: Operand,
-                y: *mut $d,
-                yo: Operand,
-            ) {
+            unsafe extern "ptx-kernel" fn kernel(x: *const $s, y: *mut $d, args: crate::args::CastArgs) {
+                let crate::args::CastArgs { g, xo, yo } = args;
                 for_each_index(g.n, |i| {
                     let v = *x.add(g.offset(&xo, i) as usize);
                     let r: $d = if <$s>::FLOAT || <$d>::FLOAT {
@@ -217,7 +204,8 @@ macro_rules! cast_packed {
                 }
             }
             #[export_name = crate::kernel_name!(cast_v, $sn, $dn)]
-            unsafe extern "ptx-kernel" fn kernel(n: u32, x: *const $s, y: *mut $d) {
+            unsafe extern "ptx-kernel" fn kernel(x: *const $s, y: *mut $d, args: crate::args::DenseArgs) {
+                let crate::args::DenseArgs { n } = args;
                 let packs = n / V as u32;
                 let (xv, yv) = (x as *const PS, y as *mut PD);
                 for_each_index(packs, |p| {
@@ -252,20 +240,22 @@ macro_rules! fill_kernel {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(fill, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(n: u32, y: *mut $t, value: $t) {
+            unsafe extern "ptx-kernel" fn kernel(y: *mut $t, args: crate::args::FillArgs) {
+                let crate::args::FillArgs { n, value } = args;
+                let value: $t = value.get();
                 for_each_index(n, |i| *y.add(i as usize) = value);
             }
         };
         const _: () = {
             #[export_name = crate::kernel_name!(arange, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(
-                n: u32,
-                y: *mut $t,
-                start: f64,
-                step: f64,
-                istart: i64,
-                istep: i64,
-            ) {
+            unsafe extern "ptx-kernel" fn kernel(y: *mut $t, args: crate::args::ArangeArgs) {
+                let crate::args::ArangeArgs {
+                    n,
+                    start,
+                    step,
+                    istart,
+                    istep,
+                } = args;
                 for_each_index(n, |i| {
                     *y.add(i as usize) = if <$t>::FLOAT {
                         <$t>::from_f64(start + i as f64 * step)
@@ -285,7 +275,8 @@ macro_rules! random_float {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(rand_uniform, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(n: u32, y: *mut $t, seed: u64, stream: u64) {
+            unsafe extern "ptx-kernel" fn kernel(y: *mut $t, args: crate::args::RandArgs) {
+                let crate::args::RandArgs { n, seed, stream } = args;
                 for_each_index(n, |i| {
                     let v: $t = if core::mem::size_of::<$t>() == 8 {
                         <$t>::from_f64(philox::uniform_f64_at(seed, stream, i as u64))
@@ -303,7 +294,8 @@ macro_rules! random_float {
         };
         const _: () = {
             #[export_name = crate::kernel_name!(rand_normal, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(n: u32, y: *mut $t, seed: u64, stream: u64) {
+            unsafe extern "ptx-kernel" fn kernel(y: *mut $t, args: crate::args::RandArgs) {
+                let crate::args::RandArgs { n, seed, stream } = args;
                 for_each_index(n, |i| {
                     *y.add(i as usize) = <$t>::from_f64(philox::normal_at(seed, stream, i as u64));
                 });
@@ -317,14 +309,14 @@ macro_rules! random_int {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(rand_int, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(
-                n: u32,
-                y: *mut $t,
-                seed: u64,
-                stream: u64,
-                low: i64,
-                range: u64,
-            ) {
+            unsafe extern "ptx-kernel" fn kernel(y: *mut $t, args: crate::args::RandIntArgs) {
+                let crate::args::RandIntArgs {
+                    n,
+                    seed,
+                    stream,
+                    low,
+                    range,
+                } = args;
                 for_each_index(n, |i| {
                     *y.add(i as usize) = <$t>::from_i64(philox::int_at(seed, stream, i as u64, low, range));
                 });
@@ -340,14 +332,9 @@ macro_rules! binary_scalar_float {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(binary_scalar, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(
-                g: Geometry,
-                a: *const $t,
-                ao: Operand,
-                s: $t,
-                rev: u32,
-                y: *mut $t,
-            ) {
+            unsafe extern "ptx-kernel" fn kernel(a: *const $t, y: *mut $t, args: crate::args::ScalarArgs) {
+                let crate::args::ScalarArgs { g, ao, s, rev } = args;
+                let s: $t = s.get();
                 for_each_index(g.n, |i| {
                     let x = *a.add(g.offset(&ao, i) as usize);
                     let (p, q) = if rev != 0 { (s, x) } else { (x, s) };
@@ -367,14 +354,9 @@ macro_rules! binary_scalar_int {
     ($op:ident, $f:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(binary_scalar, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(
-                g: Geometry,
-                a: *const $t,
-                ao: Operand,
-                s: $t,
-                rev: u32,
-                y: *mut $t,
-            ) {
+            unsafe extern "ptx-kernel" fn kernel(a: *const $t, y: *mut $t, args: crate::args::ScalarArgs) {
+                let crate::args::ScalarArgs { g, ao, s, rev } = args;
+                let s: $t = s.get();
                 for_each_index(g.n, |i| {
                     let x = (*a.add(g.offset(&ao, i) as usize)).to_i64();
                     let s = s.to_i64();
@@ -390,7 +372,9 @@ macro_rules! compare_scalar {
     ($op:ident, $cmp:tt, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(cmp_scalar, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(g: Geometry, a: *const $t, ao: Operand, s: $t, rev: u32, y: *mut bool) {
+            unsafe extern "ptx-kernel" fn kernel(a: *const $t, y: *mut bool, args: crate::args::ScalarArgs) {
+                let crate::args::ScalarArgs { g, ao, s, rev } = args;
+                let s: $t = s.get();
                 for_each_index(g.n, |i| {
                     let x = *a.add(g.offset(&ao, i) as usize);
                     let (p, q) = if rev != 0 { (s, x) } else { (x, s) };
@@ -410,7 +394,8 @@ macro_rules! unary_packed {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(unary_v, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(n: u32, x: *const $t, y: *mut $t) {
+            unsafe extern "ptx-kernel" fn kernel(x: *const $t, y: *mut $t, args: crate::args::DenseArgs) {
+                let crate::args::DenseArgs { n } = args;
                 crate::device::map_packed::<$t, $t, { 16 / core::mem::size_of::<$t>() }>(n, x, y, |_, v| {
                     if core::mem::size_of::<$t>() == 8 {
                         <$t>::from_f64(($f64)(v.to_f64()))
@@ -427,7 +412,13 @@ macro_rules! binary_packed {
     ($op:ident, $f32:expr, $f64:expr, $tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(binary_v, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(n: u32, a: *const $t, b: *const $t, y: *mut $t) {
+            unsafe extern "ptx-kernel" fn kernel(
+                a: *const $t,
+                b: *const $t,
+                y: *mut $t,
+                args: crate::args::DenseBinaryArgs,
+            ) {
+                let crate::args::DenseBinaryArgs { n } = args;
                 crate::device::map_packed2::<$t, { 16 / core::mem::size_of::<$t>() }>(n, a, b, y, |p, q| {
                     if core::mem::size_of::<$t>() == 8 {
                         <$t>::from_f64(($f64)(p.to_f64(), q.to_f64()))
@@ -439,7 +430,13 @@ macro_rules! binary_packed {
         };
         const _: () = {
             #[export_name = crate::kernel_name!(binary_scalar_v, $op, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(n: u32, a: *const $t, s: $t, rev: u32, y: *mut $t) {
+            unsafe extern "ptx-kernel" fn kernel(
+                a: *const $t,
+                y: *mut $t,
+                args: crate::args::DenseScalarArgs,
+            ) {
+                let crate::args::DenseScalarArgs { n, s, rev } = args;
+                let s: $t = s.get();
                 crate::device::map_packed::<$t, $t, { 16 / core::mem::size_of::<$t>() }>(n, a, y, |_, x| {
                     let (p, q) = if rev != 0 { (s, x) } else { (x, s) };
                     if core::mem::size_of::<$t>() == 8 {
@@ -461,13 +458,16 @@ macro_rules! binary_row {
         const _: () = {
             #[export_name = crate::kernel_name!(binary_row, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                packs: u32,
-                row_packs: u32,
-                row_side: u32,
                 a: *const $t,
                 b: *const $t,
                 y: *mut $t,
+                args: crate::args::RowArgs,
             ) {
+                let crate::args::RowArgs {
+                    packs,
+                    row_packs,
+                    row_side,
+                } = args;
                 type P = crate::device::Pack<$t, { 16 / core::mem::size_of::<$t>() }>;
                 let (av, bv, yv) = (a as *const P, b as *const P, y as *mut P);
                 for_each_index(packs, |p| {

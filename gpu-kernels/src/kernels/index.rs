@@ -17,7 +17,7 @@
 
 use crate::device::for_each_index;
 use crate::elem::{Elem, BF16, F16};
-use crate::params::{Geometry, IndexDim, Operand};
+use crate::params::IndexDim;
 
 /// Whether `k` is a valid index for `h`.
 #[inline(always)]
@@ -40,14 +40,12 @@ macro_rules! gather {
         const _: () = {
             #[export_name = crate::kernel_name!(gather, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                g: Geometry,
                 x: *const $t,
-                xo: Operand,
                 idx: *const i64,
-                io: Operand,
-                h: IndexDim,
                 y: *mut $t,
+                args: crate::args::GatherArgs,
             ) {
+                let crate::args::GatherArgs { g, xo, io, h } = args;
                 for_each_index(g.n, |i| {
                     let k = *idx.add(g.offset(&io, i) as usize);
                     *y.add(i as usize) = if in_range(k, &h) {
@@ -126,15 +124,12 @@ macro_rules! scatter_add {
 
             #[export_name = crate::kernel_name!(scatter_add, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                g: Geometry,
                 dst: *mut A,
-                dso: Operand,
                 idx: *const i64,
-                io: Operand,
                 src: *const $t,
-                so: Operand,
-                h: IndexDim,
+                args: crate::args::ScatterAddArgs,
             ) {
+                let crate::args::ScatterAddArgs { g, dso, io, so, h } = args;
                 for_each_index(g.n, |i| {
                     let k = *idx.add(g.offset(&io, i) as usize);
                     if in_range(k, &h) {

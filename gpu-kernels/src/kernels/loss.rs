@@ -96,12 +96,13 @@ macro_rules! cross_entropy {
 
             #[export_name = crate::kernel_name!(cross_entropy, $tn)]
             unsafe extern "ptx-kernel" fn forward(
-                h: CrossEntropyParams,
                 x: *const $t,
                 labels: *const i64,
                 loss: *mut A,
                 lse: *mut A,
+                args: crate::args::CrossEntropyArgs,
             ) {
+                let crate::args::CrossEntropyArgs { h } = args;
                 let per_warp = h.per_warp != 0;
                 let (mut r, step) = row_walk(per_warp);
                 while r < h.rows {
@@ -124,13 +125,14 @@ macro_rules! cross_entropy {
 
             #[export_name = crate::kernel_name!(cross_entropy_backward, $tn)]
             unsafe extern "ptx-kernel" fn backward(
-                h: CrossEntropyParams,
                 x: *const $t,
                 labels: *const i64,
                 lse: *const A,
                 grad: *const A,
                 gx: *mut $t,
+                args: crate::args::CrossEntropyBackwardArgs,
             ) {
+                let crate::args::CrossEntropyBackwardArgs { h } = args;
                 let per_warp = h.per_warp != 0;
                 let (mut r, step) = row_walk(per_warp);
                 while r < h.rows {

@@ -2,21 +2,18 @@
 
 use crate::device::for_each_index;
 use crate::elem::Elem;
-use crate::params::{Geometry, Operand};
 
 macro_rules! matmul_int {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(matmul_int, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                g: Geometry,
-                ao: Operand,
-                bo: Operand,
-                dims: crate::params::MatmulShape,
                 a: *const $t,
                 b: *const $t,
                 y: *mut $t,
+                args: crate::args::MatmulIntArgs,
             ) {
+                let crate::args::MatmulIntArgs { g, ao, bo, dims } = args;
                 let crate::params::MatmulShape {
                     m,
                     n,

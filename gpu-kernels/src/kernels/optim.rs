@@ -9,7 +9,6 @@ use super::accum::FloatElem;
 use crate::device::{for_each_index, global_index, AlignTo, Aligned, Bytes};
 use crate::elem::{BF16, F16};
 use crate::optim::{Adam, Sgd};
-use crate::params::{AdamParams, SgdParams};
 
 /// Calls `f(0)`, ..., `f(V - 1)` for `V` of 2 or 4, written out so that the
 /// packs indexed by `e` stay in registers.
@@ -35,13 +34,12 @@ macro_rules! optim_steps {
 
             #[export_name = crate::kernel_name!(sgd_step, $tn)]
             unsafe extern "ptx-kernel" fn sgd(
-                n: u32,
-                packed: u32,
                 p: *mut $t,
                 g: *const $t,
                 buf: *mut S,
-                h: SgdParams,
+                args: crate::args::SgdArgs,
             ) {
+                let crate::args::SgdArgs { n, packed, h } = args;
                 let o = Sgd::<S>::new(&h);
                 let with_buf = o.uses_buffer();
                 let one = |i: usize| {
@@ -85,14 +83,13 @@ macro_rules! optim_steps {
 
             #[export_name = crate::kernel_name!(adam_step, $tn)]
             unsafe extern "ptx-kernel" fn adam(
-                n: u32,
-                packed: u32,
                 p: *mut $t,
                 g: *const $t,
                 m: *mut S,
                 v: *mut S,
-                h: AdamParams,
+                args: crate::args::AdamArgs,
             ) {
+                let crate::args::AdamArgs { n, packed, h } = args;
                 let o = Adam::<S>::new(&h);
                 let one = |i: usize| {
                     let (np, nm, nv) = o.step((*p.add(i)).acc(), (*g.add(i)).acc(), *m.add(i), *v.add(i));

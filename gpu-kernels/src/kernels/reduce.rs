@@ -10,7 +10,6 @@ use super::accum::{Combine, FloatElem};
 use crate::device::{block_all_reduce, dims, for_each_index, global_index, lane_id, shared, thread_xy};
 use crate::device::{shfl_xor_f64, shfl_xor_u64, warp_all_reduce};
 use crate::elem::{Elem, BF16, F16};
-use crate::params::{Geometry, Operand};
 use crate::reduce::{RState, ReduceCode};
 
 #[inline(always)]
@@ -40,16 +39,19 @@ macro_rules! reduce_partial {
         const _: () = {
             #[export_name = crate::kernel_name!(reduce_partial, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                outer: Geometry,
-                xo: Operand,
-                inner: Geometry,
-                io: Operand,
                 x: *const $t,
-                chunks: u32,
-                chunk_len: u32,
-                op: u32,
                 partial: *mut RState,
+                args: crate::args::ReducePartialArgs,
             ) {
+                let crate::args::ReducePartialArgs {
+                    outer,
+                    xo,
+                    inner,
+                    io,
+                    chunks,
+                    chunk_len,
+                    op,
+                } = args;
                 let warp = global_index() / 32;
                 if warp >= outer.n * chunks {
                     return;
@@ -98,14 +100,17 @@ macro_rules! reduce_finish {
         const _: () = {
             #[export_name = crate::kernel_name!(reduce_finish, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                outputs: u32,
-                chunks: u32,
-                op: u32,
-                float: u32,
-                correction: u32,
                 partial: *const RState,
                 y: *mut $t,
+                args: crate::args::ReduceFinishArgs,
             ) {
+                let crate::args::ReduceFinishArgs {
+                    outputs,
+                    chunks,
+                    op,
+                    float,
+                    correction,
+                } = args;
                 let o = global_index() / 32;
                 if o >= outputs {
                     return;
@@ -346,15 +351,18 @@ macro_rules! dense_reduce {
             #[export_name = crate::kernel_name!(reduce_lanes, $op, $tn)]
             #[allow(clippy::too_many_arguments)]
             unsafe extern "ptx-kernel" fn kernel(
-                rows: u32,
-                len: u32,
-                chunks: u32,
-                chunk_len: u32,
-                packed: u32,
                 x: *const $t,
                 partial: *mut <$t as FloatElem>::Acc,
                 y: *mut $t,
+                args: crate::args::LanesArgs,
             ) {
+                let crate::args::LanesArgs {
+                    rows,
+                    len,
+                    chunks,
+                    chunk_len,
+                    packed,
+                } = args;
                 lanes::<$t, { $code }, { 16 / core::mem::size_of::<$t>() }>(
                     rows, len, chunks, chunk_len, packed, x, partial, y,
                 );
@@ -363,12 +371,15 @@ macro_rules! dense_reduce {
         const _: () = {
             #[export_name = crate::kernel_name!(reduce_lanes_finish, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                outputs: u32,
-                chunks: u32,
-                count: u32,
                 partial: *const <$t as FloatElem>::Acc,
                 y: *mut $t,
+                args: crate::args::LanesFinishArgs,
             ) {
+                let crate::args::LanesFinishArgs {
+                    outputs,
+                    chunks,
+                    count,
+                } = args;
                 lanes_finish::<$t, { $code }>(outputs, chunks, count, partial, y);
             }
         };
@@ -376,28 +387,34 @@ macro_rules! dense_reduce {
             #[export_name = crate::kernel_name!(reduce_cols, $op, $tn)]
             #[allow(clippy::too_many_arguments)]
             unsafe extern "ptx-kernel" fn kernel(
-                outer: u32,
-                r: u32,
-                inner: u32,
-                chunks: u32,
-                chunk_len: u32,
                 x: *const $t,
                 partial: *mut <$t as FloatElem>::Acc,
                 y: *mut $t,
+                args: crate::args::ColsArgs,
             ) {
+                let crate::args::ColsArgs {
+                    outer,
+                    r,
+                    inner,
+                    chunks,
+                    chunk_len,
+                } = args;
                 cols::<$t, { $code }>(outer, r, inner, chunks, chunk_len, x, partial, y);
             }
         };
         const _: () = {
             #[export_name = crate::kernel_name!(reduce_cols_finish, $op, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                outer: u32,
-                inner: u32,
-                chunks: u32,
-                count: u32,
                 partial: *const <$t as FloatElem>::Acc,
                 y: *mut $t,
+                args: crate::args::ColsFinishArgs,
             ) {
+                let crate::args::ColsFinishArgs {
+                    outer,
+                    inner,
+                    chunks,
+                    count,
+                } = args;
                 cols_finish::<$t, { $code }>(outer, inner, chunks, count, partial, y);
             }
         };

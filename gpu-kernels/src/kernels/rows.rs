@@ -11,7 +11,6 @@ use crate::device::{block_all_reduce, dims, global_index, lane_id, shared, shfl_
 use crate::device::{opaque, unroll16, unroll4, warp_all_reduce, Shuffle};
 use crate::elem::{Elem, BF16, F16};
 use crate::math;
-use crate::params::{Geometry, Operand};
 
 /// Row elements each thread keeps in registers (the loops over them are
 /// written out by [`unroll16`]).
@@ -243,13 +242,16 @@ macro_rules! dense_rows {
         const _: () = {
             #[export_name = crate::kernel_name!(softmax_rows, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                rows: u32,
-                len: u32,
-                per_warp: u32,
-                log: u32,
                 x: *const $t,
                 y: *mut $t,
+                args: crate::args::SoftmaxRowsArgs,
             ) {
+                let crate::args::SoftmaxRowsArgs {
+                    rows,
+                    len,
+                    per_warp,
+                    log,
+                } = args;
                 let (mut r, step) = row_walk(per_warp != 0);
                 while r < rows {
                     let at = r as usize * len as usize;
@@ -266,16 +268,19 @@ macro_rules! dense_rows {
             #[export_name = crate::kernel_name!(layer_norm, $tn)]
             #[allow(clippy::too_many_arguments)]
             unsafe extern "ptx-kernel" fn kernel(
-                rows: u32,
-                norm: u32,
-                per_warp: u32,
                 x: *const $t,
                 w: *const $t,
                 b: *const $t,
-                flags: u32,
-                eps: f64,
                 y: *mut $t,
+                args: crate::args::LayerNormArgs,
             ) {
+                let crate::args::LayerNormArgs {
+                    rows,
+                    norm,
+                    per_warp,
+                    flags,
+                    eps,
+                } = args;
                 let (mut r, step) = row_walk(per_warp != 0);
                 while r < rows {
                     let at = r as usize * norm as usize;
@@ -298,15 +303,14 @@ macro_rules! strided_softmax {
     ($tn:ident, $t:ty) => {
         const _: () = {
             #[export_name = crate::kernel_name!(softmax, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(
-                rows: Geometry,
-                ro: Operand,
-                x: *const $t,
-                len: u32,
-                step: u32,
-                log: u32,
-                y: *mut $t,
-            ) {
+            unsafe extern "ptx-kernel" fn kernel(x: *const $t, y: *mut $t, args: crate::args::SoftmaxArgs) {
+                let crate::args::SoftmaxArgs {
+                    rows,
+                    ro,
+                    len,
+                    step,
+                    log,
+                } = args;
                 let r = global_index() / 32;
                 if r >= rows.n {
                     return;

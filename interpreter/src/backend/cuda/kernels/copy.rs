@@ -5,6 +5,7 @@ use super::table::Kernel;
 use crate::backend::cuda::runtime::CudaRuntime;
 use crate::core::error::Result;
 use cudarc::driver::sys;
+use kiln_kernels::args::TransposeArgs;
 
 /// A tiled transposing copy of `bytes`-sized elements: dense `y[b][i][j] =
 /// x[b * sb + i + j * sj]` over `[batch, rows, cols]`; `None` when the grid
@@ -26,9 +27,9 @@ pub fn transpose(
     if grid.1 > 65535 {
         return Ok(None);
     }
-    let (mut batch, mut rows, mut cols, mut sb, mut sj, mut x, mut y) = (batch, rows, cols, sb, sj, x, y);
-    // SAFETY: matches `transpose_b*(batch, rows, cols, sb, sj, x, y)` with 32 x 8 threads
-    // a block and a 32 x 33 tile of shared memory.
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; with 32 x 8 threads a block and a 32 x 33 tile of shared
+    // memory.
     unsafe {
         launch_with(
             rt,
@@ -36,15 +37,14 @@ pub fn transpose(
             grid,
             (32, 8, 1),
             (33 * 32 * bytes) as u32,
-            &mut [
-                arg(&mut batch),
-                arg(&mut rows),
-                arg(&mut cols),
-                arg(&mut sb),
-                arg(&mut sj),
-                arg(&mut x),
-                arg(&mut y),
-            ],
+            [x, y],
+            TransposeArgs {
+                batch,
+                rows,
+                cols,
+                sb,
+                sj,
+            },
         )
     }
     .map(Some)

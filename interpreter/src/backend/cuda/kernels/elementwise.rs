@@ -1,4 +1,7 @@
-//! Launches of the elementwise kernels (`gpu-kernels/src/kernels/elementwise.rs`): unary, binary and comparison ops (strided, with a scalar, dense 16-byte and row-broadcast variants), `where`, casts, fills, ranges and random numbers.
+//! Launches of the elementwise kernels
+//! (`gpu-kernels/src/kernels/elementwise.rs`): unary, binary and comparison ops
+//! (strided, with a scalar, dense 16-byte and row-broadcast variants), `where`,
+//! casts, fills, ranges and random numbers.
 
 use super::launch::*;
 use super::table::Kernel;
@@ -7,6 +10,10 @@ use crate::core::error::Result;
 use crate::core::op::UnaryOp;
 use crate::core::DType;
 use cudarc::driver::{sys, CudaFunction};
+use kiln_kernels::args::{
+    ArangeArgs, BinaryArgs, Bits, CastArgs, DenseArgs, DenseBinaryArgs, DenseScalarArgs, FillArgs, RandArgs,
+    RandIntArgs, RowArgs, ScalarArgs, UnaryArgs, WhereArgs,
+};
 use kiln_kernels::params::{Geometry, Operand};
 
 /// `y = op(x)` (y dense).
@@ -20,16 +27,9 @@ pub fn unary(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::Unary(op, dtype))?;
-    let (mut g, mut x, mut xo, mut y) = (g, x, xo, y);
-    // SAFETY: matches `unary_*(g: Geometry, x: *const T, xo: Operand, y: *mut T)`.
-    unsafe {
-        launch(
-            rt,
-            f,
-            g.n,
-            &mut [arg(&mut g), arg(&mut x), arg(&mut xo), arg(&mut y)],
-        )
-    }
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
+    unsafe { launch(rt, f, g.n, [x, y], UnaryArgs { g, xo }) }
 }
 
 /// Dense `y = op(x)` with 16-byte accesses.
@@ -41,16 +41,10 @@ pub fn unary_v(
     x: sys::CUdeviceptr,
     y: sys::CUdeviceptr,
 ) -> Result<()> {
-    let (mut n_, mut x, mut y) = (n, x, y);
-    // SAFETY: matches `unary_v_*(n: u32, x: *const T, y: *mut T)`; both dense and aligned.
-    unsafe {
-        launch(
-            rt,
-            f,
-            n.div_ceil(pack(dtype) as u32),
-            &mut [arg(&mut n_), arg(&mut x), arg(&mut y)],
-        )
-    }
+    let n_ = n;
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; both dense and aligned.
+    unsafe { launch(rt, f, n.div_ceil(pack(dtype) as u32), [x, y], DenseArgs { n: n_ }) }
 }
 
 /// `y = a op b` (y dense); `kernel` is a `Binary` or `Cmp` kernel.
@@ -66,23 +60,9 @@ pub fn binary(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(kernel)?;
-    let (mut g, mut a, mut ao, mut b, mut bo, mut y) = (g, a, ao, b, bo, y);
-    // SAFETY: matches `binary_*`/`cmp_*(g, a: *const T, ao, b: *const T, bo, y: *mut _)`.
-    unsafe {
-        launch(
-            rt,
-            f,
-            g.n,
-            &mut [
-                arg(&mut g),
-                arg(&mut a),
-                arg(&mut ao),
-                arg(&mut b),
-                arg(&mut bo),
-                arg(&mut y),
-            ],
-        )
-    }
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
+    unsafe { launch(rt, f, g.n, [a, b, y], BinaryArgs { g, ao, bo }) }
 }
 
 /// Dense `y = a op b` with 16-byte accesses.
@@ -95,14 +75,16 @@ pub fn binary_v(
     b: sys::CUdeviceptr,
     y: sys::CUdeviceptr,
 ) -> Result<()> {
-    let (mut n_, mut a, mut b, mut y) = (n, a, b, y);
-    // SAFETY: matches `binary_v_*(n: u32, a: *const T, b: *const T, y: *mut T)`; all dense and aligned.
+    let n_ = n;
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; all dense and aligned.
     unsafe {
         launch(
             rt,
             f,
             n.div_ceil(pack(dtype) as u32),
-            &mut [arg(&mut n_), arg(&mut a), arg(&mut b), arg(&mut y)],
+            [a, b, y],
+            DenseBinaryArgs { n: n_ },
         )
     }
 }
@@ -121,22 +103,21 @@ pub fn binary_scalar(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(kernel)?;
-    let (mut g, mut a, mut ao, mut bits, mut rev, mut y) = (g, a, ao, bits, rev as u32, y);
-    // SAFETY: matches `*_scalar_*(g, a: *const T, ao, s: T, rev: u32, y: *mut _)`; T's bytes
-    // are the low bytes of `bits`.
+    let rev = rev as u32;
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; T's bytes are the low bytes of `bits`.
     unsafe {
         launch(
             rt,
             f,
             g.n,
-            &mut [
-                arg(&mut g),
-                arg(&mut a),
-                arg(&mut ao),
-                arg(&mut bits),
-                arg(&mut rev),
-                arg(&mut y),
-            ],
+            [a, y],
+            ScalarArgs {
+                g,
+                ao,
+                s: Bits(bits),
+                rev,
+            },
         )
     }
 }
@@ -153,20 +134,20 @@ pub fn binary_scalar_v(
     rev: bool,
     y: sys::CUdeviceptr,
 ) -> Result<()> {
-    let (mut n_, mut a, mut bits, mut rev, mut y) = (n, a, bits, rev as u32, y);
-    // SAFETY: matches `binary_scalar_v_*(n: u32, a: *const T, s: T, rev: u32, y: *mut T)`.
+    let (n_, rev) = (n, rev as u32);
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
     unsafe {
         launch(
             rt,
             f,
             n.div_ceil(pack(dtype) as u32),
-            &mut [
-                arg(&mut n_),
-                arg(&mut a),
-                arg(&mut bits),
-                arg(&mut rev),
-                arg(&mut y),
-            ],
+            [a, y],
+            DenseScalarArgs {
+                n: n_,
+                s: Bits(bits),
+                rev,
+            },
         )
     }
 }
@@ -184,22 +165,20 @@ pub fn binary_row(
     b: sys::CUdeviceptr,
     y: sys::CUdeviceptr,
 ) -> Result<()> {
-    let (mut packs_, mut row_packs, mut side, mut a, mut b, mut y) =
-        (packs, row_packs, row_is_b as u32, a, b, y);
-    // SAFETY: matches `binary_row_*(packs, row_packs, row_side, a, b, y)`; all aligned.
+    let (packs_, row_packs, side, a, b, y) = (packs, row_packs, row_is_b as u32, a, b, y);
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; all aligned.
     unsafe {
         launch(
             rt,
             f,
             packs,
-            &mut [
-                arg(&mut packs_),
-                arg(&mut row_packs),
-                arg(&mut side),
-                arg(&mut a),
-                arg(&mut b),
-                arg(&mut y),
-            ],
+            [a, b, y],
+            RowArgs {
+                packs: packs_,
+                row_packs,
+                row_side: side,
+            },
         )
     }
 }
@@ -216,26 +195,10 @@ pub fn where_cond(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::Where(dtype))?;
-    let (mut g, mut y) = (g, y);
-    let ((mut c, mut co), (mut a, mut ao), (mut b, mut bo)) = (c, a, b);
-    // SAFETY: matches `where_*(g, c: *const bool, co, a: *const T, ao, b: *const T, bo, y: *mut T)`.
-    unsafe {
-        launch(
-            rt,
-            f,
-            g.n,
-            &mut [
-                arg(&mut g),
-                arg(&mut c),
-                arg(&mut co),
-                arg(&mut a),
-                arg(&mut ao),
-                arg(&mut b),
-                arg(&mut bo),
-                arg(&mut y),
-            ],
-        )
-    }
+    let ((c, co), (a, ao), (b, bo)) = (c, a, b);
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
+    unsafe { launch(rt, f, g.n, [c, a, b, y], WhereArgs { g, co, ao, bo }) }
 }
 
 /// `y[yo] = cast(x[xo])`, both strided.
@@ -248,17 +211,10 @@ pub fn cast(
     y: (sys::CUdeviceptr, Operand),
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::Cast(src, dst))?;
-    let mut g = g;
-    let ((mut x, mut xo), (mut y, mut yo)) = (x, y);
-    // SAFETY: matches `cast_*(g, x: *const S, xo, y: *mut D, yo)`.
-    unsafe {
-        launch(
-            rt,
-            f,
-            g.n,
-            &mut [arg(&mut g), arg(&mut x), arg(&mut xo), arg(&mut y), arg(&mut yo)],
-        )
-    }
+    let ((x, xo), (y, yo)) = (x, y);
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
+    unsafe { launch(rt, f, g.n, [x, y], CastArgs { g, xo, yo }) }
 }
 
 /// Dense `y = cast(x)` of `n` elements; both 16-byte aligned.
@@ -271,24 +227,18 @@ pub fn cast_v(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let v = 16 / src.size_in_bytes().max(dst.size_in_bytes());
-    let (mut n_, mut x, mut y) = (n, x, y);
-    // SAFETY: matches `cast_v_*(n: u32, x: *const S, y: *mut D)`; both dense and aligned.
-    unsafe {
-        launch(
-            rt,
-            f,
-            n.div_ceil(v as u32),
-            &mut [arg(&mut n_), arg(&mut x), arg(&mut y)],
-        )
-    }
+    let n_ = n;
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; both dense and aligned.
+    unsafe { launch(rt, f, n.div_ceil(v as u32), [x, y], DenseArgs { n: n_ }) }
 }
 
 /// `y[i] = value` for `i < n`; `bits` holds the value's bytes (little-endian, low bytes).
 pub fn fill(rt: &CudaRuntime, dtype: DType, n: u32, y: sys::CUdeviceptr, bits: u64) -> Result<()> {
     let f = rt.kernels.get(Kernel::Fill(dtype))?;
-    let (mut n, mut y, mut bits) = (n, y, bits);
-    // SAFETY: matches `fill_*(n: u32, y: *mut T, value: T)`: T's bytes are the low bytes of `bits`.
-    unsafe { launch(rt, f, n, &mut [arg(&mut n), arg(&mut y), arg(&mut bits)]) }
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
+    unsafe { launch(rt, f, n, [y], FillArgs { n, value: Bits(bits) }) }
 }
 
 /// `y[i] = start + i * step` (floats) or `istart + i * istep` (integers).
@@ -304,21 +254,22 @@ pub fn arange(
     istep: i64,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::Arange(dtype))?;
-    let (mut n, mut y, mut a, mut s, mut ia, mut is) = (n, y, start, step, istart, istep);
-    // SAFETY: matches `arange_*(n: u32, y: *mut T, start: f64, step: f64, istart: i64, istep: i64)`.
+    let (a, s, ia, is) = (start, step, istart, istep);
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
     unsafe {
         launch(
             rt,
             f,
             n,
-            &mut [
-                arg(&mut n),
-                arg(&mut y),
-                arg(&mut a),
-                arg(&mut s),
-                arg(&mut ia),
-                arg(&mut is),
-            ],
+            [y],
+            ArangeArgs {
+                n,
+                start: a,
+                step: s,
+                istart: ia,
+                istep: is,
+            },
         )
     }
 }
@@ -333,16 +284,9 @@ pub fn rand_float(
     stream: u64,
 ) -> Result<()> {
     let f = rt.kernels.get(kernel)?;
-    let (mut n, mut y, mut seed, mut stream) = (n, y, seed, stream);
-    // SAFETY: matches `rand_{uniform,normal}_*(n: u32, y: *mut T, seed: u64, stream: u64)`.
-    unsafe {
-        launch(
-            rt,
-            f,
-            n,
-            &mut [arg(&mut n), arg(&mut y), arg(&mut seed), arg(&mut stream)],
-        )
-    }
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
+    unsafe { launch(rt, f, n, [y], RandArgs { n, seed, stream }) }
 }
 
 /// An integer Philox draw in `[low, low + range)`.
@@ -358,21 +302,21 @@ pub fn rand_int(
     range: u64,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::RandInt(dtype))?;
-    let (mut n, mut y, mut seed, mut stream, mut low, mut range) = (n, y, seed, stream, low, range);
-    // SAFETY: matches `rand_int_*(n: u32, y: *mut T, seed: u64, stream: u64, low: i64, range: u64)`.
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
     unsafe {
         launch(
             rt,
             f,
             n,
-            &mut [
-                arg(&mut n),
-                arg(&mut y),
-                arg(&mut seed),
-                arg(&mut stream),
-                arg(&mut low),
-                arg(&mut range),
-            ],
+            [y],
+            RandIntArgs {
+                n,
+                seed,
+                stream,
+                low,
+                range,
+            },
         )
     }
 }

@@ -1,10 +1,16 @@
-//! The launch mechanics every family shares: the kernel geometry of strided operands (merged dims, u32 indices), the dense-output operand, the 16-byte packing test, and the raw launches (grid-stride, explicit grid, one warp per item).
+//! The launch mechanics every family shares: the kernel geometry of strided
+//! operands (merged dims, u32 indices), the dense-output operand, the
+//! 16-byte packing test, and one generic launch of an argument block
+//! ([`KernelArgs`]: the family's device pointers and its `#[repr(C)]` struct
+//! from `kiln_kernels::args`) in three
+//! shapes: grid-stride, an explicit grid, one warp per item.
 
 use crate::backend::cuda::runtime::{cuda_error, CudaRuntime};
 use crate::core::error::{Error, Result};
 use crate::core::strided::Merged;
 use crate::core::{DType, Layout};
 use cudarc::driver::{result, CudaFunction};
+use kiln_kernels::args::ArgBlock;
 use kiln_kernels::params::{Geometry, Operand, MAX_DIMS};
 use std::ffi::c_void;
 
@@ -82,55 +88,136 @@ pub fn packable(dtype: DType, ops: &[Operand]) -> bool {
         .all(|o| o.contiguous != 0 && o.offset as usize % pack(dtype) == 0)
 }
 
-pub(super) fn arg<T>(v: &mut T) -> *mut c_void {
-    v as *mut T as *mut c_void
+/// The argument block of a kernel family (`kiln_kernels::args`): a
+/// `#[repr(C)]`, `Copy` struct the kernel takes as its last parameter, after
+/// the family's device pointers.
+///
+/// # Safety
+/// Implemented only for the structs of `kiln_kernels::args`, whose kernels
+/// take exactly `A::POINTERS` pointers and then the struct by value (a test
+/// checks every PTX entry's parameters against
+/// [`Kernel::params`](super::Kernel::params)).
+pub unsafe trait KernelArgs: ArgBlock {}
+
+macro_rules! kernel_args {
+    ($($t:ident),* $(,)?) => {
+        $(
+            // SAFETY: a struct of `kiln_kernels::args`, the kernels' own parameter type.
+            unsafe impl KernelArgs for kiln_kernels::args::$t {}
+        )*
+    };
 }
+
+kernel_args!(
+    UnaryArgs,
+    BinaryArgs,
+    ScalarArgs,
+    WhereArgs,
+    CastArgs,
+    DenseArgs,
+    DenseBinaryArgs,
+    DenseScalarArgs,
+    RowArgs,
+    FillArgs,
+    ArangeArgs,
+    RandArgs,
+    RandIntArgs,
+    GatherArgs,
+    ScatterAddArgs,
+    MatmulIntArgs,
+    ReducePartialArgs,
+    ReduceFinishArgs,
+    LanesArgs,
+    LanesFinishArgs,
+    ColsArgs,
+    ColsFinishArgs,
+    SoftmaxArgs,
+    SoftmaxRowsArgs,
+    LayerNormArgs,
+    TransposeArgs,
+    CrossEntropyArgs,
+    CrossEntropyBackwardArgs,
+    SgdArgs,
+    AdamArgs,
+);
+
+/// The one call into the driver: `f` on `grid` × `block` with `shared`
+/// bytes of dynamic shared memory, the device pointers `ptrs` and `args` as
+/// its parameters.
+///
+/// # Safety
+/// `f` must be a kernel of `A`'s family, and every pointer in `ptrs` must be
+/// a live allocation large enough for the accesses the launch implies.
+unsafe fn launch_raw<A: KernelArgs>(
+    rt: &CudaRuntime,
+    f: &CudaFunction,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared: u32,
+    ptrs: A::Pointers,
+    args: A,
+) -> Result<()> {
+    let n = ptrs.as_ref().len();
+    let mut values = [0u64; MAX_POINTERS];
+    values[..n].copy_from_slice(ptrs.as_ref());
+    let mut args = args;
+    let mut params = [std::ptr::null_mut::<c_void>(); MAX_POINTERS + 1];
+    for (slot, value) in params.iter_mut().zip(values.iter_mut()).take(n) {
+        *slot = value as *mut u64 as *mut c_void;
+    }
+    params[n] = &mut args as *mut A as *mut c_void;
+    result::launch_kernel(
+        f.cu_function(),
+        grid,
+        block,
+        shared,
+        rt.cu_stream(),
+        &mut params[..=n],
+    )
+    .map_err(|e| cuda_error("kernel launch", e))
+}
+
+/// The most device pointers a kernel family takes.
+const MAX_POINTERS: usize = 8;
 
 /// Launches `f` over `n` elements (grid-stride; 256 threads a block).
 ///
 /// # Safety
-/// `params` must match the kernel's parameters in number, order and type, and
-/// every pointer in them must be a live device allocation large enough for
-/// the accesses the geometry implies.
-pub(super) unsafe fn launch(
+/// `f` must be a kernel of `A`'s family (its pointers, then its block),
+/// and every device pointer in `args` must be a live allocation large enough
+/// for the accesses the geometry implies.
+pub(super) unsafe fn launch<A: KernelArgs>(
     rt: &CudaRuntime,
     f: &CudaFunction,
     n: u32,
-    params: &mut [*mut c_void],
+    ptrs: A::Pointers,
+    args: A,
 ) -> Result<()> {
     if n == 0 {
         return Ok(());
     }
     let block = 256u32;
     let grid = n.div_ceil(block).min(rt.sm_count.max(1) * 16);
-    result::launch_kernel(
-        f.cu_function(),
-        (grid, 1, 1),
-        (block, 1, 1),
-        0,
-        rt.cu_stream(),
-        params,
-    )
-    .map_err(|e| cuda_error("kernel launch", e))
+    launch_raw(rt, f, (grid, 1, 1), (block, 1, 1), 0, ptrs, args)
 }
 
 /// Launches `f` on an explicit grid and block with `shared` bytes of dynamic shared memory.
 ///
 /// # Safety
 /// As for [`launch`]; the kernel must expect this block shape and shared size.
-pub(super) unsafe fn launch_with(
+pub(super) unsafe fn launch_with<A: KernelArgs>(
     rt: &CudaRuntime,
     f: &CudaFunction,
     grid: (u32, u32, u32),
     block: (u32, u32, u32),
     shared: u32,
-    params: &mut [*mut c_void],
+    ptrs: A::Pointers,
+    args: A,
 ) -> Result<()> {
     if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
         return Ok(());
     }
-    result::launch_kernel(f.cu_function(), grid, block, shared, rt.cu_stream(), params)
-        .map_err(|e| cuda_error("kernel launch", e))
+    launch_raw(rt, f, grid, block, shared, ptrs, args)
 }
 
 /// Shared memory for one block-wide all-reduce: 32 accumulators of up to 8 bytes.
@@ -140,11 +227,12 @@ pub(super) const REDUCE_SCRATCH: u32 = 32 * 8;
 ///
 /// # Safety
 /// As for [`launch`].
-pub(super) unsafe fn launch_warps(
+pub(super) unsafe fn launch_warps<A: KernelArgs>(
     rt: &CudaRuntime,
     f: &CudaFunction,
     items: u32,
-    params: &mut [*mut c_void],
+    ptrs: A::Pointers,
+    args: A,
 ) -> Result<()> {
     if items == 0 {
         return Ok(());
@@ -158,13 +246,5 @@ pub(super) unsafe fn launch_warps(
             format!("{items} rows are too many for one launch"),
         ));
     }
-    result::launch_kernel(
-        f.cu_function(),
-        (grid as u32, 1, 1),
-        (block as u32, 1, 1),
-        0,
-        rt.cu_stream(),
-        params,
-    )
-    .map_err(|e| cuda_error("kernel launch", e))
+    launch_raw(rt, f, (grid as u32, 1, 1), (block as u32, 1, 1), 0, ptrs, args)
 }

@@ -1,4 +1,5 @@
-//! Launches of the loss kernels (`gpu-kernels/src/kernels/loss.rs`): cross-entropy from logits, forward and backward.
+//! Launches of the loss kernels (`gpu-kernels/src/kernels/loss.rs`):
+//! cross-entropy from logits, forward and backward.
 
 use super::launch::*;
 use super::rows::row_config;
@@ -7,6 +8,7 @@ use crate::backend::cuda::runtime::CudaRuntime;
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::sys;
+use kiln_kernels::args::{CrossEntropyArgs, CrossEntropyBackwardArgs};
 use kiln_kernels::params::CrossEntropyParams;
 
 /// Per-row cross-entropy of dense logits `x` (`h.rows` rows of `h.classes`)
@@ -23,13 +25,13 @@ pub fn cross_entropy(
     let k = Kernel::CrossEntropy(dtype);
     let f = rt.kernels.get(k)?;
     let (per_warp, grid, block) = row_config(rt, k, h.rows, h.classes);
-    let mut h = CrossEntropyParams {
+    let h = CrossEntropyParams {
         per_warp: per_warp as u32,
         ..h
     };
-    let (mut x, mut labels, mut loss, mut lse) = (x, labels, loss, lse);
-    // SAFETY: matches `cross_entropy_*(h, x, labels: *const i64, loss: *mut A, lse: *mut A)`;
-    // the block shape follows `h.per_warp` and carries the all-reduce scratch.
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; the block shape follows `h.per_warp` and carries the
+    // all-reduce scratch.
     unsafe {
         launch_with(
             rt,
@@ -37,13 +39,8 @@ pub fn cross_entropy(
             grid,
             block,
             REDUCE_SCRATCH,
-            &mut [
-                arg(&mut h),
-                arg(&mut x),
-                arg(&mut labels),
-                arg(&mut loss),
-                arg(&mut lse),
-            ],
+            [x, labels, loss, lse],
+            CrossEntropyArgs { h },
         )
     }
 }
@@ -64,13 +61,13 @@ pub fn cross_entropy_backward(
     let k = Kernel::CrossEntropyBackward(dtype);
     let f = rt.kernels.get(k)?;
     let (per_warp, grid, block) = row_config(rt, k, h.rows, h.classes);
-    let mut h = CrossEntropyParams {
+    let h = CrossEntropyParams {
         per_warp: per_warp as u32,
         ..h
     };
-    let (mut x, mut labels, mut lse, mut grad, mut gx) = (x, labels, lse, grad, gx);
-    // SAFETY: matches `cross_entropy_backward_*(h, x, labels, lse: *const A, grad: *const A,
-    // gx: *mut T)`; the block shape follows `h.per_warp` (no shared memory is used).
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; the block shape follows `h.per_warp` (no shared memory
+    // is used).
     unsafe {
         launch_with(
             rt,
@@ -78,14 +75,8 @@ pub fn cross_entropy_backward(
             grid,
             block,
             0,
-            &mut [
-                arg(&mut h),
-                arg(&mut x),
-                arg(&mut labels),
-                arg(&mut lse),
-                arg(&mut grad),
-                arg(&mut gx),
-            ],
+            [x, labels, lse, grad, gx],
+            CrossEntropyBackwardArgs { h },
         )
     }
 }

@@ -6,6 +6,7 @@ use crate::backend::cuda::runtime::CudaRuntime;
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::sys;
+use kiln_kernels::args::MatmulIntArgs;
 use kiln_kernels::params::{Geometry, MatmulShape, Operand};
 
 /// Integer batched matmul over the batch geometry.
@@ -20,24 +21,9 @@ pub fn matmul_int(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::MatmulInt(dtype))?;
-    let (mut g, mut ao, mut bo) = batch;
-    let (mut dims, mut a, mut b, mut y) = (dims, a, b, y);
+    let (g, ao, bo) = batch;
     let n = g.n * dims.m * dims.n;
-    // SAFETY: matches `matmul_int_*(g, ao, bo, dims: MatmulShape, a, b, y)`.
-    unsafe {
-        launch(
-            rt,
-            f,
-            n,
-            &mut [
-                arg(&mut g),
-                arg(&mut ao),
-                arg(&mut bo),
-                arg(&mut dims),
-                arg(&mut a),
-                arg(&mut b),
-                arg(&mut y),
-            ],
-        )
-    }
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
+    unsafe { launch(rt, f, n, [a, b, y], MatmulIntArgs { g, ao, bo, dims }) }
 }

@@ -3,9 +3,9 @@
 //! [`table`] resolves every kernel once at start-up; [`launch`] holds the
 //! geometry and the raw launches every family shares; [`elementwise`],
 //! [`reduce`], [`rows`], [`loss`], [`optim`], [`index`], [`copy`] and
-//! [`matmul`] have one launch function per kernel, whose Rust signature
-//! mirrors the kernel's (the parameter structs come from
-//! `kiln_kernels::params`, compiled into both sides).
+//! [`matmul`] have one launch function per kernel family, which fills the
+//! family's argument block (`kiln_kernels::args`, one `#[repr(C)]` struct
+//! compiled into both sides) and hands it to the one generic launch.
 
 pub mod copy;
 pub mod elementwise;

@@ -1,4 +1,5 @@
-//! Launches of the fused optimizer steps (`gpu-kernels/src/kernels/optim.rs`): SGD and Adam / AdamW, one launch per parameter.
+//! Launches of the fused optimizer steps (`gpu-kernels/src/kernels/optim.rs`):
+//! SGD and Adam / AdamW, one launch per parameter.
 
 use super::launch::*;
 use super::table::Kernel;
@@ -6,6 +7,7 @@ use crate::backend::cuda::runtime::CudaRuntime;
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::sys;
+use kiln_kernels::args::{AdamArgs, SgdArgs};
 use kiln_kernels::params::{AdamParams, SgdParams};
 
 /// Elements per pack of the optimizer kernels for parameters of `dtype` (16
@@ -29,25 +31,12 @@ pub fn sgd_step(
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::SgdStep(dtype))?;
     let threads = if packed { n.div_ceil(optim_pack(dtype)) } else { n };
-    let (mut n, mut packed, mut p, mut g, mut buf, mut h) = (n, packed as u32, p, g, buf, h);
-    // SAFETY: matches `sgd_step_*(n, packed, p: *mut T, g: *const T, buf: *mut S, h: SgdParams)`;
-    // `buf` is only read when `h` asks for momentum; packed accesses need the alignment
-    // the caller checked, and the tail needs fewer threads than one block has.
-    unsafe {
-        launch(
-            rt,
-            f,
-            threads,
-            &mut [
-                arg(&mut n),
-                arg(&mut packed),
-                arg(&mut p),
-                arg(&mut g),
-                arg(&mut buf),
-                arg(&mut h),
-            ],
-        )
-    }
+    let packed = packed as u32;
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; `buf` is only read when `h` asks for momentum; packed
+    // accesses need the alignment the caller checked, and the tail needs fewer threads than one
+    // block has.
+    unsafe { launch(rt, f, threads, [p, g, buf], SgdArgs { n, packed, h }) }
 }
 
 /// One Adam / AdamW step over `n` dense elements: parameter `p`, gradient `g`,
@@ -64,23 +53,8 @@ pub fn adam_step(
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::AdamStep(dtype))?;
     let threads = if packed { n.div_ceil(optim_pack(dtype)) } else { n };
-    let (mut n, mut packed, mut p, mut g, mut m, mut v, mut h) = (n, packed as u32, p, g, m, v, h);
-    // SAFETY: matches `adam_step_*(n, packed, p: *mut T, g: *const T, m: *mut S, v: *mut S,
-    // h: AdamParams)`; packed accesses need the alignment the caller checked.
-    unsafe {
-        launch(
-            rt,
-            f,
-            threads,
-            &mut [
-                arg(&mut n),
-                arg(&mut packed),
-                arg(&mut p),
-                arg(&mut g),
-                arg(&mut m),
-                arg(&mut v),
-                arg(&mut h),
-            ],
-        )
-    }
+    let packed = packed as u32;
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; packed accesses need the alignment the caller checked.
+    unsafe { launch(rt, f, threads, [p, g, m, v], AdamArgs { n, packed, h }) }
 }

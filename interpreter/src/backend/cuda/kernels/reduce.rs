@@ -1,4 +1,6 @@
-//! Launches of the reduction kernels (`gpu-kernels/src/kernels/reduce.rs`): the generic two-pass reduction over any layout and the dense float reductions over lanes and columns.
+//! Launches of the reduction kernels (`gpu-kernels/src/kernels/reduce.rs`): the
+//! generic two-pass reduction over any layout and the dense float reductions
+//! over lanes and columns.
 
 use super::launch::*;
 use super::table::{DenseReduce, Kernel};
@@ -6,6 +8,9 @@ use crate::backend::cuda::runtime::CudaRuntime;
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::sys;
+use kiln_kernels::args::{
+    ColsArgs, ColsFinishArgs, LanesArgs, LanesFinishArgs, ReduceFinishArgs, ReducePartialArgs,
+};
 use kiln_kernels::params::{Geometry, Operand};
 
 /// Pass 1 of a reduction: one warp per (output, chunk) writes a partial state.
@@ -22,26 +27,25 @@ pub fn reduce_partial(
     partial: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::ReducePartial(dtype))?;
-    let ((mut og, mut oo), (mut ig, mut io)) = (outer, inner);
-    let (mut x, mut chunks, mut chunk_len, mut op, mut partial) = (x, chunks, chunk_len, op, partial);
+    let ((og, oo), (ig, io)) = (outer, inner);
     let warps = og.n * chunks;
-    // SAFETY: matches `reduce_partial_*(outer, xo, inner, io, x, chunks, chunk_len, op, partial: *mut RState)`.
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
     unsafe {
         launch_warps(
             rt,
             f,
             warps,
-            &mut [
-                arg(&mut og),
-                arg(&mut oo),
-                arg(&mut ig),
-                arg(&mut io),
-                arg(&mut x),
-                arg(&mut chunks),
-                arg(&mut chunk_len),
-                arg(&mut op),
-                arg(&mut partial),
-            ],
+            [x, partial],
+            ReducePartialArgs {
+                outer: og,
+                xo: oo,
+                inner: ig,
+                io,
+                chunks,
+                chunk_len,
+                op,
+            },
         )
     }
 }
@@ -60,23 +64,23 @@ pub fn reduce_finish(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::ReduceFinish(out_dtype))?;
-    let (mut n, mut chunks, mut op, mut float, mut corr, mut partial, mut y) =
+    let (n, chunks, op, float, corr, partial, y) =
         (outputs, chunks, op, float as u32, correction, partial, y);
-    // SAFETY: matches `reduce_finish_*(outputs, chunks, op, float, correction, partial, y)`.
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
     unsafe {
         launch_warps(
             rt,
             f,
             outputs,
-            &mut [
-                arg(&mut n),
-                arg(&mut chunks),
-                arg(&mut op),
-                arg(&mut float),
-                arg(&mut corr),
-                arg(&mut partial),
-                arg(&mut y),
-            ],
+            [partial, y],
+            ReduceFinishArgs {
+                outputs: n,
+                chunks,
+                op,
+                float,
+                correction: corr,
+            },
         )
     }
 }
@@ -99,11 +103,10 @@ pub fn reduce_lanes(
     let f = rt.kernels.get(Kernel::ReduceLanes(op, dtype))?;
     let items = rows * chunks;
     let grid = items.min(rt.sm_count.max(1) * 64);
-    let (mut rows, mut len, mut chunks, mut chunk_len, mut packed) =
-        (rows, len, chunks, chunk_len, packed as u32);
-    let (mut x, mut partial, mut y) = (x, partial, y);
-    // SAFETY: matches `reduce_lanes_*(rows, len, chunks, chunk_len, packed, x, partial, y)`;
-    // 256 threads a block and the scratch of one block all-reduce.
+    let (rows, len, chunks, chunk_len, packed) = (rows, len, chunks, chunk_len, packed as u32);
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; 256 threads a block and the scratch of one block
+    // all-reduce.
     unsafe {
         launch_with(
             rt,
@@ -111,16 +114,14 @@ pub fn reduce_lanes(
             (grid, 1, 1),
             (256, 1, 1),
             REDUCE_SCRATCH,
-            &mut [
-                arg(&mut rows),
-                arg(&mut len),
-                arg(&mut chunks),
-                arg(&mut chunk_len),
-                arg(&mut packed),
-                arg(&mut x),
-                arg(&mut partial),
-                arg(&mut y),
-            ],
+            [x, partial, y],
+            LanesArgs {
+                rows,
+                len,
+                chunks,
+                chunk_len,
+                packed,
+            },
         )
     }
 }
@@ -138,20 +139,20 @@ pub fn reduce_lanes_finish(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::ReduceLanesFinish(op, dtype))?;
-    let (mut n, mut chunks, mut count, mut partial, mut y) = (outputs, chunks, count, partial, y);
-    // SAFETY: matches `reduce_lanes_finish_*(outputs, chunks, count, partial, y)`.
+    let n = outputs;
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
     unsafe {
         launch_warps(
             rt,
             f,
             outputs,
-            &mut [
-                arg(&mut n),
-                arg(&mut chunks),
-                arg(&mut count),
-                arg(&mut partial),
-                arg(&mut y),
-            ],
+            [partial, y],
+            LanesFinishArgs {
+                outputs: n,
+                chunks,
+                count,
+            },
         )
     }
 }
@@ -171,24 +172,21 @@ pub fn reduce_cols(
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::ReduceCols(op, dtype))?;
     let n = outer * chunks * inner;
-    let (mut outer, mut r, mut inner, mut chunks, mut chunk_len) = (outer, r, inner, chunks, chunk_len);
-    let (mut x, mut partial, mut y) = (x, partial, y);
-    // SAFETY: matches `reduce_cols_*(outer, r, inner, chunks, chunk_len, x, partial, y)`.
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
     unsafe {
         launch(
             rt,
             f,
             n,
-            &mut [
-                arg(&mut outer),
-                arg(&mut r),
-                arg(&mut inner),
-                arg(&mut chunks),
-                arg(&mut chunk_len),
-                arg(&mut x),
-                arg(&mut partial),
-                arg(&mut y),
-            ],
+            [x, partial, y],
+            ColsArgs {
+                outer,
+                r,
+                inner,
+                chunks,
+                chunk_len,
+            },
         )
     }
 }
@@ -207,22 +205,21 @@ pub fn reduce_cols_finish(
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::ReduceColsFinish(op, dtype))?;
     let n = outer * inner;
-    let (mut outer, mut inner, mut chunks, mut count, mut partial, mut y) =
-        (outer, inner, chunks, count, partial, y);
-    // SAFETY: matches `reduce_cols_finish_*(outer, inner, chunks, count, partial, y)`.
+    let (outer, inner, chunks, count, partial, y) = (outer, inner, chunks, count, partial, y);
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
     unsafe {
         launch(
             rt,
             f,
             n,
-            &mut [
-                arg(&mut outer),
-                arg(&mut inner),
-                arg(&mut chunks),
-                arg(&mut count),
-                arg(&mut partial),
-                arg(&mut y),
-            ],
+            [partial, y],
+            ColsFinishArgs {
+                outer,
+                inner,
+                chunks,
+                count,
+            },
         )
     }
 }

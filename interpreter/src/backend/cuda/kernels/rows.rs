@@ -1,4 +1,5 @@
-//! Launches of the row kernels (`gpu-kernels/src/kernels/rows.rs`): softmax / log-softmax and layer norm over rows.
+//! Launches of the row kernels (`gpu-kernels/src/kernels/rows.rs`): softmax /
+//! log-softmax and layer norm over rows.
 
 use super::launch::*;
 use super::table::Kernel;
@@ -6,6 +7,7 @@ use crate::backend::cuda::runtime::CudaRuntime;
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::sys;
+use kiln_kernels::args::{LayerNormArgs, SoftmaxArgs, SoftmaxRowsArgs};
 use kiln_kernels::params::{Geometry, Operand};
 
 /// How row kernel `k` covers rows of `len`: a warp per row for short rows,
@@ -44,24 +46,24 @@ pub fn softmax(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::Softmax(dtype))?;
-    let (mut g, mut ro) = rows;
-    let (mut x, mut len, mut step, mut log, mut y) = (x, len, step, log as u32, y);
+    let (g, ro) = rows;
+    let log = log as u32;
     let n = g.n;
-    // SAFETY: matches `softmax_*(rows, ro, x, len: u32, step: u32, log: u32, y)`.
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside.
     unsafe {
         launch_warps(
             rt,
             f,
             n,
-            &mut [
-                arg(&mut g),
-                arg(&mut ro),
-                arg(&mut x),
-                arg(&mut len),
-                arg(&mut step),
-                arg(&mut log),
-                arg(&mut y),
-            ],
+            [x, y],
+            SoftmaxArgs {
+                rows: g,
+                ro,
+                len,
+                step,
+                log,
+            },
         )
     }
 }
@@ -78,10 +80,10 @@ pub fn softmax_rows(
     let k = Kernel::SoftmaxRows(dtype);
     let f = rt.kernels.get(k)?;
     let (per_warp, grid, block) = row_config(rt, k, rows, len);
-    let (mut rows, mut len, mut per_warp, mut log, mut x, mut y) =
-        (rows, len, per_warp as u32, log as u32, x, y);
-    // SAFETY: matches `softmax_rows_*(rows, len, per_warp, log, x, y)`; the block shape
-    // follows `per_warp` and carries the all-reduce scratch.
+    let (rows, len, per_warp, log, x, y) = (rows, len, per_warp as u32, log as u32, x, y);
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; the block shape follows `per_warp` and carries the
+    // all-reduce scratch.
     unsafe {
         launch_with(
             rt,
@@ -89,14 +91,13 @@ pub fn softmax_rows(
             grid,
             block,
             REDUCE_SCRATCH,
-            &mut [
-                arg(&mut rows),
-                arg(&mut len),
-                arg(&mut per_warp),
-                arg(&mut log),
-                arg(&mut x),
-                arg(&mut y),
-            ],
+            [x, y],
+            SoftmaxRowsArgs {
+                rows,
+                len,
+                per_warp,
+                log,
+            },
         )
     }
 }
@@ -117,19 +118,11 @@ pub fn layer_norm(
     let k = Kernel::LayerNorm(dtype);
     let f = rt.kernels.get(k)?;
     let (per_warp, grid, block) = row_config(rt, k, rows, norm);
-    let mut flags = w.is_some() as u32 | (b.is_some() as u32) << 1;
-    let (mut rows, mut norm, mut per_warp, mut x, mut w, mut b, mut eps, mut y) = (
-        rows,
-        norm,
-        per_warp as u32,
-        x,
-        w.unwrap_or(0),
-        b.unwrap_or(0),
-        eps,
-        y,
-    );
-    // SAFETY: matches `layer_norm_*(rows, norm, per_warp, x, w, b, flags, eps, y)`; w/b are
-    // only read when flagged; the block shape follows `per_warp`.
+    let flags = w.is_some() as u32 | (b.is_some() as u32) << 1;
+    let (per_warp, w, b) = (per_warp as u32, w.unwrap_or(0), b.unwrap_or(0));
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; w/b are only read when flagged; the block shape follows
+    // `per_warp`.
     unsafe {
         launch_with(
             rt,
@@ -137,17 +130,14 @@ pub fn layer_norm(
             grid,
             block,
             REDUCE_SCRATCH,
-            &mut [
-                arg(&mut rows),
-                arg(&mut norm),
-                arg(&mut per_warp),
-                arg(&mut x),
-                arg(&mut w),
-                arg(&mut b),
-                arg(&mut flags),
-                arg(&mut eps),
-                arg(&mut y),
-            ],
+            [x, w, b, y],
+            LayerNormArgs {
+                rows,
+                norm,
+                per_warp,
+                flags,
+                eps,
+            },
         )
     }
 }

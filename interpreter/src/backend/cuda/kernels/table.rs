@@ -271,6 +271,50 @@ impl Kernel {
         }
     }
 
+    /// The sizes of the kernel's PTX parameters: 8 bytes for each of its
+    /// family's device pointers, then its argument block (the family's struct
+    /// in `kiln_kernels::args`).
+    pub fn params(self) -> Vec<usize> {
+        use kiln_kernels::args::*;
+        fn size_of<A: ArgBlock>() -> Vec<usize> {
+            let mut sizes = vec![8; A::POINTERS.len()];
+            sizes.push(std::mem::size_of::<A>());
+            sizes
+        }
+        match self {
+            Kernel::Unary(..) => size_of::<UnaryArgs>(),
+            Kernel::Binary(..) | Kernel::Cmp(..) => size_of::<BinaryArgs>(),
+            Kernel::BinaryScalar(..) | Kernel::CmpScalar(..) => size_of::<ScalarArgs>(),
+            Kernel::Where(_) => size_of::<WhereArgs>(),
+            Kernel::Cast(..) => size_of::<CastArgs>(),
+            Kernel::CastV(..) | Kernel::UnaryV(..) => size_of::<DenseArgs>(),
+            Kernel::BinaryV(..) => size_of::<DenseBinaryArgs>(),
+            Kernel::BinaryScalarV(..) => size_of::<DenseScalarArgs>(),
+            Kernel::BinaryRow(..) => size_of::<RowArgs>(),
+            Kernel::Fill(_) => size_of::<FillArgs>(),
+            Kernel::Arange(_) => size_of::<ArangeArgs>(),
+            Kernel::RandUniform(_) | Kernel::RandNormal(_) => size_of::<RandArgs>(),
+            Kernel::RandInt(_) => size_of::<RandIntArgs>(),
+            Kernel::ReducePartial(_) => size_of::<ReducePartialArgs>(),
+            Kernel::ReduceFinish(_) => size_of::<ReduceFinishArgs>(),
+            Kernel::Softmax(_) => size_of::<SoftmaxArgs>(),
+            Kernel::LayerNorm(_) => size_of::<LayerNormArgs>(),
+            Kernel::MatmulInt(_) => size_of::<MatmulIntArgs>(),
+            Kernel::ReduceLanes(..) => size_of::<LanesArgs>(),
+            Kernel::ReduceLanesFinish(..) => size_of::<LanesFinishArgs>(),
+            Kernel::ReduceCols(..) => size_of::<ColsArgs>(),
+            Kernel::ReduceColsFinish(..) => size_of::<ColsFinishArgs>(),
+            Kernel::SoftmaxRows(_) => size_of::<SoftmaxRowsArgs>(),
+            Kernel::Transpose(_) => size_of::<TransposeArgs>(),
+            Kernel::CrossEntropy(_) => size_of::<CrossEntropyArgs>(),
+            Kernel::CrossEntropyBackward(_) => size_of::<CrossEntropyBackwardArgs>(),
+            Kernel::SgdStep(_) => size_of::<SgdArgs>(),
+            Kernel::AdamStep(_) => size_of::<AdamArgs>(),
+            Kernel::Gather(_) => size_of::<GatherArgs>(),
+            Kernel::ScatterAdd(_) => size_of::<ScatterAddArgs>(),
+        }
+    }
+
     /// Every kernel the module must export: the op-table kernels by each
     /// row's dtype rule, the other families for the dtypes they are built for.
     pub fn expected() -> Vec<Kernel> {
@@ -463,6 +507,56 @@ mod tests {
         assert!(
             unknown.is_empty(),
             "PTX kernels the host does not know: {unknown:?}"
+        );
+    }
+
+    /// The sizes of the parameters of every PTX entry, by name.
+    fn ptx_params(ptx: &str) -> HashMap<&str, Vec<usize>> {
+        let mut out = HashMap::new();
+        let mut rest = ptx;
+        while let Some(i) = rest.find(".visible .entry ") {
+            rest = &rest[i + ".visible .entry ".len()..];
+            let name = rest.split('(').next().unwrap_or("").trim();
+            let close = rest.find(')').unwrap_or(0);
+            let sizes = rest[..close]
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix(".param"))
+                .map(|l| {
+                    // `.align A .b8 NAME[SIZE]` or `.u32 NAME` (4 bytes) / `.u64 NAME`
+                    match (l.find('['), l.find(']')) {
+                        (Some(a), Some(b)) => l[a + 1..b].parse().unwrap_or(0),
+                        _ if l.contains(".u64") || l.contains(".b64") || l.contains(".f64") => 8,
+                        _ => 4,
+                    }
+                })
+                .collect();
+            out.insert(name, sizes);
+        }
+        out
+    }
+
+    /// Every kernel takes exactly its family's pointers and argument block:
+    /// a host/kernel disagreement cannot go unnoticed.
+    #[test]
+    fn every_kernel_takes_its_familys_argument_block() {
+        let ptx = crate::backend::cuda::runtime::ptx();
+        if ptx.is_empty() {
+            eprintln!("no PTX in this build; skipped");
+            return;
+        }
+        let params = ptx_params(ptx);
+        let mut wrong = vec![];
+        for k in Kernel::expected() {
+            let got = params.get(k.name()).cloned().unwrap_or_default();
+            if got != k.params() {
+                wrong.push(format!("{}: {got:?}, expected {:?}", k.name(), k.params()));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} kernels disagree:\n{}",
+            wrong.len(),
+            wrong.join("\n")
         );
     }
 

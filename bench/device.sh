@@ -7,7 +7,14 @@ set -u
 OUT=${OUT:-bench-out}
 mkdir -p "$OUT"
 BIN=.device/bin
+# build-for-device.sh carries the binaries gzipped
+for f in "$BIN"/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
+chmod +x "$BIN"/* 2>/dev/null
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+# First, before anything else has used the GPU: the cold start (each case on
+# an empty driver compute cache of its own).
+echo "== cold start"
+bash bench/cold_start.sh | tee "$OUT/cold_start.txt"
 echo "== differential check"
 "$BIN/kiln-check" --resources --csv "$OUT/check.csv" > "$OUT/check.txt" 2>&1
 echo "kiln-check exit code $?"

@@ -1,47 +1,130 @@
-//! Compiles `gpu-kernels` (Rust, `no_std`) to PTX with the nightly toolchain
-//! and embeds it in the binary (`KILN_PTX`, read by `backend/cuda`).
+//! Builds kiln's GPU code and embeds it in the binary.
 //!
-//! Where the nightly toolchain or its `rust-src` component is missing, the
-//! build still succeeds: it embeds an empty PTX, warns, and the CUDA backend
-//! then reports at run time that this build has no GPU kernels. A build never
-//! falls back to a stale PTX file. `KILN_SKIP_PTX=1` skips the kernel build.
+//! 1. `gpu-kernels` (Rust, `no_std`) is compiled to PTX for sm_80, the oldest
+//!    GPU kiln supports, with the pinned nightly toolchain [`NIGHTLY`] (the
+//!    README's first command installs it with `rust-src`; `KILN_NIGHTLY`
+//!    names another; where it is missing, the plain `nightly` is tried).
+//! 2. The PTX is split into modules by op family (`kiln_kernels::modules`),
+//!    which the CUDA backend loads one by one on first use.
+//! 3. Where NVIDIA's `ptxas` is found (`KILN_PTXAS`, `$CUDA_HOME/bin`,
+//!    `$CUDA_PATH/bin`, `PATH`), each module is also compiled ahead of time to
+//!    SASS for the architectures in `KILN_CUDA_ARCHS` (default `80,90`), all
+//!    jobs in parallel; a GPU with SASS in the binary then starts at once,
+//!    any other of sm_80 or newer JIT-compiles the PTX on first use.
+//!
+//! The result is `$OUT_DIR/kernel_images.rs`, included by
+//! `backend/cuda/images.rs`. Where the nightly toolchain or its `rust-src`
+//! component is missing, the build still succeeds: it embeds no kernels,
+//! warns, and the CUDA backend then reports at run time that this build has
+//! no GPU kernels. Without `ptxas` it embeds the PTX alone and warns. A build
+//! never falls back to stale files. `KILN_SKIP_PTX=1` skips the kernel build.
 
+use kiln_kernels::modules::{module_of, MODULES};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The nightly toolchain the kernels are built and tested with.
+const NIGHTLY: &str = "nightly-2026-05-20";
+/// The PTX target: the oldest architecture kiln's kernels run on.
+const PTX_ARCH: u32 = 80;
+/// The architectures compiled to SASS when `KILN_CUDA_ARCHS` is not set.
+const DEFAULT_ARCHS: &str = "80,90";
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let kernels = manifest.join("../gpu-kernels");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    let ptx_path = out.join("kiln_kernels.ptx");
     println!("cargo:rerun-if-changed={}", kernels.join("src").display());
     println!("cargo:rerun-if-changed={}", kernels.join("Cargo.toml").display());
-    println!("cargo:rerun-if-env-changed=KILN_SKIP_PTX");
-    println!("cargo:rustc-env=KILN_PTX_PATH={}", ptx_path.display());
+    for var in [
+        "KILN_SKIP_PTX",
+        "KILN_NIGHTLY",
+        "KILN_PTXAS",
+        "KILN_CUDA_ARCHS",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "PATH",
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
 
-    let ptx = if std::env::var_os("KILN_SKIP_PTX").is_some() {
-        println!("cargo:rustc-env=KILN_PTX_STATUS=skipped (KILN_SKIP_PTX was set at build time)");
-        String::new()
+    let mut images = Images::default();
+    if std::env::var_os("KILN_SKIP_PTX").is_some() {
+        images.status = "skipped (KILN_SKIP_PTX was set at build time)".into();
     } else {
-        match build_ptx(&kernels, &out.join("kernels-target")) {
-            Ok(ptx) => {
-                println!("cargo:rustc-env=KILN_PTX_STATUS=ok");
-                ptx
+        match build_ptx(&kernels, &out.join("kernels-target")).and_then(|ptx| split_ptx(&ptx)) {
+            Ok(modules) => {
+                images.status = "ok".into();
+                images.ptx = modules;
+                compile_sass(&mut images, &out);
             }
             Err(why) => {
-                println!("cargo:warning=kiln: GPU kernels not built ({why}); the CUDA backend will be unavailable. Install with: rustup toolchain install nightly && rustup component add rust-src --toolchain nightly");
-                println!(
-                    "cargo:rustc-env=KILN_PTX_STATUS=missing: {}",
-                    why.replace('\n', " ")
-                );
-                String::new()
+                println!("cargo:warning=kiln: GPU kernels not built ({why}); the CUDA backend will be unavailable. Install with: rustup toolchain install {NIGHTLY} --profile minimal --component rust-src");
+                images.status = format!("missing: {}", why.replace('\n', " "));
             }
         }
-    };
-    std::fs::write(&ptx_path, ptx).unwrap();
+    }
+    images.write(&out);
 }
 
+/// What the build embeds: per module its PTX and its SASS per architecture.
+#[derive(Default)]
+struct Images {
+    status: String,
+    ptx: Vec<String>,
+    /// (architecture, one cubin per module)
+    sass: Vec<(u32, Vec<Vec<u8>>)>,
+    sass_status: String,
+}
+
+impl Images {
+    /// Writes the images next to `kernel_images.rs`, which includes them.
+    fn write(&self, out: &Path) {
+        let mut rs =
+            String::from("// Generated by build.rs: kiln's GPU code, one entry per kernel module.\n");
+        rs += &format!("pub(crate) const PTX_STATUS: &str = {:?};\n", self.status);
+        rs += &format!("pub(crate) const SASS_STATUS: &str = {:?};\n", self.sass_status);
+        rs += &format!("pub(crate) const PTX_ARCH: u32 = {PTX_ARCH};\n");
+        rs += &format!(
+            "pub(crate) static MODULES: [ModuleImage; {}] = [\n",
+            MODULES.len()
+        );
+        for (m, name) in MODULES.iter().enumerate() {
+            let ptx_path = out.join(format!("{name}.ptx"));
+            std::fs::write(&ptx_path, self.ptx.get(m).map(String::as_str).unwrap_or("")).unwrap();
+            rs += &format!("    ModuleImage {{\n        name: {name:?},\n        ptx: include_str!({:?}),\n        sass: &[\n", ptx_path.display().to_string());
+            for (arch, cubins) in &self.sass {
+                let path = out.join(format!("{name}.sm_{arch}.cubin"));
+                std::fs::write(&path, &cubins[m]).unwrap();
+                rs += &format!(
+                    "            ({arch}, include_bytes!({:?})),\n",
+                    path.display().to_string()
+                );
+            }
+            rs += "        ],\n    },\n";
+        }
+        rs += "];\n";
+        std::fs::write(out.join("kernel_images.rs"), rs).unwrap();
+    }
+}
+
+/// The PTX of `gpu-kernels`, built with the pinned nightly, else with the
+/// plain `nightly` (with a warning when that one works).
 fn build_ptx(kernels: &Path, target_dir: &Path) -> Result<String, String> {
+    let pinned = std::env::var("KILN_NIGHTLY").unwrap_or_else(|_| NIGHTLY.into());
+    match build_ptx_with(&pinned, kernels, target_dir) {
+        Ok(ptx) => Ok(ptx),
+        Err(first) => match build_ptx_with("nightly", kernels, target_dir) {
+            Ok(ptx) => {
+                println!("cargo:warning=kiln: built the GPU kernels with the plain nightly toolchain, not the tested {pinned} ({first})");
+                Ok(ptx)
+            }
+            Err(_) => Err(first),
+        },
+    }
+}
+
+fn build_ptx_with(toolchain: &str, kernels: &Path, target_dir: &Path) -> Result<String, String> {
     let mut cmd = Command::new("cargo");
     for var in [
         "RUSTC",
@@ -57,44 +140,39 @@ fn build_ptx(kernels: &Path, target_dir: &Path) -> Result<String, String> {
     ] {
         cmd.env_remove(var);
     }
+    // Never let rustup install a toolchain behind the user's back.
+    cmd.env("RUSTUP_AUTO_INSTALL", "0");
     cmd.env(
         "RUSTFLAGS",
-        "-Zcross-crate-inline-threshold=always -Zunstable-options -Cpanic=immediate-abort -Ctarget-cpu=sm_90",
+        format!("-Zcross-crate-inline-threshold=always -Zunstable-options -Cpanic=immediate-abort -Ctarget-cpu=sm_{PTX_ARCH}"),
     )
-    .args([
-        "+nightly",
-        "rustc",
-        "--release",
-        "--target",
-        "nvptx64-nvidia-cuda",
-        "-Zbuild-std=core",
-    ])
+    .arg(format!("+{toolchain}"))
+    .args(["rustc", "--release", "--target", "nvptx64-nvidia-cuda", "-Zbuild-std=core"])
     .arg("--manifest-path")
     .arg(kernels.join("Cargo.toml"))
     .arg("--target-dir")
-    .arg(target_dir)
+    .arg(target_dir.join(toolchain))
     .args(["--", "--emit=asm"]);
     let output = cmd
         .output()
-        .map_err(|e| format!("cannot run cargo +nightly: {e}"))?;
+        .map_err(|e| format!("cannot run cargo +{toolchain}: {e}"))?;
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
         let tail: Vec<&str> = err.lines().rev().take(6).collect();
         return Err(format!(
-            "cargo +nightly rustc for nvptx64 failed: {}",
+            "cargo +{toolchain} rustc for nvptx64 failed: {}",
             tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
         ));
     }
-    let deps = target_dir.join("nvptx64-nvidia-cuda/release/deps");
-    let newest = std::fs::read_dir(&deps)
-        .map_err(|e| format!("no kernel output in {}: {e}", deps.display()))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension().is_some_and(|x| x == "s")
-                && p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("kiln_kernels"))
-        })
+    // The newest `kiln_kernels*.s` under the target's output (cargo's
+    // layout of it differs between versions).
+    let mut found = vec![];
+    find_asm(
+        &target_dir.join(toolchain).join("nvptx64-nvidia-cuda/release"),
+        &mut found,
+    );
+    let newest = found
+        .into_iter()
         .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
         .ok_or("the kernel build produced no PTX")?;
     let ptx = std::fs::read_to_string(&newest).map_err(|e| e.to_string())?;
@@ -102,4 +180,194 @@ fn build_ptx(kernels: &Path, target_dir: &Path) -> Result<String, String> {
         return Err("the PTX references undefined symbols (a panic path or a library static)".into());
     }
     Ok(ptx)
+}
+
+/// Every `kiln_kernels*.s` file under `dir`.
+fn find_asm(dir: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        if path.is_dir() {
+            find_asm(&path, found);
+        } else if path.extension().is_some_and(|x| x == "s")
+            && path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("kiln_kernels"))
+        {
+            found.push(path);
+        }
+    }
+}
+
+/// Splits the PTX into one text per module: each gets the header, every
+/// global declaration and every device function (what its entries may
+/// call), and the entry points of its family.
+fn split_ptx(ptx: &str) -> Result<Vec<String>, String> {
+    let lines: Vec<&str> = ptx.lines().collect();
+    let mut common = String::new();
+    let mut entries: Vec<String> = vec![String::new(); MODULES.len()];
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let is_entry = line.starts_with(".visible .entry") || line.starts_with(".entry");
+        let is_func = line.starts_with(".func") || line.contains(" .func ");
+        if !is_entry && !is_func {
+            common += line;
+            common.push('\n');
+            i += 1;
+            continue;
+        }
+        // One item: a declaration ending in `;`, or a definition whose braces close.
+        let start = i;
+        let mut depth = 0i64;
+        let mut opened = false;
+        loop {
+            let l = lines.get(i).ok_or("the PTX ends inside a function")?;
+            for c in l.chars() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            i += 1;
+            if (opened && depth == 0) || (!opened && l.trim_end().ends_with(';')) {
+                break;
+            }
+        }
+        let item = lines[start..i].join("\n") + "\n";
+        if is_entry {
+            let name = line
+                .split_whitespace()
+                .last()
+                .and_then(|n| n.split('(').next())
+                .unwrap_or("");
+            let m = module_of(name)
+                .ok_or_else(|| format!("kernel {name} belongs to no module (kiln_kernels::modules)"))?;
+            entries[m] += &item;
+        } else {
+            common += &item;
+        }
+    }
+    Ok(entries.into_iter().map(|e| format!("{common}\n{e}")).collect())
+}
+
+/// Compiles every module to SASS for each architecture asked for, when
+/// `ptxas` is found; records what it did in `images.sass_status`.
+fn compile_sass(images: &mut Images, out: &Path) {
+    let archs: Vec<u32> = std::env::var("KILN_CUDA_ARCHS")
+        .unwrap_or_else(|_| DEFAULT_ARCHS.into())
+        .split(',')
+        .filter_map(|a| a.trim().trim_start_matches("sm_").parse().ok())
+        .filter(|&a| a >= PTX_ARCH)
+        .collect();
+    let Some(ptxas) = find_ptxas() else {
+        println!("cargo:warning=kiln: ptxas not found (set KILN_PTXAS, or CUDA_HOME, or put it on PATH; `pip install nvidia-cuda-nvcc` ships one): the GPU kernels are embedded as PTX only, and the driver compiles them on first use (tens of seconds)");
+        images.sass_status = "no SASS: ptxas was not found at build time".into();
+        return;
+    };
+    let dir = out.join("sass");
+    std::fs::create_dir_all(&dir).unwrap();
+    let jobs: Vec<(u32, usize)> = archs
+        .iter()
+        .flat_map(|&a| (0..MODULES.len()).map(move |m| (a, m)))
+        .collect();
+    for (m, name) in MODULES.iter().enumerate() {
+        std::fs::write(dir.join(format!("{name}.ptx")), &images.ptx[m]).unwrap();
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(jobs.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<Compiled> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = vec![];
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(arch, m)) = jobs.get(k) else { break };
+                        done.push(run_ptxas(&ptxas, &dir, arch, MODULES[m]).map(|cubin| (arch, m, cubin)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    let mut sass: Vec<(u32, Vec<Vec<u8>>)> =
+        archs.iter().map(|&a| (a, vec![vec![]; MODULES.len()])).collect();
+    for r in results {
+        match r {
+            Ok((arch, m, cubin)) => {
+                let slot = sass.iter_mut().find(|(a, _)| *a == arch).unwrap();
+                slot.1[m] = cubin;
+            }
+            Err(why) => {
+                println!("cargo:warning=kiln: {why}; the GPU kernels are embedded as PTX only");
+                images.sass_status = format!("no SASS: {why}");
+                return;
+            }
+        }
+    }
+    images.sass_status = format!(
+        "SASS for {} by {}",
+        archs
+            .iter()
+            .map(|a| format!("sm_{a}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        ptxas.display()
+    );
+    images.sass = sass;
+}
+
+/// One ptxas job's result: (architecture, module, cubin) or why it failed.
+type Compiled = Result<(u32, usize, Vec<u8>), String>;
+
+fn run_ptxas(ptxas: &Path, dir: &Path, arch: u32, module: &str) -> Result<Vec<u8>, String> {
+    let cubin = dir.join(format!("{module}.sm_{arch}.cubin"));
+    let output = Command::new(ptxas)
+        .arg(format!("-arch=sm_{arch}"))
+        .args(["-O3", "--split-compile", "0", "-o"])
+        .arg(&cubin)
+        .arg(dir.join(format!("{module}.ptx")))
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", ptxas.display()))?;
+    if !output.status.success() {
+        let err = String::from_utf8_lossy(&output.stderr);
+        return Err(format!(
+            "ptxas -arch=sm_{arch} failed on module {module}: {}",
+            err.lines().take(4).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    std::fs::read(&cubin).map_err(|e| e.to_string())
+}
+
+/// `ptxas` from `KILN_PTXAS`, `$CUDA_HOME/bin`, `$CUDA_PATH/bin` or `PATH`,
+/// when it runs.
+fn find_ptxas() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = vec![];
+    if let Some(p) = std::env::var_os("KILN_PTXAS") {
+        candidates.push(p.into());
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(home) = std::env::var_os(var) {
+            candidates.push(Path::new(&home).join("bin/ptxas"));
+        }
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("ptxas")));
+    }
+    candidates.into_iter().find(|p| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
 }

@@ -23,6 +23,7 @@ pub mod args;
 pub mod elem;
 pub mod half;
 pub mod math;
+pub mod modules;
 pub mod ops;
 pub mod optim;
 pub mod params;

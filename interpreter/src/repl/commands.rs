@@ -420,8 +420,15 @@ fn device(session: &Session, arg: Option<&str>) {
     println!("default device: {}", runtime.device());
     drop(state);
     if query::<bool>(session, "cuda::is_available()").unwrap_or(false) {
-        let name = query::<String>(session, "cuda::device_name()").unwrap_or_default();
-        println!("cuda: available ({name})");
+        let info = query::<rhai::Map>(session, "cuda::device_info()").unwrap_or_default();
+        let field = |k: &str| info.get(k).map(|v| v.to_string()).unwrap_or_default();
+        println!(
+            "cuda: available ({}, compute capability {}); kernels: {} (SASS in this build: {})",
+            field("name"),
+            field("compute_capability"),
+            field("kernels"),
+            field("sass")
+        );
     } else {
         println!("cuda: not available");
     }

@@ -57,6 +57,24 @@ fn synchronize() {
     }
 }
 
+/// `cuda::device_info()`'s map.
+fn device_info(rt: &CudaRuntime) -> rhai::Map {
+    let k = rt.kernels();
+    let (major, minor) = k.capability();
+    let mut m = rhai::Map::new();
+    m.insert("name".into(), rt.device_name().to_string().into());
+    m.insert("compute_capability".into(), format!("{major}.{minor}").into());
+    m.insert("kernels".into(), k.code().into());
+    m.insert("sass".into(), crate::backend::cuda::images::sass_archs().into());
+    let loaded: rhai::Array = k
+        .loaded_modules()
+        .into_iter()
+        .map(|n| n.to_string().into())
+        .collect();
+    m.insert("modules_loaded".into(), loaded.into());
+    m
+}
+
 /// The `cuda::` functions (`engine` gives the type names of their signatures).
 fn cuda_module(engine: &Engine) -> Module {
     let mut m = Module::new();
@@ -68,6 +86,10 @@ fn cuda_module(engine: &Engine) -> Module {
     api.doc("the GPU's name (an error without one)")
         .volatile("device_name", [], || -> RhaiResult<String> {
             ok(CudaRuntime::get().map(|rt| rt.device_name().to_string()))
+        });
+    api.doc("the GPU and the code kiln runs on it: name, compute capability, the kernels' code (SASS for its architecture, or PTX the driver compiles), the architectures with SASS in this build, the kernel modules loaded so far")
+        .volatile("device_info", [], || -> RhaiResult<rhai::Map> {
+            ok(CudaRuntime::get().map(device_info))
         });
     api.doc("waits until all queued GPU work is done")
         .volatile("synchronize", [], synchronize);

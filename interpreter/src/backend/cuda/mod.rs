@@ -11,6 +11,7 @@
 
 pub mod allocator;
 pub mod blas;
+pub(crate) mod images;
 mod index;
 pub mod kernels;
 pub mod nccl;

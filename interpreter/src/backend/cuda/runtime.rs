@@ -1,5 +1,5 @@
 //! The process-wide CUDA runtime: driver context, the streams ops are queued
-//! on, the PTX module with its kernels resolved once into a table, the cuBLAS
+//! on, the kernel table (modules loaded on first use), the cuBLAS
 //! handle, the caching allocator and the pinned staging buffers. Created on
 //! first use; when no driver or GPU is present it reports why instead of
 //! failing later.
@@ -21,16 +21,6 @@ use cudarc::driver::{result, sys};
 use cudarc::driver::{CudaContext, CudaStream};
 use std::cell::Cell;
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// The PTX built from `gpu-kernels` by `build.rs` (empty when it could not be built).
-const PTX: &str = include_str!(env!("KILN_PTX_PATH"));
-
-/// The embedded PTX text.
-pub(crate) fn ptx() -> &'static str {
-    PTX
-}
-/// How the PTX build went (`ok`, or why it is missing).
-const PTX_STATUS: &str = env!("KILN_PTX_STATUS");
 
 /// Everything the CUDA backend needs, created once per process.
 pub struct CudaRuntime {
@@ -137,8 +127,11 @@ fn driver_present() -> bool {
 }
 
 fn create() -> std::result::Result<CudaRuntime, String> {
-    if PTX.is_empty() {
-        return Err(format!("this build of kiln has no GPU kernels ({PTX_STATUS})"));
+    if !super::images::built() {
+        return Err(format!(
+            "this build of kiln has no GPU kernels ({})",
+            super::images::status()
+        ));
     }
     if !driver_present() {
         return Err("no CUDA driver (libcuda.so) was found".into());
@@ -156,10 +149,6 @@ fn create() -> std::result::Result<CudaRuntime, String> {
         // kiln orders all work on one stream itself: cudarc's per-buffer events are not needed.
         // SAFETY: no cudarc-managed buffers are shared across streams.
         unsafe { ctx.disable_event_tracking() };
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(PTX))
-            .map_err(|e| format!("cannot load the kiln PTX module: {e:?}"))?;
-        let kernels = KernelTable::load(&module)?;
         let handle = cudarc::cublas::result::create_handle()
             .map_err(|e| format!("cannot create a cuBLAS handle: {e:?}"))?;
         // SAFETY: the handle was just created and the stream lives as long as the runtime.
@@ -168,6 +157,7 @@ fn create() -> std::result::Result<CudaRuntime, String> {
         let handoff = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
             .map_err(|e| format!("cannot create an event: {e:?}"))?;
         let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
+        let kernels = KernelTable::new(Arc::clone(&ctx), &name)?;
         let sm_count = ctx
             .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .unwrap_or(80) as u32;

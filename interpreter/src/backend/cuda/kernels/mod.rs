@@ -1,6 +1,7 @@
 //! The kernel table and the launches, one file per kernel family, mirroring
 //! `gpu-kernels/src/kernels/` (and the CPU backend's op families):
-//! [`table`] resolves every kernel once at start-up; [`launch`] holds the
+//! [`table`] names every kernel and its module; [`loader`] loads each
+//! module on first use; [`launch`] holds the
 //! geometry and the raw launches every family shares; [`elementwise`],
 //! [`reduce`], [`rows`], [`loss`], [`optim`], [`index`], [`copy`] and
 //! [`matmul`] have one launch function per kernel family, which fills the
@@ -11,6 +12,7 @@ pub mod copy;
 pub mod elementwise;
 pub mod index;
 pub mod launch;
+pub mod loader;
 pub mod loss;
 pub mod matmul;
 pub mod optim;
@@ -22,9 +24,10 @@ pub use copy::*;
 pub use elementwise::*;
 pub use index::*;
 pub use launch::{dense, geometry, pack, packable};
+pub use loader::KernelTable;
 pub use loss::*;
 pub use matmul::*;
 pub use optim::*;
 pub use reduce::*;
 pub use rows::*;
-pub use table::{DenseReduce, Kernel, KernelTable};
+pub use table::{DenseReduce, Kernel};

@@ -1,17 +1,15 @@
-//! The kernel table: every kernel of the PTX module, named by the same
+//! The kernels by name: every kernel of the GPU code, named by the same
 //! `kernel_name!` macro the kernels are exported under (no string work per
-//! launch), the list of kernels the host expects (the op-table kernels by
-//! each row's dtype rule), and their resolution, once, at start-up. A kernel
-//! the PTX lacks is a load error naming it; a test checks the embedded PTX
-//! exports exactly the expected set.
+//! launch), the module that exports it, its parameters, and the list of
+//! kernels the host expects (the op-table kernels by each row's dtype rule).
+//! A kernel a module lacks is a load error naming it; tests check that each
+//! embedded module exports exactly its expected set with the expected
+//! parameters.
 
-use crate::core::error::{Error, Result};
 use crate::core::op::{BinaryOp, BinaryRule, CmpOp, ReduceOp, UnaryOp, UnaryRule};
 use crate::core::DType;
-use cudarc::driver::{CudaFunction, CudaModule};
 use kiln_kernels::kernel_name;
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::HashSet;
 
 /// One kernel of the module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -315,6 +313,32 @@ impl Kernel {
         }
     }
 
+    /// The module that exports the kernel (an index into
+    /// `kiln_kernels::modules::MODULES`, which `build.rs` splits the PTX by;
+    /// a test checks the two agree).
+    pub fn module(self) -> usize {
+        match self {
+            Kernel::Unary(..) => 0,
+            Kernel::UnaryV(..) => 1,
+            Kernel::Binary(..) | Kernel::BinaryScalar(..) | Kernel::Cmp(..) | Kernel::CmpScalar(..) => 2,
+            Kernel::Where(_) => 2,
+            Kernel::BinaryV(..) | Kernel::BinaryScalarV(..) | Kernel::BinaryRow(..) => 3,
+            Kernel::Cast(..) | Kernel::CastV(..) | Kernel::Fill(_) | Kernel::Arange(_) => 4,
+            Kernel::RandUniform(_) | Kernel::RandNormal(_) | Kernel::RandInt(_) => 5,
+            Kernel::ReducePartial(_)
+            | Kernel::ReduceFinish(_)
+            | Kernel::ReduceLanes(..)
+            | Kernel::ReduceLanesFinish(..)
+            | Kernel::ReduceCols(..)
+            | Kernel::ReduceColsFinish(..) => 6,
+            Kernel::Softmax(_) | Kernel::SoftmaxRows(_) | Kernel::LayerNorm(_) => 7,
+            Kernel::Transpose(_) => 8,
+            Kernel::CrossEntropy(_) | Kernel::CrossEntropyBackward(_) => 9,
+            Kernel::SgdStep(_) | Kernel::AdamStep(_) => 10,
+            Kernel::Gather(_) | Kernel::ScatterAdd(_) | Kernel::MatmulInt(_) => 11,
+        }
+    }
+
     /// Every kernel the module must export: the op-table kernels by each
     /// row's dtype rule, the other families for the dtypes they are built for.
     pub fn expected() -> Vec<Kernel> {
@@ -394,89 +418,6 @@ impl Kernel {
     }
 }
 
-/// Every kernel of the module, resolved once.
-pub struct KernelTable {
-    functions: HashMap<Kernel, CudaFunction>,
-    /// The most threads a block of each kernel may have (its register use
-    /// decides: a heavy kernel cannot run 1024 threads a block).
-    max_threads: HashMap<Kernel, u32>,
-}
-
-impl KernelTable {
-    /// Resolves every kernel the host expects ([`Kernel::expected`]); a
-    /// kernel the PTX lacks is an error naming it, never a silent gap.
-    pub fn load(module: &Arc<CudaModule>) -> std::result::Result<Self, String> {
-        let ptx_names = ptx_entries(crate::backend::cuda::runtime::ptx());
-        let missing: Vec<&str> = Kernel::expected()
-            .iter()
-            .map(|k| k.name())
-            .filter(|n| !ptx_names.contains(n))
-            .collect();
-        if !missing.is_empty() {
-            return Err(format!(
-                "the embedded PTX lacks {} kernel(s) the host expects: {} (rebuild kiln)",
-                missing.len(),
-                missing.join(", ")
-            ));
-        }
-        let (mut functions, mut max_threads) = (HashMap::new(), HashMap::new());
-        for k in Kernel::expected() {
-            let name = k.name();
-            let f = module
-                .load_function(name)
-                .map_err(|e| format!("cannot load kernel {name}: {e:?}"))?;
-            let limit = f.max_threads_per_block().unwrap_or(256).clamp(32, 1024) as u32;
-            max_threads.insert(k, limit);
-            functions.insert(k, f);
-        }
-        Ok(KernelTable {
-            functions,
-            max_threads,
-        })
-    }
-
-    /// The kernel, or a clear error when the module has none for these dtypes.
-    pub fn get(&self, k: Kernel) -> Result<&CudaFunction> {
-        self.functions.get(&k).ok_or_else(|| {
-            Error::invalid(
-                crate::core::memory::current_op(),
-                format!("not supported on CUDA for these dtypes (no kernel {})", k.name()),
-            )
-        })
-    }
-
-    /// The most threads a block of `k` may have (256 when unknown).
-    pub fn max_threads(&self, k: Kernel) -> u32 {
-        self.max_threads.get(&k).copied().unwrap_or(256)
-    }
-
-    /// Registers a thread, local (spilled) bytes a thread and the block limit
-    /// of `k`, as the driver compiled it.
-    pub fn resources(&self, k: Kernel) -> Option<(i32, i32, u32)> {
-        let f = self.functions.get(&k)?;
-        Some((
-            f.num_regs().ok()?,
-            f.local_size_bytes().ok()?,
-            self.max_threads(k),
-        ))
-    }
-
-    /// The kernel when the module has it.
-    pub fn find(&self, k: Kernel) -> Option<&CudaFunction> {
-        self.functions.get(&k)
-    }
-
-    /// Number of kernels resolved.
-    pub fn len(&self) -> usize {
-        self.functions.len()
-    }
-
-    /// True when no kernel was resolved.
-    pub fn is_empty(&self) -> bool {
-        self.functions.is_empty()
-    }
-}
-
 /// The names of the kernels a PTX module exports.
 pub(crate) fn ptx_entries(ptx: &str) -> HashSet<&str> {
     ptx.lines()
@@ -488,26 +429,53 @@ pub(crate) fn ptx_entries(ptx: &str) -> HashSet<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
-    /// The embedded PTX exports exactly the kernels the host expects: none
-    /// missing (a launch would fail), none unknown (a kernel nobody can
-    /// launch). Skipped when this build has no PTX (no nightly toolchain).
+    /// Each embedded PTX module exports exactly the kernels the host
+    /// expects of it: none missing (a launch would fail), none unknown (a
+    /// kernel nobody can launch), none in another module than
+    /// [`Kernel::module`] says (it would never be found). Skipped when this
+    /// build has no PTX (no nightly toolchain).
     #[test]
-    fn the_ptx_exports_exactly_the_expected_kernels() {
-        let ptx = crate::backend::cuda::runtime::ptx();
-        if ptx.is_empty() {
+    fn each_module_exports_exactly_its_expected_kernels() {
+        use crate::backend::cuda::images;
+        if !images::built() {
             eprintln!("no PTX in this build; skipped");
             return;
         }
-        let exported = ptx_entries(ptx);
-        let expected: HashSet<&str> = Kernel::expected().iter().map(|k| k.name()).collect();
-        let missing: Vec<_> = expected.difference(&exported).collect();
-        let unknown: Vec<_> = exported.difference(&expected).collect();
-        assert!(missing.is_empty(), "kernels the PTX lacks: {missing:?}");
-        assert!(
-            unknown.is_empty(),
-            "PTX kernels the host does not know: {unknown:?}"
-        );
+        for (m, image) in images::MODULES.iter().enumerate() {
+            let exported = ptx_entries(image.ptx);
+            let expected: HashSet<&str> = Kernel::expected()
+                .into_iter()
+                .filter(|k| k.module() == m)
+                .map(|k| k.name())
+                .collect();
+            let missing: Vec<_> = expected.difference(&exported).collect();
+            let unknown: Vec<_> = exported.difference(&expected).collect();
+            assert!(
+                missing.is_empty(),
+                "kernels module {} lacks: {missing:?}",
+                image.name
+            );
+            assert!(
+                unknown.is_empty(),
+                "kernels of module {} the host does not expect there: {unknown:?}",
+                image.name
+            );
+        }
+    }
+
+    /// The host's module of each kernel is the one `build.rs` puts it in.
+    #[test]
+    fn the_host_and_the_build_agree_on_modules() {
+        for k in Kernel::expected() {
+            assert_eq!(
+                Some(k.module()),
+                kiln_kernels::modules::module_of(k.name()),
+                "{}",
+                k.name()
+            );
+        }
     }
 
     /// The sizes of the parameters of every PTX entry, by name.
@@ -539,12 +507,13 @@ mod tests {
     /// a host/kernel disagreement cannot go unnoticed.
     #[test]
     fn every_kernel_takes_its_familys_argument_block() {
-        let ptx = crate::backend::cuda::runtime::ptx();
-        if ptx.is_empty() {
+        use crate::backend::cuda::images;
+        if !images::built() {
             eprintln!("no PTX in this build; skipped");
             return;
         }
-        let params = ptx_params(ptx);
+        let params: HashMap<&str, Vec<usize>> =
+            images::MODULES.iter().flat_map(|m| ptx_params(m.ptx)).collect();
         let mut wrong = vec![];
         for k in Kernel::expected() {
             let got = params.get(k.name()).cloned().unwrap_or_default();

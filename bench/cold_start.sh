@@ -18,13 +18,16 @@ wall() { # wall() LABEL CACHE_DIR [ENV=VALUE...] -- ARGS...: the command's wall 
     t1=$(date +%s.%N)
     awk -v l="$label" -v a="$t0" -v b="$t1" 'BEGIN { printf "%s %.2f\n", l, b - a }'
 }
-sass=$(mktemp -d); ptx=$(mktemp -d); train=$(mktemp -d)
+sass=$(mktemp -d); ptx=$(mktemp -d); train=$(mktemp -d); mods=$(mktemp -d)
 wall "cold tiny (SASS)" "$sass" -- -e "$TINY"
 wall "warm tiny (SASS)" "$sass" -- -e "$TINY"
 wall "cold train_digits (SASS)" "$train" -- scripts/train_digits.rhai
 wall "cold tiny (KILN_FORCE_PTX=1)" "$ptx" KILN_FORCE_PTX=1 -- -e "$TINY"
 grep -h "compiling GPU kernels" /tmp/kiln-cold.out
 wall "warm tiny (KILN_FORCE_PTX=1)" "$ptx" KILN_FORCE_PTX=1 -- -e "$TINY"
-"$BIN/kiln" --device cuda -e 'print(cuda::device_info())'
+# nine of the twelve kernel modules, each compiled by the driver on its first use
+wall "cold jit_modules (KILN_FORCE_PTX=1)" "$mods" KILN_FORCE_PTX=1 KILN_LOG_MODULES=1 -- bench/jit_modules.rhai
+grep -h "kiln: kernel module" /tmp/kiln-cold.out
+"$BIN/kiln" --device cuda -e 'let x = ones([2]) + 1.0; print(cuda::device_info())'
 KILN_FORCE_PTX=1 CUDA_CACHE_PATH="$ptx" "$BIN/kiln" --device cuda -e 'print(cuda::device_info())'
-rm -rf "$sass" "$ptx" "$train"
+rm -rf "$sass" "$ptx" "$train" "$mods"

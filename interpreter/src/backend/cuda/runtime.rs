@@ -36,9 +36,11 @@ pub struct CudaRuntime {
     handoffs: std::sync::atomic::AtomicU64,
 }
 
-/// The cuBLAS handle and the stream it is bound to now.
+/// The cuBLAS handle, created on the first matmul (creating it loads
+/// cuBLAS, which a script without matmuls need not wait for), and the
+/// stream it is bound to now.
 pub(crate) struct BlasHandle {
-    handle: cublas_sys::cublasHandle_t,
+    handle: Option<cublas_sys::cublasHandle_t>,
     bound: sys::CUstream,
 }
 
@@ -49,13 +51,28 @@ unsafe impl Send for BlasHandle {}
 impl BlasHandle {
     /// The handle, bound to `stream` (rebinding only when it changes).
     pub(crate) fn on(&mut self, stream: sys::CUstream) -> Result<cublas_sys::cublasHandle_t> {
+        let handle = match self.handle {
+            Some(h) => h,
+            None => {
+                // cudarc panics when it cannot load the cuBLAS library.
+                let h = std::panic::catch_unwind(cudarc::cublas::result::create_handle)
+                    .map_err(|_| Error::DeviceUnavailable {
+                        device: "cuda:0".into(),
+                        reason: "the cuBLAS library (libcublas) could not be loaded".into(),
+                    })?
+                    .map_err(|e| cuda_error("cuBLAS create handle", e))?;
+                self.handle = Some(h);
+                self.bound = std::ptr::null_mut();
+                h
+            }
+        };
         if self.bound != stream {
             // SAFETY: a live handle and a live stream of this context.
-            unsafe { cudarc::cublas::result::set_stream(self.handle, stream as _) }
+            unsafe { cudarc::cublas::result::set_stream(handle, stream as _) }
                 .map_err(|e| cuda_error("cuBLAS set stream", e))?;
             self.bound = stream;
         }
-        Ok(self.handle)
+        Ok(handle)
     }
 }
 
@@ -149,11 +166,6 @@ fn create() -> std::result::Result<CudaRuntime, String> {
         // kiln orders all work on one stream itself: cudarc's per-buffer events are not needed.
         // SAFETY: no cudarc-managed buffers are shared across streams.
         unsafe { ctx.disable_event_tracking() };
-        let handle = cudarc::cublas::result::create_handle()
-            .map_err(|e| format!("cannot create a cuBLAS handle: {e:?}"))?;
-        // SAFETY: the handle was just created and the stream lives as long as the runtime.
-        unsafe { cudarc::cublas::result::set_stream(handle, stream.cu_stream() as _) }
-            .map_err(|e| format!("cannot bind cuBLAS to the stream: {e:?}"))?;
         let handoff = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
             .map_err(|e| format!("cannot create an event: {e:?}"))?;
         let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
@@ -161,7 +173,6 @@ fn create() -> std::result::Result<CudaRuntime, String> {
         let sm_count = ctx
             .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .unwrap_or(80) as u32;
-        let default_stream = stream.cu_stream();
         Ok(CudaRuntime {
             allocator: Mutex::new(CachingAllocator::new()),
             handoffs: std::sync::atomic::AtomicU64::new(0),
@@ -174,8 +185,8 @@ fn create() -> std::result::Result<CudaRuntime, String> {
             stream,
             kernels,
             blas: Mutex::new(BlasHandle {
-                handle,
-                bound: default_stream,
+                handle: None,
+                bound: std::ptr::null_mut(),
             }),
             name,
             sm_count,

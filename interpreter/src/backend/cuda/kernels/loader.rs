@@ -1,11 +1,14 @@
 //! The kernel table at run time: the GPU code's modules (`images`), each
 //! loaded on the first use of one of its kernels and resolved into functions
 //! then (a script that only adds vectors loads one module). A GPU with SASS
-//! in the binary loads it at once; any other (or `KILN_FORCE_PTX=1`) has the
-//! driver compile the PTX, and then the first such load also starts compiling
-//! every other module on background threads, one per module, so later first
-//! uses do not wait in turn; a compile that takes more than a moment prints
-//! one line saying so.
+//! in the binary loads it in milliseconds; any other (or `KILN_FORCE_PTX=1`)
+//! has the driver compile the module's PTX, and a compile that takes more
+//! than a moment prints one line saying so. Modules are compiled one at a
+//! time, on first use: the driver serializes its compiles (twelve modules
+//! loaded on twelve threads finished one after another on the H200, the
+//! first needed one last), so compiling ahead on other threads only delays
+//! the module a script waits for. `KILN_LOG_MODULES=1` prints each load and
+//! its time.
 
 use super::table::{ptx_entries, Kernel};
 use crate::backend::cuda::images::{self, Code};
@@ -19,7 +22,7 @@ use std::time::Duration;
 
 /// Every kernel the host expects, module by module, loaded on first use.
 pub struct KernelTable {
-    inner: Arc<Modules>,
+    inner: Modules,
 }
 
 struct Modules {
@@ -34,8 +37,6 @@ struct Modules {
     by_module: Vec<Vec<Kernel>>,
     /// Each module once loaded (or why it could not be).
     slots: Vec<OnceLock<std::result::Result<Loaded, String>>>,
-    /// Set once the background compile of the other modules has started.
-    prefetching: AtomicBool,
 }
 
 /// One loaded module's kernels, with the most threads a block of each may
@@ -63,15 +64,14 @@ impl KernelTable {
             by_module[k.module()].push(k);
         }
         Ok(KernelTable {
-            inner: Arc::new(Modules {
+            inner: Modules {
                 ctx,
                 gpu: gpu.to_string(),
                 code,
                 capability: (major, minor),
                 by_module,
                 slots: (0..images::MODULES.len()).map(|_| OnceLock::new()).collect(),
-                prefetching: AtomicBool::new(false),
-            }),
+            },
         })
     }
 
@@ -152,33 +152,11 @@ impl KernelTable {
 impl Modules {
     /// Module `m`, loaded on first call (waiting when another thread is
     /// loading it).
-    fn module(self: &Arc<Self>, m: usize) -> std::result::Result<&Loaded, String> {
-        if let Some(done) = self.slots[m].get() {
-            return done.as_ref().map_err(String::clone);
-        }
-        if self.code == Code::Ptx && !self.prefetching.swap(true, Ordering::AcqRel) {
-            self.prefetch_all_but(m);
-        }
+    fn module(&self, m: usize) -> std::result::Result<&Loaded, String> {
         self.slots[m]
             .get_or_init(|| self.load(m))
             .as_ref()
             .map_err(String::clone)
-    }
-
-    /// Starts loading every module but `m` on its own thread (the driver
-    /// compiles PTX on the calling thread, so this is what spreads it over
-    /// the cores).
-    fn prefetch_all_but(self: &Arc<Self>, m: usize) {
-        for other in (0..self.slots.len()).filter(|&o| o != m) {
-            let modules = Arc::clone(self);
-            let spawned = std::thread::Builder::new()
-                .name(format!("kiln-jit-{}", images::MODULES[other].name))
-                .spawn(move || {
-                    let _ = modules.slots[other].get_or_init(|| modules.load(other));
-                });
-            // Without the thread, the module loads on its first use instead.
-            drop(spawned);
-        }
     }
 
     /// Loads module `m` and resolves every kernel it must export.
@@ -188,8 +166,17 @@ impl Modules {
         if self.code == Code::Ptx {
             announce_if_slow(&self.gpu, Arc::clone(&done));
         }
+        let started = std::time::Instant::now();
         let module = self.ctx.load_module(image.code(self.code));
         done.store(true, Ordering::Release);
+        if std::env::var_os("KILN_LOG_MODULES").is_some() {
+            eprintln!(
+                "kiln: kernel module '{}' ({}) loaded in {:.3} s",
+                image.name,
+                self.code,
+                started.elapsed().as_secs_f64()
+            );
+        }
         let module = module.map_err(|e| {
             format!(
                 "cannot load the GPU kernel module '{}' ({}) on {}: {e:?}",

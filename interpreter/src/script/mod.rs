@@ -45,7 +45,7 @@ pub use output::OutputFn;
 pub use scope::RunScope;
 pub use stdlib::MODULE_NAMES as STDLIB_MODULES;
 
-use crate::backend::cuda::{CudaRuntime, EngineStream};
+use crate::backend::cuda::LazyEngineStream;
 use crate::core::control::RunControl;
 use crate::core::{Device, MemoryBudget};
 use crate::io::FileAccess;
@@ -53,7 +53,7 @@ use crate::tensor::{Generator, Tensor};
 use output::Outputs;
 use rhai::{Engine, OptimizationLevel};
 use scope::Modes;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// Per-engine state the script API reads: default device, random generator,
 /// the script's command-line arguments, the file-access gate, the memory
@@ -65,7 +65,7 @@ pub struct Runtime {
     args: RwLock<Vec<String>>,
     files: FileAccess,
     budget: Option<Arc<MemoryBudget>>,
-    stream: OnceLock<Option<EngineStream>>,
+    stream: LazyEngineStream,
     control: Arc<RunControl>,
     modes: Arc<Modes>,
     outputs: Outputs,
@@ -151,7 +151,7 @@ impl Runtime {
             args: RwLock::new(Vec::new()),
             files: FileAccess::new(files),
             budget,
-            stream: OnceLock::new(),
+            stream: LazyEngineStream::default(),
             control: Arc::default(),
             modes: Arc::new(Modes::default()),
             outputs: Outputs::default(),
@@ -200,8 +200,9 @@ impl Runtime {
 
     /// Prepares this thread to run a script of this runtime: starts the
     /// run's control (clears the interrupt flag, starts the time limit),
-    /// enters its memory budget, makes its own CUDA stream (created on first use, when a
-    /// GPU is usable) the thread's current stream, applies its grad mode and
+    /// enters its memory budget, makes its own CUDA stream (created when the run
+    /// first queues GPU work; a run that never does creates no CUDA context)
+    /// the thread's current stream, applies its grad mode and
     /// TF32 setting, and forgets earlier typed errors. Dropping the scope
     /// keeps the grad mode and TF32 setting the scripts left for this
     /// runtime's next run and restores the thread's own. The
@@ -211,17 +212,11 @@ impl Runtime {
     /// engine's modes to apply (and not leak into the thread).
     pub fn enter(&self) -> RunScope {
         convert::clear_typed_error();
-        let stream = match CudaRuntime::get() {
-            Ok(rt) if CudaRuntime::engine_streams_enabled() => {
-                self.stream.get_or_init(|| rt.engine_stream().ok()).as_ref()
-            }
-            _ => None,
-        };
         RunScope::enter(
             &self.modes,
             Some(self.control.enter()),
             self.budget.as_ref().map(|b| b.enter()),
-            stream.map(EngineStream::enter),
+            Some(self.stream.enter()),
         )
     }
 }

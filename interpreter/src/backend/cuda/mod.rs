@@ -21,7 +21,7 @@ mod train;
 mod transfer;
 
 pub use allocator::MemoryStats;
-pub use runtime::{CudaRuntime, EngineStream, StreamScope};
+pub use runtime::{CudaRuntime, EngineStream, LazyEngineStream, StreamScope};
 
 use super::cpu::{with_dtype, Element};
 use crate::core::error::{Error, Result};

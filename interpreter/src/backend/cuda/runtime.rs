@@ -19,7 +19,7 @@ use crate::core::error::{Error, Result};
 use cudarc::cublas::sys as cublas_sys;
 use cudarc::driver::{result, sys};
 use cudarc::driver::{CudaContext, CudaStream};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Everything the CUDA backend needs, created once per process.
@@ -87,8 +87,54 @@ struct Streams {
 unsafe impl Send for Streams {}
 
 thread_local! {
-    /// The stream this thread queues work on (0: the runtime's default stream).
+    /// The stream this thread queues work on (0: the runtime's default
+    /// stream; [`PENDING_STREAM`]: the engine stream in [`PENDING`], created
+    /// on first use).
     static CURRENT: Cell<usize> = const { Cell::new(0) };
+    /// The engine stream [`LazyEngineStream::enter`] made current.
+    static PENDING: RefCell<Option<LazyEngineStream>> = const { RefCell::new(None) };
+}
+
+/// [`CURRENT`]'s value while the current stream is an engine's stream that
+/// does not exist yet.
+const PENDING_STREAM: usize = usize::MAX;
+
+/// An engine's own stream, created on the engine's first CUDA work (or
+/// never: a script that does not touch the GPU creates no CUDA context and
+/// starts at once). Clones share the stream.
+#[derive(Clone, Debug, Default)]
+pub struct LazyEngineStream(Arc<OnceLock<Option<EngineStream>>>);
+
+impl LazyEngineStream {
+    /// Makes this engine's stream the calling thread's current stream until
+    /// the scope drops (creating it only when work is queued).
+    pub fn enter(&self) -> StreamScope {
+        if let Some(Some(stream)) = self.0.get() {
+            return stream.enter();
+        }
+        let pending = PENDING.with(|p| p.replace(Some(self.clone())));
+        let previous = CURRENT.with(|c| c.replace(PENDING_STREAM));
+        StreamScope {
+            previous,
+            pending: Some(pending),
+            _not_send: std::marker::PhantomData,
+        }
+    }
+
+    /// The stream, created now if it does not exist (`None`: the runtime's
+    /// default stream is used, as when engine streams are off).
+    fn resolve(&self, rt: &CudaRuntime) -> usize {
+        self.0
+            .get_or_init(|| {
+                if CudaRuntime::engine_streams_enabled() {
+                    rt.engine_stream().ok()
+                } else {
+                    None
+                }
+            })
+            .as_ref()
+            .map_or(0, |s| s.stream)
+    }
 }
 
 /// A stream of one engine's own, from [`CudaRuntime::engine_stream`];
@@ -104,6 +150,7 @@ impl EngineStream {
         let previous = CURRENT.with(|c| c.replace(self.stream));
         StreamScope {
             previous,
+            pending: None,
             _not_send: std::marker::PhantomData,
         }
     }
@@ -119,17 +166,23 @@ impl Drop for EngineStream {
     }
 }
 
-/// The current stream set by [`EngineStream::enter`]; restores the previous
-/// one when dropped (on the thread that entered).
+/// The current stream set by [`EngineStream::enter`] or
+/// [`LazyEngineStream::enter`]; restores the previous one when dropped (on
+/// the thread that entered).
 #[derive(Debug)]
 pub struct StreamScope {
     previous: usize,
+    /// The pending engine stream to restore, when this scope replaced it.
+    pending: Option<Option<LazyEngineStream>>,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for StreamScope {
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(self.previous));
+        if let Some(pending) = self.pending.take() {
+            PENDING.with(|p| *p.borrow_mut() = pending);
+        }
     }
 }
 
@@ -255,6 +308,15 @@ impl CudaRuntime {
     pub(crate) fn cu_stream(&self) -> sys::CUstream {
         match CURRENT.with(|c| c.get()) {
             0 => self.stream.cu_stream(),
+            PENDING_STREAM => {
+                let lazy = PENDING.with(|p| p.borrow().clone());
+                let s = lazy.map_or(0, |l| l.resolve(self));
+                CURRENT.with(|c| c.set(s));
+                match s {
+                    0 => self.stream.cu_stream(),
+                    s => s as sys::CUstream,
+                }
+            }
             s => s as sys::CUstream,
         }
     }

@@ -141,7 +141,7 @@ fn build_ptx_with(toolchain: &str, kernels: &Path, target_dir: &Path) -> Result<
         cmd.env_remove(var);
     }
     // Never let rustup install a toolchain behind the user's back.
-    cmd.env("RUSTUP_AUTO_INSTALL", "0");
+    cmd.env("RUSTUP_AUTO_INSTALL", "0").env_remove("RUST_BACKTRACE");
     cmd.env(
         "RUSTFLAGS",
         format!("-Zcross-crate-inline-threshold=always -Zunstable-options -Cpanic=immediate-abort -Ctarget-cpu=sm_{PTX_ARCH}"),
@@ -158,6 +158,9 @@ fn build_ptx_with(toolchain: &str, kernels: &Path, target_dir: &Path) -> Result<
         .map_err(|e| format!("cannot run cargo +{toolchain}: {e}"))?;
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
+        if let Some(line) = err.lines().find(|l| l.contains("is not installed")) {
+            return Err(line.trim_start_matches("error: ").to_string());
+        }
         let tail: Vec<&str> = err.lines().rev().take(6).collect();
         return Err(format!(
             "cargo +{toolchain} rustc for nvptx64 failed: {}",

@@ -581,6 +581,59 @@ fn views() {
     }
 }
 
+#[test]
+fn rearranging_ops() {
+    type OpFn = fn(&Tensor) -> Result<Tensor>;
+    let cases: &[(&str, &[usize], OpFn)] = &[
+        ("flip", &[2, 3, 4], |x| x.flip(&[0, 2])),
+        ("flip of a transpose", &[3, 4], |x| x.t()?.flip(&[1])),
+        ("roll flat", &[3, 4], |x| x.roll(&[5], &[])),
+        ("roll dims", &[2, 3, 4], |x| x.roll(&[1, -2], &[0, 2])),
+        ("repeat", &[2, 3], |x| x.repeat(&[2, 1, 3])),
+        ("tile", &[2, 3], |x| x.tile(&[2])),
+        ("repeat_interleave", &[2, 3], |x| x.repeat_interleave(3, Some(1))),
+        ("repeat_interleave tensor", &[3, 2], |x| {
+            let r = Tensor::from_host(&HostValues::Int(vec![2, 0, 3]), &[3], DType::I64, Device::Cpu)?;
+            x.repeat_interleave_tensor(&r, Some(0))
+        }),
+        ("chunk", &[5, 3], |x| {
+            let parts = x.chunk(2, 0)?;
+            parts[1].mul(&parts[1])?.sum()
+        }),
+        ("split sizes", &[4, 5], |x| {
+            let parts = x.split_sizes(&[2, 3], 1)?;
+            parts[0].sum()?.mul(&parts[1].sum()?)
+        }),
+        ("tensor_split at", &[7], |x| {
+            Tensor::stack(&x.tensor_split_at(&[2, 4], 0)?[1..2], 0)
+        }),
+        ("unbind", &[3, 4], |x| x.unbind(1)?[2].exp()),
+        ("movedim", &[2, 3, 4], |x| x.movedim(&[0], &[2])),
+        ("unflatten", &[2, 6], |x| x.unflatten(1, &[3, -1])),
+        ("unfold overlapping", &[3, 7], |x| x.unfold(1, 3, 2)),
+        ("unfold step 1 of a transpose", &[5, 3], |x| {
+            x.t()?.unfold(1, 2, 1)
+        }),
+        ("pad constant and crop", &[3, 4], |x| {
+            x.pad(&[2, -1, 1, 1], "constant", 0.5)
+        }),
+        ("pad reflect", &[3, 4], |x| x.pad(&[2, 3, 1, 2], "reflect", 0.0)),
+        ("pad replicate", &[3, 4], |x| {
+            x.pad(&[1, 2, 2, 0], "replicate", 0.0)
+        }),
+        ("pad circular", &[3, 4], |x| x.pad(&[3, 1], "circular", 0.0)),
+        ("hstack", &[2, 3], |x| Tensor::hstack(&[x.clone(), x.mul(x)?])),
+        ("dstack", &[2, 3], |x| Tensor::dstack(&[x.clone(), x.exp()?])),
+        ("column_stack", &[4], |x| {
+            Tensor::column_stack(&[x.clone(), x.exp()?])
+        }),
+    ];
+    for (name, shape, f) in cases {
+        let x = uni(&mut Rng::new(name), shape, -1.0, 1.0);
+        gradcheck(name, &[x], |x| f(&x[0])?.exp());
+    }
+}
+
 // ------------------------------------------------------------------ indexing
 
 fn index(v: &[i64], shape: &[usize]) -> Tensor {

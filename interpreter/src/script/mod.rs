@@ -36,6 +36,7 @@ pub mod operators;
 pub mod optim;
 pub mod output;
 pub mod progress;
+pub mod rearrange;
 pub mod registry;
 pub mod runtime_api;
 pub mod scope;
@@ -235,6 +236,7 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     creation::register(engine, runtime);
     operators::register(engine, runtime);
     methods::register(engine, runtime);
+    rearrange::register(engine);
     autograd::register(engine);
     runtime_api::register(engine, runtime);
     dist::register(engine);

@@ -18,6 +18,7 @@ pub mod loss;
 pub mod nn;
 pub mod optim;
 pub mod random;
+pub mod rearrange;
 pub mod reduce;
 pub mod view;
 

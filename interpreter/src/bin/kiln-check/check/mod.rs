@@ -9,6 +9,7 @@
 mod dense;
 mod elementwise;
 mod indexing;
+mod rearrange;
 mod reduce;
 mod runtime;
 mod training;
@@ -169,7 +170,7 @@ impl Checker {
 }
 
 /// The case groups, in the order [`run`] runs them.
-pub const GROUPS: [&str; 11] = [
+pub const GROUPS: [&str; 12] = [
     "unary",
     "binary",
     "casts",
@@ -180,6 +181,7 @@ pub const GROUPS: [&str; 11] = [
     "dense",
     "training",
     "indexing",
+    "rearrange",
     "collectives",
 ];
 
@@ -205,6 +207,7 @@ pub fn run_groups(groups: &[&str]) -> Vec<Case> {
             "matmul" => c.matmul(),
             "dense" => c.dense_paths(),
             "indexing" => c.indexing(),
+            "rearrange" => c.rearrange(),
             "collectives" => c.collectives(),
             _ => c.training(),
         }

@@ -634,6 +634,52 @@ fn rearranging_ops() {
     }
 }
 
+#[test]
+fn structure_ops() {
+    type OpFn = fn(&Tensor) -> Result<Tensor>;
+    let cases: &[(&str, &[usize], OpFn)] = &[
+        ("tril", &[3, 4], |x| x.tril(0)),
+        ("triu batched", &[2, 3, 4], |x| x.triu(-1)),
+        ("diagonal", &[4, 3], |x| x.diagonal(1, 1, 0)),
+        ("diagonal of a permute", &[2, 3, 4], |x| {
+            x.permute(&[2, 0, 1])?.diagonal(-1, 0, 2)
+        }),
+        ("diag of a vector", &[3], |x| x.diag(1)),
+        ("diag of a matrix", &[3, 3], |x| x.diag(-1)),
+        ("diag_embed", &[2, 3], |x| x.diag_embed(0, -2, -1)),
+        ("diagflat", &[2, 2], |x| x.diagflat(-2)),
+        ("trace", &[3, 5], |x| x.trace()),
+        ("masked_fill", &[3, 4], |x| {
+            let mask = x.compare_scalar(kiln::core::op::CmpOp::Gt, Scalar::Float(0.2), false)?;
+            x.masked_fill(
+                &mask,
+                &Tensor::scalar(Scalar::Float(0.5), DType::F64, Device::Cpu)?,
+            )
+        }),
+        ("take", &[3, 4], |x| {
+            x.take(&Tensor::from_host(
+                &HostValues::Int(vec![0, 5, 5, 11]),
+                &[2, 2],
+                DType::I64,
+                Device::Cpu,
+            )?)
+        }),
+        ("take_along_dim", &[3, 4], |x| {
+            let i = Tensor::from_host(
+                &HostValues::Int(vec![2, 0, 2, 1]),
+                &[1, 4],
+                DType::I64,
+                Device::Cpu,
+            )?;
+            x.take_along_dim(&i, Some(0))
+        }),
+    ];
+    for (name, shape, f) in cases {
+        let x = uni(&mut Rng::new(name), shape, -1.0, 1.0);
+        gradcheck(name, &[x], |x| f(&x[0])?.exp());
+    }
+}
+
 // ------------------------------------------------------------------ indexing
 
 fn index(v: &[i64], shape: &[usize]) -> Tensor {

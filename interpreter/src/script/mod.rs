@@ -41,6 +41,7 @@ pub mod registry;
 pub mod runtime_api;
 pub mod scope;
 pub(crate) mod stdlib;
+pub mod structure;
 
 pub use output::OutputFn;
 pub use scope::RunScope;
@@ -237,6 +238,7 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     operators::register(engine, runtime);
     methods::register(engine, runtime);
     rearrange::register(engine);
+    structure::register(engine, runtime);
     autograd::register(engine);
     runtime_api::register(engine, runtime);
     dist::register(engine);

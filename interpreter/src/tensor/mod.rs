@@ -20,6 +20,7 @@ pub mod optim;
 pub mod random;
 pub mod rearrange;
 pub mod reduce;
+pub mod structure;
 pub mod view;
 
 pub use crate::core::{BudgetScope, DType, Device, HostValues, Layout, MemoryBudget, Scalar};

@@ -1,6 +1,9 @@
 //! The rearranging ops (`tensor/rearrange.rs`: flip, roll, repeat, tile,
 //! repeat_interleave, the splits, movedim, unflatten, unfold, pad and the
-//! stacks) for every dtype, through every input layout.
+//! stacks) and the structure and mask ops (`tensor/structure.rs`: tril,
+//! triu, diagonal, diag, diag_embed, trace, masked_fill, take,
+//! take_along_dim, one_hot, meshgrid) for every dtype, through every input
+//! layout.
 
 use super::*;
 

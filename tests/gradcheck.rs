@@ -193,6 +193,8 @@ fn unary_ops() {
             Domain::Positive => uni(&mut rng, &shape, 0.2, 2.0),
             Domain::Nonzero => sgn(&mut rng, &shape, 0.2, 1.5),
             Domain::Any => uni(&mut rng, &shape, -1.2, 1.2),
+            Domain::Unit => uni(&mut rng, &shape, -0.9, 0.9),
+            Domain::AboveOne => uni(&mut rng, &shape, 1.2, 3.0),
         };
         gradcheck(op.name(), &[x], |x| x[0].unary(op));
         // through a non-contiguous view of the input
@@ -201,6 +203,8 @@ fn unary_ops() {
             Domain::Positive => uni(&mut rng, &[4, 3], 0.2, 2.0),
             Domain::Nonzero => sgn(&mut rng, &[4, 3], 0.2, 1.5),
             Domain::Any => uni(&mut rng, &[4, 3], -1.2, 1.2),
+            Domain::Unit => uni(&mut rng, &[4, 3], -0.9, 0.9),
+            Domain::AboveOne => uni(&mut rng, &[4, 3], 1.2, 3.0),
         };
         gradcheck(&format!("{} of a transpose", op.name()), &[x], |x| {
             x[0].t()?.unary(op)

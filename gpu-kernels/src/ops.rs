@@ -25,7 +25,8 @@
 /// — every numeric dtype computes in its own (bool is rejected); `logical` —
 /// any dtype in, bool out (its kernels are written by hand). The domain says
 /// where the op is defined and smooth, for the generated checks: `any`,
-/// `positive`, or `nonzero` (a kink or pole at zero).
+/// `positive`, `nonzero` (a kink or pole at zero), `unit` (the open interval
+/// (-1, 1)) or `above_one`.
 #[macro_export]
 macro_rules! unary_ops {
     ($m:ident) => {
@@ -75,6 +76,28 @@ macro_rules! unary_ops {
                         (a + a * a / (R::ONE + (R::ONE + a * a).sqrt())).ln_1p()
                     };
                     if x < R::ZERO { -r } else { r }
+                }) ();
+            Asin asin "Inverse sine (radians), as `2 atan(x / (1 + sqrt(1 - x²)))`; NaN outside [-1, 1]." float unit
+                (|x| R::of(2.0) * (x / (R::ONE + (R::ONE - x * x).sqrt())).atan()) ();
+            Acos acos "Inverse cosine (radians), as `2 atan(sqrt((1 - x) / (1 + x)))`; NaN outside [-1, 1]." float unit
+                (|x| R::of(2.0) * ((R::ONE - x) / (R::ONE + x)).sqrt().atan()) ();
+            Atanh atanh "Inverse hyperbolic tangent, `ln((1 + x) / (1 - x)) / 2`; NaN outside [-1, 1]." float unit
+                (|x| R::of(0.5) * (R::of(2.0) * x / (R::ONE - x)).ln_1p()) ();
+            Acosh acosh "Inverse hyperbolic cosine; NaN below 1." float above_one
+                (|x| if x > R::of(1e15) {
+                    x.ln() + R::of(core::f64::consts::LN_2)
+                } else {
+                    let t = x - R::ONE;
+                    (t + (t * (x + R::ONE)).sqrt()).ln_1p()
+                }) ();
+            Deg2rad deg2rad "Degrees to radians, `x * π / 180`." float any
+                (|x| x * R::of(core::f64::consts::PI / 180.0)) ();
+            Rad2deg rad2deg "Radians to degrees, `x * 180 / π`." float any
+                (|x| x * R::of(180.0 / core::f64::consts::PI)) ();
+            Sinc sinc "Normalized sinc, `sin(πx) / (πx)` (1 at 0)." float any
+                (|x| if x == R::ZERO { R::ONE } else {
+                    let y = x * R::of(core::f64::consts::PI);
+                    y.sin() / y
                 }) ();
             Softsign softsign "`x / (1 + |x|)` (`F.softsign`)." float any (|x| x / (R::ONE + x.abs())) ();
             Logsigmoid logsigmoid "`log(sigmoid(x))`, computed stably as `min(x, 0) - log1p(e^-|x|)` (`F.logsigmoid`)." float any

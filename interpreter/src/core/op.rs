@@ -56,6 +56,10 @@ pub enum Domain {
     Positive,
     /// Away from zero, where the op has a kink or a pole (`abs`, `reciprocal`, ...).
     Nonzero,
+    /// The open interval (-1, 1) (`asin`, `acos`, `atanh`).
+    Unit,
+    /// Above 1 (`acosh`).
+    AboveOne,
 }
 
 /// A rule of the table as its enum variant (`float` of a unary row is
@@ -87,6 +91,12 @@ macro_rules! rule {
     };
     (domain nonzero) => {
         Domain::Nonzero
+    };
+    (domain unit) => {
+        Domain::Unit
+    };
+    (domain above_one) => {
+        Domain::AboveOne
     };
 }
 

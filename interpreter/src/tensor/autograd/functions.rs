@@ -112,6 +112,25 @@ pub fn unary(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<T
         Sinh => g.mul(&x.cosh()?)?,
         Cosh => g.mul(&x.sinh()?)?,
         Asinh => g.mul(&x.square()?.add_scalar(1.0)?.rsqrt()?)?,
+        // 1 / sqrt(1 - x²), -1 / sqrt(1 - x²), 1 / (1 - x²), 1 / sqrt(x² - 1)
+        Asin => g.mul(&x.square()?.neg()?.add_scalar(1.0)?.rsqrt()?)?,
+        Acos => g.mul(&x.square()?.neg()?.add_scalar(1.0)?.rsqrt()?)?.neg()?,
+        Atanh => g.div(&x.square()?.neg()?.add_scalar(1.0)?)?,
+        Acosh => g.mul(&x.square()?.sub_scalar(1.0)?.rsqrt()?)?,
+        Deg2rad => g.mul_scalar(std::f64::consts::PI / 180.0)?,
+        Rad2deg => g.mul_scalar(180.0 / std::f64::consts::PI)?,
+        // (cos(πx) - sinc(x)) / x, and 0 at x = 0
+        Sinc => {
+            let d = x
+                .mul_scalar(std::f64::consts::PI)?
+                .cos()?
+                .sub(&x.unary(UnaryOp::Sinc)?)?
+                .div(x)?;
+            let at_zero =
+                x.compare_scalar(crate::core::op::CmpOp::Eq, crate::core::Scalar::Float(0.0), false)?;
+            let zero = Tensor::zeros(&[], Some(d.dtype()), d.device())?;
+            g.mul(&Tensor::where_cond(&at_zero, &zero, &d)?)?
+        }
         // 1 / (1 + |x|)^2
         Softsign => g.div(&x.abs()?.add_scalar(1.0)?.square()?)?,
         // 1 - sigmoid(x) = sigmoid(-x)

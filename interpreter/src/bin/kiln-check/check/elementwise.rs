@@ -16,6 +16,14 @@ impl Checker {
                 let positive = op.domain() == Domain::Positive || op == UnaryOp::Reciprocal;
                 for (name, shape, view) in layouts() {
                     let r = input(&mut self.gen, &shape, dtype, positive).and_then(|x| {
+                        // inputs inside the op's domain
+                        let x = match op.domain() {
+                            Domain::Unit => x.to_dtype(DType::F64)?.tanh()?.to_dtype(dtype)?,
+                            Domain::AboveOne => {
+                                x.to_dtype(DType::F64)?.abs()?.add_scalar(1.25)?.to_dtype(dtype)?
+                            }
+                            _ => x,
+                        };
                         let v = view(&x)?;
                         let c = v.unary(op)?;
                         let g = view(&x.to_device(Device::Cuda(0))?)?.unary(op)?;

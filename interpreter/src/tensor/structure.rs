@@ -12,7 +12,7 @@
 use super::autograd::{self, functions};
 use super::{DType, Device, Layout, Tensor};
 use crate::core::error::{Error, Result};
-use crate::core::op::{BinaryOp, CmpOp, ReduceOp};
+use crate::core::op::{CmpOp, ReduceOp};
 use crate::core::shape::normalize_dim;
 use crate::core::{HostValues, Scalar};
 
@@ -364,7 +364,9 @@ impl Tensor {
         Tensor::stack(&grids, 1)
     }
 
-    /// `base ** linspace(start, end, steps)` (f32 by default).
+    /// `base ** linspace(start, end, steps)` (f32 by default), computed on
+    /// the host in f64 (as `linspace` is), so both devices get the same,
+    /// correctly rounded powers.
     pub fn logspace(
         start: f64,
         end: f64,
@@ -373,9 +375,18 @@ impl Tensor {
         dtype: Option<DType>,
         device: Device,
     ) -> Result<Tensor> {
-        let exps = Tensor::linspace(start, end, steps, Some(DType::F64), device)?;
-        let out = exps.binary_scalar(BinaryOp::Pow, Scalar::Float(base), true)?;
-        out.to_dtype(dtype.unwrap_or(DType::F32))
+        let exps = Tensor::linspace(start, end, steps, Some(DType::F64), Device::Cpu)?.to_host()?;
+        let n = steps.max(0) as usize;
+        let values: Vec<f64> = (0..n)
+            .filter_map(|i| exps.get(i))
+            .map(|e| base.powf(e.to_f64()))
+            .collect();
+        Tensor::from_host(
+            &HostValues::Float(values),
+            &[n],
+            dtype.unwrap_or(DType::F32),
+            device,
+        )
     }
 
     /// The (row, column) indices of the lower (`upper` false) or upper

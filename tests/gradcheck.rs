@@ -684,6 +684,50 @@ fn structure_ops() {
     }
 }
 
+#[test]
+fn pointwise_compositions() {
+    type TwoFn = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    /// name, the two shapes, how far from zero the inputs stay (0: anywhere), the op
+    type Case<'a> = (&'a str, &'a [usize], &'a [usize], f64, TwoFn);
+    let cases: &[Case] = &[
+        ("atan2", &[3, 4], &[3, 4], 0.3, |a, b| a.atan2(b)),
+        ("hypot", &[3, 4], &[4], 0.3, |a, b| a.hypot(b)),
+        ("copysign", &[3, 4], &[3, 4], 0.3, |a, b| a.copysign(b)),
+        ("xlogy", &[3, 4], &[3, 4], 0.3, |a, b| a.xlogy(&b.abs()?)),
+        ("lerp", &[3, 4], &[3, 4], 0.0, |a, b| a.lerp(b, &b.mul(a)?)),
+        ("addcmul", &[3, 4], &[4], 0.0, |a, b| a.addcmul(b, a, 0.7)),
+        ("addcdiv", &[3, 4], &[4], 0.3, |a, b| a.addcdiv(a, b, -1.5)),
+        ("clamp with tensors", &[3, 4], &[4], 0.0, |a, b| {
+            a.clamp_tensor(Some(b), Some(&b.add_scalar(0.5)?))
+        }),
+        ("addmm", &[3, 4], &[4, 4], 0.0, |a, b| {
+            b.narrow(0, 0, 3)?.addmm(a, b, 0.5, 2.0)
+        }),
+        ("addmv", &[3, 4], &[4], 0.0, |a, b| {
+            b.narrow(0, 0, 3)?.addmv(a, b, 1.5, -1.0)
+        }),
+        ("baddbmm", &[2, 3, 4], &[2, 4, 3], 0.0, |a, b| {
+            b.matmul(a)?.baddbmm(b, a, 0.5, 1.0)
+        }),
+        ("addbmm", &[2, 3, 4], &[2, 4, 3], 0.0, |a, b| {
+            a.select(0, 0)?.matmul(&b.select(0, 0)?)?.addbmm(a, b, 1.0, 0.5)
+        }),
+        ("outer", &[3], &[4], 0.0, |a, b| a.outer(b)),
+    ];
+    for (name, sa, sb, away, f) in cases {
+        let mut rng = Rng::new(name);
+        // away from zero where the op has a kink or a pole there
+        let (a, b) = if *away > 0.0 {
+            (sgn(&mut rng, sa, *away, 1.5), sgn(&mut rng, sb, *away, 1.5))
+        } else {
+            (uni(&mut rng, sa, -1.0, 1.0), uni(&mut rng, sb, -1.0, 1.0))
+        };
+        gradcheck(name, &[a, b], |x| f(&x[0], &x[1]));
+    }
+    let p = uni(&mut Rng::new("logit"), &[3, 4], 0.1, 0.9);
+    gradcheck("logit", &[p], |x| x[0].logit(None));
+}
+
 // ------------------------------------------------------------------ indexing
 
 fn index(v: &[i64], shape: &[usize]) -> Tensor {

@@ -35,6 +35,7 @@ pub mod methods;
 pub mod operators;
 pub mod optim;
 pub mod output;
+pub mod pointwise;
 pub mod progress;
 pub mod rearrange;
 pub mod registry;
@@ -239,6 +240,7 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     methods::register(engine, runtime);
     rearrange::register(engine);
     structure::register(engine, runtime);
+    pointwise::register(engine);
     autograd::register(engine);
     runtime_api::register(engine, runtime);
     dist::register(engine);

@@ -17,6 +17,7 @@ pub(crate) mod locks;
 pub mod loss;
 pub mod nn;
 pub mod optim;
+pub mod pointwise;
 pub mod random;
 pub mod rearrange;
 pub mod reduce;

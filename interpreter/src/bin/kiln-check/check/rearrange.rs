@@ -2,10 +2,19 @@
 //! repeat_interleave, the splits, movedim, unflatten, unfold, pad and the
 //! stacks) and the structure and mask ops (`tensor/structure.rs`: tril,
 //! triu, diagonal, diag, diag_embed, trace, masked_fill, take,
-//! take_along_dim, one_hot, meshgrid) for every dtype, through every input
-//! layout.
+//! take_along_dim, one_hot, meshgrid) and the pointwise compositions
+//! (`tensor/pointwise.rs`) for every dtype, through every input layout.
 
 use super::*;
+
+/// `t` in a float dtype (f32 for integers and bool).
+fn float(t: &Tensor) -> Result<Tensor> {
+    if t.dtype().is_float() {
+        Ok(t.clone())
+    } else {
+        t.to_dtype(DType::F32)
+    }
+}
 
 /// Several results as one tensor (each flattened, end to end).
 fn joined(parts: Result<Vec<Tensor>>) -> Result<Tensor> {
@@ -52,6 +61,69 @@ impl Checker {
             ("dstack", |t| Tensor::dstack(&[t.clone(), t.clone()])),
             ("column_stack", |t| {
                 Tensor::column_stack(&[t.select(1, 0)?, t.clone()])
+            }),
+            // the structure and mask ops (`tensor/structure.rs`)
+            ("tril", |t| t.tril(3)),
+            ("triu", |t| t.triu(-2)),
+            ("diagonal", |t| t.diagonal(2, 1, 0)?.contiguous()),
+            ("diag", |t| t.diag(-3)),
+            ("diag_embed", |t| t.narrow(0, 0, 4)?.diag_embed(1, 0, 2)),
+            ("trace", |t| t.narrow(1, 0, 30)?.to_dtype(DType::F64)?.trace()),
+            ("masked_fill", |t| {
+                let mask = t
+                    .to_dtype(DType::F64)?
+                    .compare_scalar(CmpOp::Gt, Scalar::Float(0.5), false)?;
+                t.masked_fill(&mask, &Tensor::scalar(Scalar::Int(1), t.dtype(), t.device())?)
+            }),
+            ("take", |t| {
+                let i: Vec<i64> = (0..40).map(|k| (k * 37 + 11) % t.numel() as i64).collect();
+                t.take(&Tensor::from_host(
+                    &HostValues::Int(i),
+                    &[5, 8],
+                    DType::I64,
+                    t.device(),
+                )?)
+            }),
+            ("take_along_dim", |t| {
+                let i: Vec<i64> = (0..65).map(|k| (k * 7) % 37).collect();
+                let i = Tensor::from_host(&HostValues::Int(i), &[1, 65], DType::I64, t.device())?;
+                t.take_along_dim(&i, Some(0))
+            }),
+            ("one_hot", |t| {
+                t.to_dtype(DType::F64)?
+                    .abs()?
+                    .clamp(None, Some(Scalar::Float(9.0)))?
+                    .to_dtype(DType::I64)?
+                    .one_hot(Some(10))
+            }),
+            ("meshgrid", |t| {
+                joined(Tensor::meshgrid(&[t.select(1, 2)?, t.select(0, 1)?], "xy"))
+            }),
+            // the pointwise compositions (`tensor/pointwise.rs`), in a float dtype
+            ("atan2", |t| float(t)?.atan2(&float(t)?.flip(&[0])?)),
+            ("hypot", |t| float(t)?.hypot(&float(t)?.flip(&[1])?)),
+            ("copysign", |t| float(t)?.copysign(&float(t)?.flip(&[0])?)),
+            ("xlogy", |t| float(t)?.xlogy(&float(t)?.abs()?)),
+            ("logit", |t| float(t)?.sigmoid()?.logit(Some(1e-3))),
+            ("lerp", |t| {
+                let w = Tensor::scalar(Scalar::Float(0.3), float(t)?.dtype(), t.device())?;
+                float(t)?.lerp(&float(t)?.flip(&[1])?, &w)
+            }),
+            ("addcdiv", |t| {
+                float(t)?.addcdiv(&float(t)?, &float(t)?.abs()?.add_scalar(1.0)?, 0.5)
+            }),
+            ("nan_to_num", |t| float(t)?.log()?.nan_to_num(0.0, None, None)),
+            ("isfinite", |t| float(t)?.log()?.isfinite()),
+            ("signbit", |t| t.signbit()),
+            ("isclose", |t| {
+                float(t)?.isclose(&float(t)?.flip(&[0])?, 1e-2, 1e-1, true)
+            }),
+            ("addmm", |t| {
+                let f = float(t)?;
+                f.narrow(1, 0, 37)?.addmm(&f, &f.t()?, 0.5, 0.25)
+            }),
+            ("outer", |t| {
+                float(t)?.select(0, 0)?.outer(&float(t)?.select(1, 1)?)
             }),
         ];
         for dtype in DType::ALL {

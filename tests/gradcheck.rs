@@ -728,6 +728,38 @@ fn pointwise_compositions() {
     gradcheck("logit", &[p], |x| x[0].logit(None));
 }
 
+#[test]
+fn composed_reductions() {
+    use kiln::tensor::statistics::NormOrd;
+    type OpFn = fn(&Tensor) -> Result<Tensor>;
+    let cases: &[(&str, &[usize], OpFn)] = &[
+        ("logsumexp", &[3, 4], |x| x.logsumexp(&[1], false)),
+        ("logsumexp keepdim", &[2, 3, 4], |x| x.logsumexp(&[0, 2], true)),
+        ("nanmean", &[3, 4], |x| x.nanmean(&[0], false)),
+        ("nansum", &[3, 4], |x| x.nansum(&[1], true)),
+        ("var_mean", &[3, 4], |x| {
+            let vm = x.var_mean(&[1], 1, false)?;
+            vm[0].mul(&vm[1])
+        }),
+        ("vector_norm 2", &[3, 4], |x| x.vector_norm(2.0, &[], false)),
+        ("vector_norm 3 over dim", &[3, 4], |x| {
+            x.vector_norm(3.0, &[1], true)
+        }),
+        ("matrix_norm fro", &[2, 3, 4], |x| {
+            x.matrix_norm(NormOrd::Fro, false)
+        }),
+        ("matrix_norm 1", &[3, 4], |x| {
+            x.matrix_norm(NormOrd::P(1.0), false)
+        }),
+        ("cov", &[3, 5], |x| x.cov(1)),
+        ("corrcoef", &[3, 5], |x| x.corrcoef()),
+    ];
+    for (name, shape, f) in cases {
+        let x = sgn(&mut Rng::new(name), shape, 0.2, 1.5);
+        gradcheck(name, &[x], |x| f(&x[0]));
+    }
+}
+
 // ------------------------------------------------------------------ indexing
 
 fn index(v: &[i64], shape: &[usize]) -> Tensor {

@@ -41,6 +41,7 @@ pub mod rearrange;
 pub mod registry;
 pub mod runtime_api;
 pub mod scope;
+pub mod statistics;
 pub(crate) mod stdlib;
 pub mod structure;
 
@@ -241,6 +242,7 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     rearrange::register(engine);
     structure::register(engine, runtime);
     pointwise::register(engine);
+    statistics::register(engine);
     autograd::register(engine);
     runtime_api::register(engine, runtime);
     dist::register(engine);

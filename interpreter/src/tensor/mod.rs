@@ -21,6 +21,7 @@ pub mod pointwise;
 pub mod random;
 pub mod rearrange;
 pub mod reduce;
+pub mod statistics;
 pub mod structure;
 pub mod view;
 

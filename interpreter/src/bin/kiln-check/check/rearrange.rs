@@ -3,7 +3,8 @@
 //! stacks) and the structure and mask ops (`tensor/structure.rs`: tril,
 //! triu, diagonal, diag, diag_embed, trace, masked_fill, take,
 //! take_along_dim, one_hot, meshgrid) and the pointwise compositions
-//! (`tensor/pointwise.rs`) for every dtype, through every input layout.
+//! (`tensor/pointwise.rs`) and the composed reductions
+//! (`tensor/statistics.rs`) for every dtype, through every input layout.
 
 use super::*;
 
@@ -124,6 +125,26 @@ impl Checker {
             }),
             ("outer", |t| {
                 float(t)?.select(0, 0)?.outer(&float(t)?.select(1, 1)?)
+            }),
+            // the composed reductions (`tensor/statistics.rs`), summing in f64
+            ("logsumexp", |t| t.to_dtype(DType::F64)?.logsumexp(&[1], false)),
+            ("amax", |t| t.amax(&[0, 1], false)),
+            ("amin", |t| t.amin(&[1], true)),
+            ("count_nonzero", |t| t.count_nonzero(&[0])),
+            ("nanmean", |t| t.to_dtype(DType::F64)?.log()?.nanmean(&[1], false)),
+            ("var_mean", |t| {
+                joined(t.to_dtype(DType::F64)?.var_mean(&[0], 1, false))
+            }),
+            ("vector_norm 3", |t| {
+                t.to_dtype(DType::F64)?.vector_norm(3.0, &[1], false)
+            }),
+            ("matrix_norm inf", |t| {
+                let inf = kiln::tensor::statistics::NormOrd::P(f64::INFINITY);
+                t.to_dtype(DType::F64)?.matrix_norm(inf, false)
+            }),
+            ("cov", |t| t.to_dtype(DType::F64)?.cov(1)),
+            ("corrcoef", |t| {
+                t.to_dtype(DType::F64)?.narrow(1, 0, 20)?.corrcoef()
             }),
         ];
         for dtype in DType::ALL {

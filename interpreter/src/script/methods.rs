@@ -381,7 +381,31 @@ fn register_reduction(api: &mut Api, op: ReduceOp, name: &'static str) {
         op,
         ReduceOp::Max | ReduceOp::Min | ReduceOp::ArgMax | ReduceOp::ArgMin
     );
-    if single {
+    if matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        // as torch.max(t, dim): the values and their indices
+        let index_op = if op == ReduceOp::Max {
+            ReduceOp::ArgMax
+        } else {
+            ReduceOp::ArgMin
+        };
+        let both = move |t: &Tensor, d: INT, k: bool| -> RhaiResult<Array> {
+            let values = ok(t.reduce(op, Some(&[d]), k))?;
+            let indices = ok(t.reduce(index_op, Some(&[d]), k))?;
+            Ok(vec![Dynamic::from(values), Dynamic::from(indices)])
+        };
+        let doc = if op == ReduceOp::Max {
+            "over dim: [values, indices] of the maxima (keepdim keeps dim as size 1), as torch.max(t, dim)"
+        } else {
+            "over dim: [values, indices] of the minima (keepdim keeps dim as size 1), as torch.min(t, dim)"
+        };
+        api.doc(doc)
+            .func(name, ["t", "dim"], move |t: Tensor, d: INT| both(&t, d, false));
+        api.doc(doc).func(
+            name,
+            ["t", "dim", "keepdim"],
+            move |t: Tensor, d: INT, k: bool| both(&t, d, k),
+        );
+    } else if single {
         api.doc(doc).func(name, ["t", "dim"], move |t: Tensor, d: INT| {
             ok(t.reduce(op, Some(&[d]), false))
         });

@@ -321,3 +321,15 @@ pub fn tensor_list(op: &str, a: &Array) -> RhaiResult<Vec<Tensor>> {
         })
         .collect()
 }
+
+/// Several tensors as a Rhai array (PyTorch's tuples of results).
+pub fn tensor_array(ts: crate::Result<Vec<Tensor>>) -> RhaiResult<Array> {
+    Ok(ok(ts)?.into_iter().map(Dynamic::from).collect())
+}
+
+/// A number (int or float) as f64; `what` names it in the error.
+pub fn number(op: &str, what: &str, v: &Dynamic) -> RhaiResult<f64> {
+    v.as_float()
+        .or_else(|_| v.as_int().map(|i| i as rhai::FLOAT))
+        .map_err(|ty| script_error(format!("{op}: {what} must be a number, got {ty}")))
+}

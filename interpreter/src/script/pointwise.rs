@@ -3,22 +3,15 @@
 //! either; PyTorch's keyword arguments come in an options map
 //! (`addmm(x, a, b, #{beta: 0.5, alpha: 2.0})`, `isclose(a, b, #{rtol: 1e-3})`).
 
-use super::convert::{ok, operand, script_error, RhaiResult};
+use super::convert::{number, ok, operand, script_error, RhaiResult};
 use super::registry::{Api, Category};
 use crate::tensor::Tensor;
-use rhai::{Dynamic, Engine, Map, FLOAT};
+use rhai::{Dynamic, Engine, Map};
 
 /// `d` as a tensor next to `like` (numbers take its dtype and device).
 fn tensor_arg(op: &str, d: &Dynamic, like: &Tensor) -> RhaiResult<Tensor> {
     let t = operand(op, d, Some(like), like.device())?;
     ok(t.to_device(like.device()))
-}
-
-/// A number (int or float) as f64.
-fn number(op: &str, key: &str, v: &Dynamic) -> RhaiResult<f64> {
-    v.as_float()
-        .or_else(|_| v.as_int().map(|i| i as FLOAT))
-        .map_err(|ty| script_error(format!("{op}: {key} must be a number, got {ty}")))
 }
 
 /// The number options `keys` of `m` (with their defaults); others are errors.

@@ -3,15 +3,10 @@
 //! PyTorch's keyword arguments as an options map (`x.split(2, #{dim: 1})`,
 //! `pad(x, [1, 1], #{mode: "reflect"})`); several results as an array.
 
-use super::convert::{ints, ok, script_error, tensor_list, RhaiResult};
+use super::convert::{ints, number, ok, script_error, tensor_array, tensor_list, RhaiResult};
 use super::registry::{Api, Category};
 use crate::tensor::Tensor;
-use rhai::{Array, Dynamic, Engine, Map, FLOAT, INT};
-
-/// Tensors as a Rhai array.
-fn array(ts: crate::Result<Vec<Tensor>>) -> RhaiResult<Array> {
-    Ok(ok(ts)?.into_iter().map(Dynamic::from).collect())
-}
+use rhai::{Array, Dynamic, Engine, Map, INT};
 
 /// The int option `key` of `m` (`default` when absent); other keys are errors.
 fn int_opt(op: &str, m: &Map, key: &str, default: Option<INT>) -> RhaiResult<Option<INT>> {
@@ -192,7 +187,7 @@ fn register_order(api: &mut Api) {
                                     script_error(format!("pad: option 'mode' must be a string, got {ty}"))
                                 })?
                             }
-                            "value" => value = number("pad", v)?,
+                            "value" => value = number("pad", "option 'value'", v)?,
                             other => {
                                 return Err(script_error(format!(
                                     "pad: unknown option '{other}' (expected mode, value)"
@@ -215,16 +210,9 @@ fn register_order(api: &mut Api) {
         "pad",
         ["t", "pad", "mode", "value"],
         |t: Tensor, p: Dynamic, m: &str, v: Dynamic| {
-            ok(t.pad(&ints("pad", "pad", &p)?, m, number("pad", &v)?))
+            ok(t.pad(&ints("pad", "pad", &p)?, m, number("pad", "value", &v)?))
         },
     );
-}
-
-/// A number (int or float) as f64.
-fn number(op: &str, v: &Dynamic) -> RhaiResult<f64> {
-    v.as_float()
-        .or_else(|_| v.as_int().map(|i| i as FLOAT))
-        .map_err(|ty| script_error(format!("{op}: expected a number, got {ty}")))
 }
 
 /// The `dim` argument of the splits: an int, or an options map `#{dim: d}`.
@@ -240,16 +228,18 @@ fn split_dim(op: &str, d: &Dynamic) -> RhaiResult<INT> {
 fn register_splits(api: &mut Api) {
     const CHUNK: &str = "chunks views along dim (0 by default) of ceil(size / chunks) elements each";
     api.doc(CHUNK)
-        .func("chunk", ["t", "chunks"], |t: Tensor, n: INT| array(t.chunk(n, 0)));
+        .func("chunk", ["t", "chunks"], |t: Tensor, n: INT| {
+            tensor_array(t.chunk(n, 0))
+        });
     api.doc(CHUNK).func(
         "chunk",
         ["t", "chunks", "dim"],
-        |t: Tensor, n: INT, d: Dynamic| array(t.chunk(n, split_dim("chunk", &d)?)),
+        |t: Tensor, n: INT, d: Dynamic| tensor_array(t.chunk(n, split_dim("chunk", &d)?)),
     );
     fn split(t: &Tensor, s: &Dynamic, dim: INT) -> RhaiResult<Array> {
         match s.as_int() {
-            Ok(size) => array(t.split(size, dim)),
-            Err(_) => array(t.split_sizes(&ints("split", "split sizes", s)?, dim)),
+            Ok(size) => tensor_array(t.split(size, dim)),
+            Err(_) => tensor_array(t.split_sizes(&ints("split", "split sizes", s)?, dim)),
         }
     }
     const SPLIT: &str =
@@ -265,8 +255,8 @@ fn register_splits(api: &mut Api) {
     );
     fn tensor_split(t: &Tensor, s: &Dynamic, dim: INT) -> RhaiResult<Array> {
         match s.as_int() {
-            Ok(n) => array(t.tensor_split(n, dim)),
-            Err(_) => array(t.tensor_split_at(&ints("tensor_split", "indices", s)?, dim)),
+            Ok(n) => tensor_array(t.tensor_split(n, dim)),
+            Err(_) => tensor_array(t.tensor_split_at(&ints("tensor_split", "indices", s)?, dim)),
         }
     }
     const TENSOR_SPLIT: &str =
@@ -282,10 +272,10 @@ fn register_splits(api: &mut Api) {
     );
     const UNBIND: &str = "the slices of dim (0 by default), that dim removed (views)";
     api.doc(UNBIND)
-        .func("unbind", ["t"], |t: Tensor| array(t.unbind(0)));
+        .func("unbind", ["t"], |t: Tensor| tensor_array(t.unbind(0)));
     api.doc(UNBIND)
         .func("unbind", ["t", "dim"], |t: Tensor, d: Dynamic| {
-            array(t.unbind(split_dim("unbind", &d)?))
+            tensor_array(t.unbind(split_dim("unbind", &d)?))
         });
 }
 
@@ -340,7 +330,7 @@ fn register_stacks(api: &mut Api) {
     for (name, doc, f) in atleast {
         api.doc(doc).func(name, ["t"], move |t: Tensor| ok(f(&t)));
         api.doc(doc).func(name, ["tensors"], move |l: Array| {
-            array(tensor_list(name, &l)?.iter().map(f).collect())
+            tensor_array(tensor_list(name, &l)?.iter().map(f).collect())
         });
     }
 }

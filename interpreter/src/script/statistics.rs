@@ -3,11 +3,11 @@
 //! `keepdim` and the like positionally or in an options map; pairs of
 //! results (`aminmax`, `var_mean`) as arrays.
 
-use super::convert::{ints, ok, script_error, RhaiResult};
+use super::convert::{ints, ok, script_error, tensor_array, RhaiResult};
 use super::registry::{Api, Category};
 use crate::tensor::statistics::NormOrd;
 use crate::tensor::Tensor;
-use rhai::{Array, Dynamic, Engine, Map, FLOAT};
+use rhai::{Dynamic, Engine, Map, FLOAT};
 
 fn dims_of(op: &str, d: &Dynamic) -> RhaiResult<Vec<i64>> {
     if d.is_unit() {
@@ -15,10 +15,6 @@ fn dims_of(op: &str, d: &Dynamic) -> RhaiResult<Vec<i64>> {
     } else {
         ints(op, "dims", d)
     }
-}
-
-fn pair(ts: crate::Result<Vec<Tensor>>) -> RhaiResult<Array> {
-    Ok(ok(ts)?.into_iter().map(Dynamic::from).collect())
 }
 
 /// A norm order: a number, or "fro" / "nuc" (also "inf", "-inf").
@@ -115,7 +111,7 @@ pub fn register(engine: &mut Engine) {
     }
     const AMINMAX: &str = "[min, max] over dim (all by default); opts #{dim, keepdim}";
     api.doc(AMINMAX).func("aminmax", ["t"], |t: Tensor| {
-        pair(
+        tensor_array(
             t.amin(&[], false)
                 .and_then(|lo| Ok(vec![lo, t.amax(&[], false)?])),
         )
@@ -123,7 +119,7 @@ pub fn register(engine: &mut Engine) {
     api.doc(AMINMAX)
         .func("aminmax", ["t", "opts"], |t: Tensor, m: Map| {
             let (dims, keepdim, _) = opts("aminmax", &m)?;
-            pair(
+            tensor_array(
                 t.amin(&dims, keepdim)
                     .and_then(|lo| Ok(vec![lo, t.amax(&dims, keepdim)?])),
             )
@@ -149,15 +145,15 @@ pub fn register(engine: &mut Engine) {
             }
         };
         api.doc(doc)
-            .func(name, ["t"], move |t: Tensor| pair(f(&t, &[], 1, false)));
+            .func(name, ["t"], move |t: Tensor| tensor_array(f(&t, &[], 1, false)));
         api.doc(doc)
             .func(name, ["t", "dims"], move |t: Tensor, d: Dynamic| {
                 match d.clone().try_cast::<Map>() {
                     Some(m) => {
                         let (dims, keepdim, c) = opts(name, &m)?;
-                        pair(f(&t, &dims, c, keepdim))
+                        tensor_array(f(&t, &dims, c, keepdim))
                     }
-                    None => pair(f(&t, &dims_of(name, &d)?, 1, false)),
+                    None => tensor_array(f(&t, &dims_of(name, &d)?, 1, false)),
                 }
             });
     }

@@ -3,12 +3,12 @@
 //! map (`x.diagonal(#{offset: 1, dim1: 1, dim2: 2})`, `meshgrid([a, b],
 //! #{indexing: "xy"})`, `tril_indices(3, 3, #{offset: -1, device: "cpu"})`).
 
-use super::convert::{ok, operand, script_error, tensor_list, RhaiResult};
+use super::convert::{number, ok, operand, script_error, tensor_array, tensor_list, RhaiResult};
 use super::registry::{Api, Category};
 use super::Runtime;
 use crate::core::{DType, Device};
 use crate::tensor::Tensor;
-use rhai::{Array, Dynamic, Engine, Map, FLOAT, INT};
+use rhai::{Array, Dynamic, Engine, Map, INT};
 use std::sync::Arc;
 
 /// Reads the options of `m` whose names are in `keys`; an unknown one is an error.
@@ -35,10 +35,6 @@ fn string(op: &str, key: &str, v: Option<&Dynamic>, default: &str) -> RhaiResult
             .into_string()
             .map_err(|t| script_error(format!("{op}: option '{key}' must be a string, got {t}")))
     })
-}
-
-fn array(ts: crate::Result<Vec<Tensor>>) -> RhaiResult<Array> {
-    Ok(ok(ts)?.into_iter().map(Dynamic::from).collect())
 }
 
 /// Registers the structure and mask ops.
@@ -165,7 +161,7 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     const MESHGRID: &str =
         "1-D tensors spread over the grid of their sizes (indexing \"ij\" or \"xy\"; expanded views)";
     api.doc(MESHGRID).func("meshgrid", ["tensors"], |l: Array| {
-        array(Tensor::meshgrid(&tensor_list("meshgrid", &l)?, "ij"))
+        tensor_array(Tensor::meshgrid(&tensor_list("meshgrid", &l)?, "ij"))
     });
     api.doc(MESHGRID)
         .func("meshgrid", ["tensors", "indexing"], |l: Array, i: Dynamic| {
@@ -182,7 +178,7 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
                     ))
                 })?,
             };
-            array(Tensor::meshgrid(&tensor_list("meshgrid", &l)?, &indexing))
+            tensor_array(Tensor::meshgrid(&tensor_list("meshgrid", &l)?, &indexing))
         });
     api.doc("every combination of the 1-D tensors' elements, one per row")
         .func("cartesian_prod", ["tensors"], |l: Array| {
@@ -193,11 +189,6 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
 
 fn register_creation(api: &mut Api, rt: &Arc<Runtime>) {
     api.category(Category::Creation);
-    let number = |op: &str, v: &Dynamic| -> RhaiResult<f64> {
-        v.as_float()
-            .or_else(|_| v.as_int().map(|i| i as FLOAT))
-            .map_err(|ty| script_error(format!("{op}: expected a number, got {ty}")))
-    };
     const LOGSPACE: &str = "steps values base ** linspace(start, end) (base 10); opts #{base, dtype, device}";
     let r = rt.clone();
     api.doc(LOGSPACE).func(
@@ -205,8 +196,8 @@ fn register_creation(api: &mut Api, rt: &Arc<Runtime>) {
         ["start", "end", "steps"],
         move |a: Dynamic, b: Dynamic, n: INT| {
             ok(Tensor::logspace(
-                number("logspace", &a)?,
-                number("logspace", &b)?,
+                number("logspace", "start", &a)?,
+                number("logspace", "end", &b)?,
                 n,
                 10.0,
                 None,
@@ -220,12 +211,12 @@ fn register_creation(api: &mut Api, rt: &Arc<Runtime>) {
         ["start", "end", "steps", "opts"],
         move |a: Dynamic, b: Dynamic, n: INT, m: Map| {
             let get = options("logspace", &m, &["base", "dtype", "device"])?;
-            let base = get("base").map_or(Ok(10.0), |v| number("logspace", v))?;
+            let base = get("base").map_or(Ok(10.0), |v| number("logspace", "base", v))?;
             let dtype = get("dtype").map(|v| parse_dtype("logspace", v)).transpose()?;
             let device = get("device").map(|v| parse_device("logspace", v)).transpose()?;
             ok(Tensor::logspace(
-                number("logspace", &a)?,
-                number("logspace", &b)?,
+                number("logspace", "start", &a)?,
+                number("logspace", "end", &b)?,
                 n,
                 base,
                 dtype,

@@ -1,7 +1,7 @@
 """Checks tests/scripts/elementwise_pointwise.out against NumPy (the same
 formulas as PyTorch documents): run `python3 tests/scripts/verify/elementwise_pointwise.py`."""
-import pathlib
 import numpy as np
+from golden import check
 
 y = np.array([1.0, -1.0, 0.0, 0.0, -0.0, 2.0, -3.0, 1e-30])
 x = np.array([1.0, -1.0, -1.0, 0.0, 1.0, 0.0, 4.0, -1e30])
@@ -39,22 +39,6 @@ with np.errstate(all="ignore"):
         "addmv": np.ones(2) + a @ np.array([1.0, 0, -1]), "addbmm": (b1 @ b2).sum(0), "baddbmm": b1 @ b2,
         "outer": np.outer([1.0, 2.0], [3.0, 4.0, 5.0]),
     }
-out = pathlib.Path(__file__).resolve().parents[1] / "elementwise_pointwise.out"
-checked = 0
-for line in out.read_text().splitlines():
-    name, _, rest = line.partition(": ")
-    if name not in expected or not rest.startswith("["):
-        continue
-    shape_txt, _, values_txt = rest.partition("] ")
-    shape = [int(s) for s in shape_txt.strip("[").split(",") if s.strip()]
-    values_txt = values_txt.replace("true", "True").replace("false", "False").replace("NaN", "nan")
-    got = np.array(eval(values_txt, {"nan": np.nan}), dtype=float).reshape(shape)
-    want = np.asarray(expected[name], dtype=float)
-    assert list(want.shape) == shape, (name, want.shape, shape)
-    ok = np.isclose(got, want, rtol=1e-14, atol=0, equal_nan=True)
-    assert ok.all(), (name, got, want)
-    checked += 1
-assert checked == len(expected), (checked, len(expected))
-text = out.read_text()
+text, checked = check("elementwise_pointwise.out", expected, rtol=1e-14)
 assert "allclose: true false" in text and "equal: true false false" in text
 print(f"{checked} results agree with NumPy")

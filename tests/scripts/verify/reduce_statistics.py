@@ -1,7 +1,7 @@
 """Checks tests/scripts/reduce_statistics.out against NumPy (the gradient by
 central differences): run `python3 tests/scripts/verify/reduce_statistics.py`."""
-import pathlib
 import numpy as np
+from golden import check
 
 x = np.array([[1.0, -2.0, 3.0, 0.5], [4.0, 0.0, -6.0, 2.0], [0.25, 8.0, -1.0, 0.0]])
 n = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, 2.0]])
@@ -42,19 +42,5 @@ with np.errstate(all="ignore"):
         "cov": np.cov(x), "cov_0": np.cov(x, ddof=0), "cov_1d": np.cov([1.0, 2.0, 4.0]),
         "corrcoef": np.corrcoef(x), "grad": grad,
     }
-out = pathlib.Path(__file__).resolve().parents[1] / "reduce_statistics.out"
-checked = 0
-for line in out.read_text().splitlines():
-    name, _, rest = line.partition(": ")
-    if name not in expected or not rest.startswith("["):
-        continue
-    shape_txt, _, values_txt = rest.partition("] ")
-    shape = [int(s) for s in shape_txt.strip("[").split(",") if s.strip()]
-    got = np.array(eval(values_txt.replace("NaN", "nan"), {"nan": np.nan}), dtype=float).reshape(shape)
-    want = np.asarray(expected[name], dtype=float)
-    assert list(want.shape) == shape, (name, want.shape, shape)
-    tol = 1e-6 if name == "grad" else 1e-13
-    assert np.allclose(got, want, rtol=tol, atol=tol, equal_nan=True), (name, got, want)
-    checked += 1
-assert checked == len(expected), (checked, len(expected), set(expected))
+text, checked = check("reduce_statistics.out", expected, rtol=1e-13, atol=1e-13, tols={"grad": (1e-6, 1e-6)})
 print(f"{checked} results agree with NumPy")

@@ -1,7 +1,7 @@
 """Checks tests/scripts/shape_rearrange.out against NumPy (the same ops as
 PyTorch defines them): run `python3 tests/scripts/verify/shape_rearrange.py`."""
-import pathlib
 import numpy as np
+from golden import check
 
 x = np.arange(24).reshape(2, 3, 4)
 m = np.arange(12, dtype=np.float32).reshape(3, 4)
@@ -72,18 +72,5 @@ g += np.array([1, 2, 2, 1])  # unfold(1, 2, 1): middle columns are in two window
 g[2:, :] += 1  # chunk(2, 0)[1]: row 2 (chunks of ceil(3 / 2) = 2 rows)
 expected["grad"] = g
 
-out = pathlib.Path(__file__).resolve().parents[1] / "shape_rearrange.out"
-checked = 0
-for line in out.read_text().splitlines():
-    name, sep, rest = line.partition(": ")
-    if name not in expected or not rest.startswith("["):
-        continue
-    want = np.asarray(expected[name])
-    shape_txt, _, values_txt = rest.partition("] ")
-    shape = [int(s) for s in shape_txt.strip("[").split(",") if s.strip()]
-    got = np.array(eval(values_txt), dtype=float).reshape(shape)
-    assert list(want.shape) == shape, (name, want.shape, shape)
-    assert np.array_equal(got, want.astype(float)), (name, got, want)
-    checked += 1
-assert checked == len(expected), (checked, len(expected), set(expected))
+text, checked = check("shape_rearrange.out", expected)
 print(f"{checked} results agree with NumPy")

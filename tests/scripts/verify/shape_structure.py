@@ -1,7 +1,7 @@
 """Checks tests/scripts/shape_structure.out against NumPy (the same ops as
 PyTorch defines them): run `python3 tests/scripts/verify/shape_structure.py`."""
-import pathlib
 import numpy as np
+from golden import check
 
 m = np.arange(12, dtype=np.float32).reshape(3, 4)
 b = np.arange(24).reshape(2, 3, 4)
@@ -54,18 +54,5 @@ g[0, :] += 1  # diag_embed(w[0]).sum(): each element of row 0 once
 g += np.eye(3, 4)
 expected["grad"] = g
 
-out = pathlib.Path(__file__).resolve().parents[1] / "shape_structure.out"
-checked = 0
-for line in out.read_text().splitlines():
-    name, sep, rest = line.partition(": ")
-    if name not in expected or not rest.startswith("["):
-        continue
-    want = np.asarray(expected[name])
-    shape_txt, _, values_txt = rest.partition("] ")
-    shape = [int(s) for s in shape_txt.strip("[").split(",") if s.strip()]
-    got = np.array(eval(values_txt), dtype=float).reshape(shape)
-    assert list(want.shape) == shape, (name, want.shape, shape)
-    assert np.allclose(got, want.astype(float), rtol=1e-6, atol=0), (name, got, want)
-    checked += 1
-assert checked == len(expected), (checked, len(expected), set(expected))
+text, checked = check("shape_structure.out", expected, rtol=1e-6)
 print(f"{checked} results agree with NumPy")

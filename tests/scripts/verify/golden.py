@@ -1,0 +1,27 @@
+"""The comparison every verifier here shares: the `name: [shape] values`
+lines of a golden `.out` file against NumPy's expected arrays."""
+import pathlib
+import numpy as np
+
+
+def check(out_name, expected, rtol=0.0, atol=0.0, tols=None):
+    """Compares each expected name's line in tests/scripts/OUT_NAME (exactly
+    by default; `tols` maps a name to its own tolerance) and returns how many
+    agree; every expected name must appear."""
+    out = pathlib.Path(__file__).resolve().parents[1] / out_name
+    checked = 0
+    for line in out.read_text().splitlines():
+        name, _, rest = line.partition(": ")
+        if name not in expected or not rest.startswith("["):
+            continue
+        shape_txt, _, values_txt = rest.partition("] ")
+        shape = [int(s) for s in shape_txt.strip("[").split(",") if s.strip()]
+        values_txt = values_txt.replace("true", "True").replace("false", "False").replace("NaN", "nan")
+        got = np.array(eval(values_txt, {"nan": np.nan}), dtype=float).reshape(shape)
+        want = np.asarray(expected[name], dtype=float)
+        assert list(want.shape) == shape, (name, want.shape, shape)
+        t = (tols or {}).get(name, (rtol, atol))
+        assert np.allclose(got, want, rtol=t[0], atol=t[1], equal_nan=True), (name, got, want)
+        checked += 1
+    assert checked == len(expected), (checked, len(expected), set(expected))
+    return out.read_text(), checked

@@ -31,6 +31,9 @@ pub mod convert;
 pub mod creation;
 pub mod dist;
 pub mod files;
+pub mod functional;
+pub mod kwargs;
+pub mod losses;
 pub mod methods;
 pub mod operators;
 pub mod optim;
@@ -249,4 +252,6 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     files::register(engine, runtime);
     progress::register(engine, runtime);
     optim::register(engine);
+    functional::register(engine, runtime);
+    losses::register(engine);
 }

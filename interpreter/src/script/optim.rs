@@ -1,29 +1,16 @@
-//! The training API: `cross_entropy(logits, labels[, opts])` (also as a
-//! method) and the fused optimizer steps `sgd_step_`, `adam_step_` and
+//! The fused optimizer steps `sgd_step_`, `adam_step_` and
 //! `optimizer_state(p)`, with their options maps converted to the front-end's
-//! option structs. No math lives here (see `crate::tensor::loss` and
-//! `crate::tensor::optim`).
+//! option structs. No math lives here (see `crate::tensor::optim`).
 
 use super::convert::{ok, script_error, RhaiResult};
 use super::registry::{Api, Category};
-use crate::tensor::loss::{CrossEntropyOptions, Reduction};
 use crate::tensor::optim::{AdamOptions, SgdOptions};
 use crate::tensor::Tensor;
 use rhai::{Array, Dynamic, Engine, Map, INT};
 
-/// Registers the loss and optimizer-step functions.
+/// Registers the optimizer-step functions.
 pub fn register(engine: &mut Engine) {
     let mut api = Api::new(engine, Category::Training);
-    const CE: &str = "cross-entropy of logits [N, C] and class labels [N]; opts #{reduction, ignore_index, label_smoothing}";
-    api.doc(CE)
-        .func("cross_entropy", ["logits", "labels"], |x: Tensor, y: Tensor| {
-            ok(x.cross_entropy(&y, &CrossEntropyOptions::default()))
-        });
-    api.doc(CE).func(
-        "cross_entropy",
-        ["logits", "labels", "opts"],
-        |x: Tensor, y: Tensor, m: Map| ok(x.cross_entropy(&y, &ce_options(&m)?)),
-    );
     api.doc("zeros of p's shape in the optimizer-state dtype, on its device (a moment buffer)")
         .func("optimizer_state", ["p"], |p: Tensor| ok(p.optimizer_state()));
     api.doc("one fused SGD step on p in place (buf: momentum buffer or ()); opts #{lr, momentum, dampening, weight_decay, nesterov, init_buffer}").func("sgd_step_", ["p", "grad", "buf", "opts"], |p: Tensor, g: Tensor, buf: Dynamic, m: Map| -> RhaiResult<Tensor> {
@@ -68,29 +55,6 @@ fn flag(op: &str, key: &str, v: &Dynamic) -> RhaiResult<bool> {
 
 fn unknown(op: &str, key: &str, expected: &str) -> Box<rhai::EvalAltResult> {
     script_error(format!("{op}: unknown option '{key}' (expected {expected})"))
-}
-
-fn ce_options(m: &Map) -> RhaiResult<CrossEntropyOptions> {
-    const OP: &str = "cross_entropy";
-    let mut o = CrossEntropyOptions::default();
-    for (k, v) in m {
-        match k.as_str() {
-            "reduction" => {
-                let s = v.clone().into_immutable_string().map_err(|t| {
-                    script_error(format!("{OP}: option 'reduction' must be a string, got {t}"))
-                })?;
-                o.reduction = ok(Reduction::parse(&s))?;
-            }
-            "ignore_index" => {
-                o.ignore_index = v.as_int().map_err(|t| {
-                    script_error(format!("{OP}: option 'ignore_index' must be an int, got {t}"))
-                })?
-            }
-            "label_smoothing" => o.label_smoothing = number(OP, k, v)?,
-            other => return Err(unknown(OP, other, "reduction, ignore_index, label_smoothing")),
-        }
-    }
-    Ok(o)
 }
 
 fn sgd_options(m: &Map) -> RhaiResult<SgdOptions> {

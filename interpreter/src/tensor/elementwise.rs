@@ -270,6 +270,18 @@ impl Tensor {
         }))
     }
 
+    /// This tensor in a floating dtype: itself when it is one, else f32 (as
+    /// PyTorch computes float-only math on integer and bool inputs).
+    pub fn to_float(&self) -> Result<Tensor> {
+        self.to_dtype(self.dtype().to_float())
+    }
+
+    /// A 0-dim tensor of `value` in this tensor's dtype and on its device,
+    /// for compositions that need a constant operand.
+    pub fn constant(&self, value: f64) -> Result<Tensor> {
+        Tensor::full(&[], Scalar::Float(value), Some(self.dtype()), self.device())
+    }
+
     /// A contiguous tensor with the same values: this handle when already contiguous.
     pub fn contiguous(&self) -> Result<Tensor> {
         if self.is_contiguous() {

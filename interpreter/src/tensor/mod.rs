@@ -4,10 +4,12 @@
 //! dispatched to a backend through [`crate::backend::Storage`]; ops on
 //! tensors that require grad also record their backward ([`autograd`]).
 
+pub mod activation;
 pub mod autograd;
 pub mod creation;
 pub mod elementwise;
 pub mod format;
+pub mod functional;
 pub mod host;
 pub mod index;
 pub mod inplace;

@@ -13,13 +13,8 @@ use crate::core::error::{Error, Result};
 use crate::core::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::core::Scalar;
 
-/// A 0-dim tensor of `value` in `like`'s dtype and device.
-fn constant(like: &Tensor, value: f64) -> Result<Tensor> {
-    Tensor::full(&[], Scalar::Float(value), Some(like.dtype()), like.device())
-}
-
 /// `a` and `b` in their promoted floating dtype.
-fn floats(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+pub(crate) fn floats(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
     let mut dtype = super::elementwise::result_type(a, b);
     if !dtype.is_float() {
         dtype = DType::F32;
@@ -33,11 +28,11 @@ impl Tensor {
     pub fn atan2(&self, other: &Tensor) -> Result<Tensor> {
         let (y, x) = floats(self, other)?;
         let base = y.div(&x)?.unary(UnaryOp::Atan)?;
-        let pi = constant(&base, std::f64::consts::PI)?;
+        let pi = base.constant(std::f64::consts::PI)?;
         let x_neg = x.compare_scalar(CmpOp::Lt, Scalar::Float(0.0), false)?;
         let y_neg = y.compare_scalar(CmpOp::Lt, Scalar::Float(0.0), false)?;
         let turn = Tensor::where_cond(&y_neg, &pi.neg()?, &pi)?;
-        let zero = constant(&base, 0.0)?;
+        let zero = base.constant(0.0)?;
         let shifted = base.add(&Tensor::where_cond(&x_neg, &turn, &zero)?)?;
         // both zero: 0 (π when x is negative, -π for y negative as well)
         let both_zero = y.compare_scalar(CmpOp::Eq, Scalar::Float(0.0), false)?.binary(
@@ -53,9 +48,9 @@ impl Tensor {
         let (a, b) = (a.abs()?, b.abs()?);
         let big = a.binary(BinaryOp::Maximum, &b)?;
         let small = a.binary(BinaryOp::Minimum, &b)?;
-        let zero = constant(&big, 0.0)?;
+        let zero = big.constant(0.0)?;
         let is_zero = big.compare_scalar(CmpOp::Eq, Scalar::Float(0.0), false)?;
-        let safe = Tensor::where_cond(&is_zero, &constant(&big, 1.0)?, &big)?;
+        let safe = Tensor::where_cond(&is_zero, &big.constant(1.0)?, &big)?;
         let r = small.div(&safe)?;
         let out = big.mul(&r.square()?.add_scalar(1.0)?.sqrt()?)?;
         // inf in either stays inf, even next to NaN (as C's hypot)
@@ -65,7 +60,7 @@ impl Tensor {
             false,
         )?;
         let out = Tensor::where_cond(&is_zero, &zero, &out)?;
-        Tensor::where_cond(&inf, &constant(&out, f64::INFINITY)?, &out)
+        Tensor::where_cond(&inf, &out.constant(f64::INFINITY)?, &out)
     }
 
     /// True where the sign bit is set (negative numbers, -0.0, -inf).
@@ -101,7 +96,7 @@ impl Tensor {
         let x_zero = x.compare_scalar(CmpOp::Eq, Scalar::Float(0.0), false)?;
         let y_nan = y.isnan()?;
         let zero_not_nan = x_zero.binary(BinaryOp::Mul, &y_nan.unary(UnaryOp::LogicalNot)?)?;
-        Tensor::where_cond(&zero_not_nan, &constant(&v, 0.0)?, &v)
+        Tensor::where_cond(&zero_not_nan, &v.constant(0.0)?, &v)
     }
 
     /// `ln(p / (1 - p))`, with `p` clamped to `[eps, 1 - eps]` when `eps` is given.
@@ -157,9 +152,9 @@ impl Tensor {
             DType::F32 => f32::MAX as f64,
             _ => f64::MAX,
         };
-        let out = Tensor::where_cond(&self.isnan()?, &constant(self, nan)?, self)?;
-        let out = Tensor::where_cond(&self.isposinf()?, &constant(self, posinf.unwrap_or(max))?, &out)?;
-        Tensor::where_cond(&self.isneginf()?, &constant(self, neginf.unwrap_or(-max))?, &out)
+        let out = Tensor::where_cond(&self.isnan()?, &self.constant(nan)?, self)?;
+        let out = Tensor::where_cond(&self.isposinf()?, &self.constant(posinf.unwrap_or(max))?, &out)?;
+        Tensor::where_cond(&self.isneginf()?, &self.constant(neginf.unwrap_or(-max))?, &out)
     }
 
     /// `clamp` with tensor bounds (broadcast; either optional).

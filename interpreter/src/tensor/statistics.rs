@@ -9,15 +9,6 @@ use crate::core::error::{Error, Result};
 use crate::core::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::core::Scalar;
 
-/// `t` in a float dtype (f32 for integers and bool).
-fn float(t: &Tensor) -> Result<Tensor> {
-    if t.dtype().is_float() {
-        Ok(t.clone())
-    } else {
-        t.to_dtype(DType::F32)
-    }
-}
-
 /// A vector or matrix norm's order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum NormOrd {
@@ -32,7 +23,7 @@ pub enum NormOrd {
 impl Tensor {
     /// `log(sum(exp(x)))` over `dims`, computed stably.
     pub fn logsumexp(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
-        let x = float(self)?;
+        let x = self.to_float()?;
         let m = x.reduce(ReduceOp::Max, Some(dims), true)?.detach();
         let finite = m.isfinite()?;
         let zero = Tensor::zeros(&[], Some(m.dtype()), m.device())?;
@@ -80,7 +71,7 @@ impl Tensor {
 
     /// The mean over `dims` (all when empty) of the elements that are not NaN.
     pub fn nanmean(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
-        let x = float(self)?;
+        let x = self.to_float()?;
         let count = x
             .isnan()?
             .unary(UnaryOp::LogicalNot)?
@@ -111,7 +102,7 @@ impl Tensor {
     /// empty); `p` = inf / -inf take the largest / smallest `|x|`, `p` = 0
     /// counts the non-zeros.
     pub fn vector_norm(&self, p: f64, dims: &[i64], keepdim: bool) -> Result<Tensor> {
-        let x = float(self)?;
+        let x = self.to_float()?;
         let ds = (!dims.is_empty()).then_some(dims);
         let a = x.abs()?;
         if p == f64::INFINITY {
@@ -149,7 +140,7 @@ impl Tensor {
                 format!("needs at least 2 dims, got shape {:?}", self.shape()),
             ));
         }
-        let x = float(self)?;
+        let x = self.to_float()?;
         let (rows, cols) = (-2i64, -1i64);
         match ord {
             NormOrd::Fro => x.vector_norm(2.0, &[rows, cols], keepdim),
@@ -202,8 +193,8 @@ impl Tensor {
     pub fn cov(&self, correction: u32) -> Result<Tensor> {
         const OP: &str = "cov";
         let x = match self.ndim() {
-            1 => float(self)?.unsqueeze(0)?,
-            2 => float(self)?,
+            1 => self.to_float()?.unsqueeze(0)?,
+            2 => self.to_float()?,
             _ => {
                 return Err(Error::shape(
                     OP,

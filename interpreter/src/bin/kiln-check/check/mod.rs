@@ -8,6 +8,7 @@
 
 mod dense;
 mod elementwise;
+mod functional;
 mod indexing;
 mod rearrange;
 mod reduce;
@@ -170,7 +171,7 @@ impl Checker {
 }
 
 /// The case groups, in the order [`run`] runs them.
-pub const GROUPS: [&str; 12] = [
+pub const GROUPS: [&str; 13] = [
     "unary",
     "binary",
     "casts",
@@ -182,6 +183,7 @@ pub const GROUPS: [&str; 12] = [
     "training",
     "indexing",
     "rearrange",
+    "functional",
     "collectives",
 ];
 
@@ -208,6 +210,7 @@ pub fn run_groups(groups: &[&str]) -> Vec<Case> {
             "dense" => c.dense_paths(),
             "indexing" => c.indexing(),
             "rearrange" => c.rearrange(),
+            "functional" => c.functional(),
             "collectives" => c.collectives(),
             _ => c.training(),
         }

@@ -8,15 +8,6 @@
 
 use super::*;
 
-/// `t` in a float dtype (f32 for integers and bool).
-fn float(t: &Tensor) -> Result<Tensor> {
-    if t.dtype().is_float() {
-        Ok(t.clone())
-    } else {
-        t.to_dtype(DType::F32)
-    }
-}
-
 /// Several results as one tensor (each flattened, end to end).
 fn joined(parts: Result<Vec<Tensor>>) -> Result<Tensor> {
     let flat = parts?
@@ -101,30 +92,32 @@ impl Checker {
                 joined(Tensor::meshgrid(&[t.select(1, 2)?, t.select(0, 1)?], "xy"))
             }),
             // the pointwise compositions (`tensor/pointwise.rs`), in a float dtype
-            ("atan2", |t| float(t)?.atan2(&float(t)?.flip(&[0])?)),
-            ("hypot", |t| float(t)?.hypot(&float(t)?.flip(&[1])?)),
-            ("copysign", |t| float(t)?.copysign(&float(t)?.flip(&[0])?)),
-            ("xlogy", |t| float(t)?.xlogy(&float(t)?.abs()?)),
-            ("logit", |t| float(t)?.sigmoid()?.logit(Some(1e-3))),
+            ("atan2", |t| t.to_float()?.atan2(&t.to_float()?.flip(&[0])?)),
+            ("hypot", |t| t.to_float()?.hypot(&t.to_float()?.flip(&[1])?)),
+            ("copysign", |t| t.to_float()?.copysign(&t.to_float()?.flip(&[0])?)),
+            ("xlogy", |t| t.to_float()?.xlogy(&t.to_float()?.abs()?)),
+            ("logit", |t| t.to_float()?.sigmoid()?.logit(Some(1e-3))),
             ("lerp", |t| {
-                let w = Tensor::scalar(Scalar::Float(0.3), float(t)?.dtype(), t.device())?;
-                float(t)?.lerp(&float(t)?.flip(&[1])?, &w)
+                let w = Tensor::scalar(Scalar::Float(0.3), t.to_float()?.dtype(), t.device())?;
+                t.to_float()?.lerp(&t.to_float()?.flip(&[1])?, &w)
             }),
             ("addcdiv", |t| {
-                float(t)?.addcdiv(&float(t)?, &float(t)?.abs()?.add_scalar(1.0)?, 0.5)
+                t.to_float()?
+                    .addcdiv(&t.to_float()?, &t.to_float()?.abs()?.add_scalar(1.0)?, 0.5)
             }),
-            ("nan_to_num", |t| float(t)?.log()?.nan_to_num(0.0, None, None)),
-            ("isfinite", |t| float(t)?.log()?.isfinite()),
+            ("nan_to_num", |t| t.to_float()?.log()?.nan_to_num(0.0, None, None)),
+            ("isfinite", |t| t.to_float()?.log()?.isfinite()),
             ("signbit", |t| t.signbit()),
             ("isclose", |t| {
-                float(t)?.isclose(&float(t)?.flip(&[0])?, 1e-2, 1e-1, true)
+                t.to_float()?
+                    .isclose(&t.to_float()?.flip(&[0])?, 1e-2, 1e-1, true)
             }),
             ("addmm", |t| {
-                let f = float(t)?;
+                let f = t.to_float()?;
                 f.narrow(1, 0, 37)?.addmm(&f, &f.t()?, 0.5, 0.25)
             }),
             ("outer", |t| {
-                float(t)?.select(0, 0)?.outer(&float(t)?.select(1, 1)?)
+                t.to_float()?.select(0, 0)?.outer(&t.to_float()?.select(1, 1)?)
             }),
             // the composed reductions (`tensor/statistics.rs`), summing in f64
             ("logsumexp", |t| t.to_dtype(DType::F64)?.logsumexp(&[1], false)),

@@ -1,11 +1,17 @@
-//! Loss functions with their own kernels: cross-entropy from logits
-//! (log-softmax and the negative log-likelihood in one pass per row, as
-//! PyTorch's `F.cross_entropy` with class-index targets), with its backward
-//! `(softmax - target) * grad` recorded beside it.
+//! The loss functions of `torch.nn.functional`. This module holds the
+//! reduction rule and the fused cross-entropy from logits (log-softmax and
+//! the negative log-likelihood in one pass per row, as PyTorch's
+//! `F.cross_entropy` with class-index targets), with its backward
+//! `(softmax - target) * grad` recorded beside it; the other losses are
+//! compositions in `regression`, `classification` and `margin`.
 //!
 //! Labels outside `[0, classes)` other than `ignore_index` are an error on the
 //! CPU. On CUDA they are not checked (that would wait for the GPU): the row's
 //! loss and gradient become NaN, and the kernel never indexes with the label.
+
+mod classification;
+mod margin;
+mod regression;
 
 use super::autograd::{self, Saved};
 use super::{DType, Scalar, Tensor};
@@ -25,14 +31,14 @@ pub enum Reduction {
 }
 
 impl Reduction {
-    /// Parses `"none"`, `"mean"` or `"sum"`.
-    pub fn parse(s: &str) -> Result<Reduction> {
+    /// Parses `"none"`, `"mean"` or `"sum"` (errors name `op`).
+    pub fn parse(op: &'static str, s: &str) -> Result<Reduction> {
         match s {
             "none" => Ok(Reduction::None),
             "mean" => Ok(Reduction::Mean),
             "sum" => Ok(Reduction::Sum),
             other => Err(Error::invalid(
-                "cross_entropy",
+                op,
                 format!("unknown reduction '{other}' (expected \"none\", \"mean\" or \"sum\")"),
             )),
         }
@@ -71,8 +77,18 @@ fn acc_dtype(dtype: DType) -> DType {
 }
 
 impl Tensor {
+    /// Combines per-sample losses `l` by `r` (the mean of no samples is NaN,
+    /// as in PyTorch).
+    pub(crate) fn reduced(&self, r: Reduction) -> Result<Tensor> {
+        match r {
+            Reduction::None => Ok(self.clone()),
+            Reduction::Mean => self.mean(),
+            Reduction::Sum => self.sum(),
+        }
+    }
+
     /// Cross-entropy of logits `[N, C]` (or `[C]` with a 0-dim label) against
-    /// integer class labels `[N]`.
+    /// integer class labels `[N]`: one fused pass per row.
     pub fn cross_entropy(&self, labels: &Tensor, o: &CrossEntropyOptions) -> Result<Tensor> {
         const OP: &str = "cross_entropy";
         if !self.dtype().is_float() {
@@ -364,6 +380,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("integer class indices"), "{e}");
-        assert!(Reduction::parse("avg").is_err());
+        assert!(Reduction::parse("mse_loss", "avg").is_err());
     }
 }

@@ -1,0 +1,198 @@
+//! `torch.nn.functional`'s activations, layer functions, distances
+//! (`tensor/activation.rs`, `tensor/functional.rs`) and losses
+//! (`tensor/loss/`) on both backends, for every dtype and input layout:
+//! activations in the input's float dtype, the rest summing in f64.
+
+use super::*;
+use kiln::tensor::loss::{CrossEntropyOptions, Reduction};
+
+/// `t` in a float dtype (f32 for integers and bool).
+fn float(t: &Tensor) -> Result<Tensor> {
+    t.to_float()
+}
+
+/// `t` in f64.
+fn wide(t: &Tensor) -> Result<Tensor> {
+    t.to_dtype(DType::F64)
+}
+
+/// Class labels in `[0, classes)` derived from `t`'s values, one per row.
+fn labels(t: &Tensor, classes: i64) -> Result<Tensor> {
+    wide(t)?
+        .select(1, 0)?
+        .abs()?
+        .mul_scalar(7.0)?
+        .remainder_scalar(classes as f64)?
+        .to_dtype(DType::I64)
+}
+
+/// ±1 targets from the signs of `t`'s first column.
+fn signs(t: &Tensor) -> Result<Tensor> {
+    let pos = wide(t)?
+        .select(1, 0)?
+        .compare_scalar(CmpOp::Ge, Scalar::Float(0.0), false)?;
+    let one = Tensor::scalar(Scalar::Int(1), DType::I64, t.device())?;
+    Tensor::where_cond(&pos, &one, &one.neg()?)
+}
+
+impl Checker {
+    /// Each op on both backends from the same input, for every dtype and layout.
+    pub(super) fn functional(&mut self) {
+        type Op = (&'static str, fn(&Tensor) -> Result<Tensor>);
+        let ops: Vec<Op> = vec![
+            ("softplus", |t| float(t)?.softplus(2.0, 3.0)),
+            ("hardtanh", |t| float(t)?.hardtanh(-2.0, 2.5)),
+            ("leaky_relu", |t| float(t)?.leaky_relu(0.1)),
+            ("elu", |t| float(t)?.elu(0.5)),
+            ("celu", |t| float(t)?.celu(2.0)),
+            ("gelu tanh", |t| float(t)?.gelu_tanh()),
+            ("tanhshrink", |t| float(t)?.tanhshrink()),
+            ("hardshrink", |t| float(t)?.hardshrink(0.5)),
+            ("softshrink", |t| float(t)?.softshrink(0.5)),
+            ("threshold", |t| t.threshold(1.0, -3.0)),
+            ("softmin", |t| float(t)?.softmin(1)),
+            ("glu", |t| float(t)?.narrow(1, 0, 64)?.glu(1)),
+            ("prelu", |t| {
+                let w = Tensor::full(
+                    &[t.shape()[1]],
+                    Scalar::Float(0.25),
+                    Some(t.dtype().to_float()),
+                    t.device(),
+                )?;
+                float(t)?.prelu(&w)
+            }),
+            ("rrelu train", |t| {
+                float(t)?.rrelu(0.1, 0.3, Some(&mut Generator::new(5)))
+            }),
+            ("dropout", |t| {
+                float(t)?.dropout(0.3, true, &mut Generator::new(9))
+            }),
+            ("normalize", |t| wide(t)?.normalize(2.0, 1, 1e-12)),
+            ("linear", |t| {
+                let x = wide(t)?;
+                x.linear(&x.narrow(0, 0, 5)?, Some(&x.select(0, 1)?.narrow(0, 0, 5)?))
+            }),
+            ("bilinear", |t| {
+                let x = wide(t)?;
+                let w = x.narrow(0, 0, 6)?.narrow(1, 0, 60)?.reshape(&[2, 3, 10])?;
+                x.narrow(1, 0, 3)?.bilinear(&x.narrow(1, 5, 10)?, &w, None)
+            }),
+            ("embedding", |t| {
+                wide(t)?
+                    .abs()?
+                    .narrow(0, 0, 9)?
+                    .to_dtype(DType::I64)?
+                    .embedding(&wide(t)?.narrow(0, 0, 4)?, Some(2))
+            }),
+            ("cosine_similarity", |t| {
+                wide(t)?.cosine_similarity(&wide(t)?.flip(&[0])?, 1, 1e-8)
+            }),
+            ("pairwise_distance", |t| {
+                wide(t)?.pairwise_distance(&wide(t)?.flip(&[1])?, 3.0, 1e-6, false)
+            }),
+            ("cdist", |t| wide(t)?.cdist(&wide(t)?.narrow(0, 0, 30)?, 2.0)),
+            ("cdist p1", |t| wide(t)?.cdist(&wide(t)?.narrow(0, 0, 7)?, 1.0)),
+            // losses (`tensor/loss/`)
+            ("mse_loss", |t| {
+                wide(t)?.mse_loss(&wide(t)?.flip(&[0])?, Reduction::Mean)
+            }),
+            ("smooth_l1_loss", |t| {
+                wide(t)?.smooth_l1_loss(&wide(t)?.flip(&[1])?, Reduction::None, 0.5)
+            }),
+            ("huber_loss", |t| {
+                wide(t)?.huber_loss(&wide(t)?.flip(&[0])?, Reduction::Sum, 2.0)
+            }),
+            ("poisson_nll_loss", |t| {
+                wide(t)?.poisson_nll_loss(&wide(t)?.abs()?, false, true, 1e-8, Reduction::None)
+            }),
+            ("gaussian_nll_loss", |t| {
+                let v = wide(t)?.abs()?.add_scalar(0.1)?;
+                wide(t)?.gaussian_nll_loss(&wide(t)?.flip(&[0])?, &v, false, 1e-6, Reduction::Mean)
+            }),
+            ("nll_loss", |t| {
+                let w = wide(t)?.select(0, 3)?.abs()?;
+                wide(t)?
+                    .log_softmax(1)?
+                    .nll_loss(&labels(t, 65)?, Some(&w), 4, Reduction::Mean)
+            }),
+            ("cross_entropy weight smoothing", |t| {
+                let w = wide(t)?.select(0, 3)?.abs()?;
+                let o = CrossEntropyOptions {
+                    label_smoothing: 0.1,
+                    ..Default::default()
+                };
+                wide(t)?.cross_entropy_with(&labels(t, 65)?, Some(&w), &o)
+            }),
+            ("cross_entropy probabilities", |t| {
+                wide(t)?.cross_entropy_with(&wide(t)?.flip(&[1])?.softmax(1)?, None, &Default::default())
+            }),
+            ("binary_cross_entropy", |t| {
+                wide(t)?.sigmoid()?.binary_cross_entropy(
+                    &wide(t)?.flip(&[0])?.sigmoid()?,
+                    None,
+                    Reduction::None,
+                )
+            }),
+            ("binary_cross_entropy_with_logits", |t| {
+                let pw = wide(t)?.select(0, 2)?.abs()?;
+                wide(t)?.binary_cross_entropy_with_logits(
+                    &wide(t)?.flip(&[0])?.sigmoid()?,
+                    None,
+                    Some(&pw),
+                    Reduction::Mean,
+                )
+            }),
+            ("kl_div", |t| {
+                wide(t)?
+                    .log_softmax(1)?
+                    .kl_div(&wide(t)?.flip(&[1])?.softmax(1)?, "batchmean", false)
+            }),
+            ("multi_margin_loss", |t| {
+                wide(t)?.multi_margin_loss(&labels(t, 65)?, 2, 0.5, None, Reduction::None)
+            }),
+            ("multilabel_soft_margin_loss", |t| {
+                wide(t)?.multilabel_soft_margin_loss(&wide(t)?.flip(&[0])?.sigmoid()?, None, Reduction::Mean)
+            }),
+            ("margin_ranking_loss", |t| {
+                let x = wide(t)?;
+                x.select(1, 1)?
+                    .margin_ranking_loss(&x.select(1, 2)?, &signs(t)?, 0.2, Reduction::None)
+            }),
+            ("hinge_embedding_loss", |t| {
+                wide(t)?
+                    .select(1, 3)?
+                    .hinge_embedding_loss(&signs(t)?, 1.5, Reduction::Mean)
+            }),
+            ("cosine_embedding_loss", |t| {
+                wide(t)?.cosine_embedding_loss(&wide(t)?.flip(&[1])?, &signs(t)?, 0.1, Reduction::None)
+            }),
+            ("triplet_margin_loss", |t| {
+                let x = wide(t)?;
+                x.triplet_margin_loss(
+                    &x.flip(&[0])?,
+                    &x.flip(&[1])?,
+                    1.0,
+                    2.0,
+                    1e-6,
+                    true,
+                    Reduction::None,
+                )
+            }),
+        ];
+        for dtype in DType::ALL {
+            for (layout, shape, view) in layouts() {
+                let x = match input(&mut self.gen, &shape, dtype, false).and_then(|t| view(&t)) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        self.record("functional input", dtype, layout, Err(e));
+                        continue;
+                    }
+                };
+                for (name, op) in &ops {
+                    let r = self.both(&x, op);
+                    self.record(name, dtype, layout, r);
+                }
+            }
+        }
+    }
+}

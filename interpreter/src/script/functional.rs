@@ -1,0 +1,258 @@
+//! The script side of `torch.nn.functional`'s activations, layer functions
+//! and distances (`tensor/activation.rs`, `tensor/functional.rs`): argument
+//! conversion only, options positionally or in a map (see `kwargs`).
+
+use super::convert::ok;
+use super::kwargs::{register as kw, Form};
+use super::registry::{Api, Category};
+use super::Runtime;
+use crate::tensor::Tensor;
+use rhai::Engine;
+use std::sync::Arc;
+
+/// Registers the activations, layer functions and distances.
+pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
+    let mut api = Api::new(engine, Category::Nn);
+    let api = &mut api;
+    register_activations(api, rt);
+    register_layers(api, rt);
+    register_distances(api);
+}
+
+fn register_activations(api: &mut Api, rt: &Arc<Runtime>) {
+    kw(
+        api,
+        "softplus",
+        "log(1 + e^(beta x)) / beta, x where beta x > threshold; options beta (1), threshold (20)",
+        ["t"],
+        &["beta", "threshold"],
+        Form::Plain,
+        |[t], k| ok(t.softplus(k.number("beta", 1.0)?, k.number("threshold", 20.0)?)),
+    );
+    kw(
+        api,
+        "hardtanh",
+        "x clamped to [min_val, max_val] (-1, 1)",
+        ["t"],
+        &["min_val", "max_val"],
+        Form::Plain,
+        |[t], k| ok(t.hardtanh(k.number("min_val", -1.0)?, k.number("max_val", 1.0)?)),
+    );
+    kw(
+        api,
+        "leaky_relu",
+        "x where positive, negative_slope * x elsewhere (0.01)",
+        ["t"],
+        &["negative_slope"],
+        Form::Plain,
+        |[t], k| ok(t.leaky_relu(k.number("negative_slope", 0.01)?)),
+    );
+    kw(
+        api,
+        "elu",
+        "x where positive, alpha (e^x - 1) elsewhere (alpha 1)",
+        ["t"],
+        &["alpha"],
+        Form::Plain,
+        |[t], k| ok(t.elu(k.number("alpha", 1.0)?)),
+    );
+    kw(
+        api,
+        "celu",
+        "max(0, x) + min(0, alpha (e^(x/alpha) - 1)) (alpha 1)",
+        ["t"],
+        &["alpha"],
+        Form::Plain,
+        |[t], k| ok(t.celu(k.number("alpha", 1.0)?)),
+    );
+    kw(
+        api,
+        "gelu",
+        "GELU; option approximate: \"none\" (exact) or \"tanh\"",
+        ["t"],
+        &["approximate"],
+        Form::WithOptions,
+        |[t], k| ok(t.gelu_with(&k.string("approximate", "none")?)),
+    );
+    kw(
+        api,
+        "tanhshrink",
+        "x - tanh(x)",
+        ["t"],
+        &[],
+        Form::Plain,
+        |[t], _| ok(t.tanhshrink()),
+    );
+    kw(
+        api,
+        "hardshrink",
+        "x where |x| > lambd (0.5), 0 elsewhere",
+        ["t"],
+        &["lambd"],
+        Form::Plain,
+        |[t], k| ok(t.hardshrink(k.number("lambd", 0.5)?)),
+    );
+    kw(
+        api,
+        "softshrink",
+        "x - lambd above lambd (0.5), x + lambd below -lambd, 0 between",
+        ["t"],
+        &["lambd"],
+        Form::Plain,
+        |[t], k| ok(t.softshrink(k.number("lambd", 0.5)?)),
+    );
+    kw(
+        api,
+        "threshold",
+        "x where x > threshold, value elsewhere",
+        ["t"],
+        &["threshold", "value"],
+        Form::WithOptions,
+        |[t], k| ok(t.threshold(k.required_number("threshold")?, k.required_number("value")?)),
+    );
+    kw(
+        api,
+        "softmin",
+        "softmax(-x) along dim",
+        ["t"],
+        &["dim"],
+        Form::Plain,
+        |[t], k| {
+            let dim = k.opt_int("dim")?.unwrap_or(legacy_softmax_dim(&t));
+            ok(t.softmin(dim))
+        },
+    );
+    kw(
+        api,
+        "glu",
+        "first half of dim (-1) times the sigmoid of the second half",
+        ["t"],
+        &["dim"],
+        Form::Plain,
+        |[t], k| ok(t.glu(k.int("dim", -1)?)),
+    );
+    kw(
+        api,
+        "prelu",
+        "x where positive, weight * x elsewhere (weight: 1 or one per channel)",
+        ["t", "weight"],
+        &[],
+        Form::Plain,
+        |[t, w], _| ok(t.prelu(&w)),
+    );
+    let r = rt.clone();
+    kw(
+        api,
+        "rrelu",
+        "leaky ReLU with slope U(lower, upper) per element when training, (lower + upper) / 2 otherwise; options lower (1/8), upper (1/3), training (false)",
+        ["t"],
+        &["lower", "upper", "training"],
+        Form::Random,
+        move |[t], k| {
+            let (lo, hi) = (k.number("lower", 1.0 / 8.0)?, k.number("upper", 1.0 / 3.0)?);
+            if k.flag("training", false)? {
+                ok(r.with_rng(|g| t.rrelu(lo, hi, Some(g))))
+            } else {
+                ok(t.rrelu(lo, hi, None))
+            }
+        },
+    );
+}
+
+/// PyTorch's implicit softmax dim: 0 for 0-, 1- and 3-dim inputs, else 1.
+fn legacy_softmax_dim(t: &Tensor) -> i64 {
+    if matches!(t.ndim(), 0 | 1 | 3) {
+        0
+    } else {
+        1
+    }
+}
+
+fn register_layers(api: &mut Api, rt: &Arc<Runtime>) {
+    kw(
+        api,
+        "linear",
+        "x @ weight.T + bias (F.linear); option bias",
+        ["x", "weight"],
+        &["bias"],
+        Form::Plain,
+        |[x, w], k| ok(x.linear(&w, k.tensor("bias", &x)?.as_ref())),
+    );
+    kw(
+        api,
+        "bilinear",
+        "x1ᵀ A x2 + b per output (F.bilinear): weight [out, in1, in2]; option bias",
+        ["x1", "x2", "weight"],
+        &["bias"],
+        Form::Plain,
+        |[a, b, w], k| ok(a.bilinear(&b, &w, k.tensor("bias", &a)?.as_ref())),
+    );
+    kw(
+        api,
+        "embedding",
+        "rows of weight [n, d] at the integer indices (F.embedding); option padding_idx (no gradient to that row)",
+        ["indices", "weight"],
+        &["padding_idx"],
+        Form::Plain,
+        |[i, w], k| ok(i.embedding(&w, k.opt_int("padding_idx")?)),
+    );
+    let r = rt.clone();
+    kw(
+        api,
+        "dropout",
+        "zeroes elements with probability p (0.5) and scales the rest by 1/(1-p) while training (true)",
+        ["t"],
+        &["p", "training"],
+        Form::Random,
+        move |[t], k| {
+            let (p, training) = (k.number("p", 0.5)?, k.flag("training", true)?);
+            ok(r.with_rng(|g| t.dropout(p, training, g)))
+        },
+    );
+}
+
+fn register_distances(api: &mut Api) {
+    kw(
+        api,
+        "normalize",
+        "x / max(‖x‖_p, eps) along dim; options p (2), dim (1), eps (1e-12)",
+        ["t"],
+        &["p", "dim", "eps"],
+        Form::Plain,
+        |[t], k| ok(t.normalize(k.number("p", 2.0)?, k.int("dim", 1)?, k.number("eps", 1e-12)?)),
+    );
+    kw(
+        api,
+        "cosine_similarity",
+        "cosine of the angle along dim (1), each norm at least eps (1e-8); broadcasts",
+        ["x1", "x2"],
+        &["dim", "eps"],
+        Form::Plain,
+        |[a, b], k| ok(a.cosine_similarity(&b, k.int("dim", 1)?, k.number("eps", 1e-8)?)),
+    );
+    kw(
+        api,
+        "pairwise_distance",
+        "‖x1 - x2 + eps‖_p over the last dim; options p (2), eps (1e-6), keepdim",
+        ["x1", "x2"],
+        &["p", "eps", "keepdim"],
+        Form::Plain,
+        |[a, b], k| {
+            ok(a.pairwise_distance(
+                &b,
+                k.number("p", 2.0)?,
+                k.number("eps", 1e-6)?,
+                k.flag("keepdim", false)?,
+            ))
+        },
+    );
+    kw(
+        api,
+        "cdist",
+        "p-norm distances between the rows of x1 [*, P, M] and x2 [*, R, M]: [*, P, R]; option p (2)",
+        ["x1", "x2"],
+        &["p"],
+        Form::Plain,
+        |[a, b], k| ok(a.cdist(&b, k.number("p", 2.0)?)),
+    );
+}

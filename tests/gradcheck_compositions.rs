@@ -1,0 +1,375 @@
+//! Gradient checks of the ops composed from others in the front-end
+//! (rearranging, structure, pointwise math, composed reductions, the
+//! activations, layer functions and losses of `torch.nn.functional`): each
+//! backward against central finite differences in f64 on the CPU.
+
+mod common;
+
+use common::*;
+use kiln::tensor::loss::{CrossEntropyOptions, Reduction};
+use kiln::tensor::HostValues;
+use kiln::{DType, Device, Result, Scalar, Tensor};
+
+#[test]
+fn rearranging_ops() {
+    type OpFn = fn(&Tensor) -> Result<Tensor>;
+    let cases: &[(&str, &[usize], OpFn)] = &[
+        ("flip", &[2, 3, 4], |x| x.flip(&[0, 2])),
+        ("flip of a transpose", &[3, 4], |x| x.t()?.flip(&[1])),
+        ("roll flat", &[3, 4], |x| x.roll(&[5], &[])),
+        ("roll dims", &[2, 3, 4], |x| x.roll(&[1, -2], &[0, 2])),
+        ("repeat", &[2, 3], |x| x.repeat(&[2, 1, 3])),
+        ("tile", &[2, 3], |x| x.tile(&[2])),
+        ("repeat_interleave", &[2, 3], |x| x.repeat_interleave(3, Some(1))),
+        ("repeat_interleave tensor", &[3, 2], |x| {
+            let r = Tensor::from_host(&HostValues::Int(vec![2, 0, 3]), &[3], DType::I64, Device::Cpu)?;
+            x.repeat_interleave_tensor(&r, Some(0))
+        }),
+        ("chunk", &[5, 3], |x| {
+            let parts = x.chunk(2, 0)?;
+            parts[1].mul(&parts[1])?.sum()
+        }),
+        ("split sizes", &[4, 5], |x| {
+            let parts = x.split_sizes(&[2, 3], 1)?;
+            parts[0].sum()?.mul(&parts[1].sum()?)
+        }),
+        ("tensor_split at", &[7], |x| {
+            Tensor::stack(&x.tensor_split_at(&[2, 4], 0)?[1..2], 0)
+        }),
+        ("unbind", &[3, 4], |x| x.unbind(1)?[2].exp()),
+        ("movedim", &[2, 3, 4], |x| x.movedim(&[0], &[2])),
+        ("unflatten", &[2, 6], |x| x.unflatten(1, &[3, -1])),
+        ("unfold overlapping", &[3, 7], |x| x.unfold(1, 3, 2)),
+        ("unfold step 1 of a transpose", &[5, 3], |x| {
+            x.t()?.unfold(1, 2, 1)
+        }),
+        ("pad constant and crop", &[3, 4], |x| {
+            x.pad(&[2, -1, 1, 1], "constant", 0.5)
+        }),
+        ("pad reflect", &[3, 4], |x| x.pad(&[2, 3, 1, 2], "reflect", 0.0)),
+        ("pad replicate", &[3, 4], |x| {
+            x.pad(&[1, 2, 2, 0], "replicate", 0.0)
+        }),
+        ("pad circular", &[3, 4], |x| x.pad(&[3, 1], "circular", 0.0)),
+        ("hstack", &[2, 3], |x| Tensor::hstack(&[x.clone(), x.mul(x)?])),
+        ("dstack", &[2, 3], |x| Tensor::dstack(&[x.clone(), x.exp()?])),
+        ("column_stack", &[4], |x| {
+            Tensor::column_stack(&[x.clone(), x.exp()?])
+        }),
+    ];
+    for (name, shape, f) in cases {
+        let x = uni(&mut Rng::new(name), shape, -1.0, 1.0);
+        gradcheck(name, &[x], |x| f(&x[0])?.exp());
+    }
+}
+
+#[test]
+fn structure_ops() {
+    type OpFn = fn(&Tensor) -> Result<Tensor>;
+    let cases: &[(&str, &[usize], OpFn)] = &[
+        ("tril", &[3, 4], |x| x.tril(0)),
+        ("triu batched", &[2, 3, 4], |x| x.triu(-1)),
+        ("diagonal", &[4, 3], |x| x.diagonal(1, 1, 0)),
+        ("diagonal of a permute", &[2, 3, 4], |x| {
+            x.permute(&[2, 0, 1])?.diagonal(-1, 0, 2)
+        }),
+        ("diag of a vector", &[3], |x| x.diag(1)),
+        ("diag of a matrix", &[3, 3], |x| x.diag(-1)),
+        ("diag_embed", &[2, 3], |x| x.diag_embed(0, -2, -1)),
+        ("diagflat", &[2, 2], |x| x.diagflat(-2)),
+        ("trace", &[3, 5], |x| x.trace()),
+        ("masked_fill", &[3, 4], |x| {
+            let mask = x.compare_scalar(kiln::core::op::CmpOp::Gt, Scalar::Float(0.2), false)?;
+            x.masked_fill(
+                &mask,
+                &Tensor::scalar(Scalar::Float(0.5), DType::F64, Device::Cpu)?,
+            )
+        }),
+        ("take", &[3, 4], |x| {
+            x.take(&Tensor::from_host(
+                &HostValues::Int(vec![0, 5, 5, 11]),
+                &[2, 2],
+                DType::I64,
+                Device::Cpu,
+            )?)
+        }),
+        ("take_along_dim", &[3, 4], |x| {
+            let i = Tensor::from_host(
+                &HostValues::Int(vec![2, 0, 2, 1]),
+                &[1, 4],
+                DType::I64,
+                Device::Cpu,
+            )?;
+            x.take_along_dim(&i, Some(0))
+        }),
+    ];
+    for (name, shape, f) in cases {
+        let x = uni(&mut Rng::new(name), shape, -1.0, 1.0);
+        gradcheck(name, &[x], |x| f(&x[0])?.exp());
+    }
+}
+
+#[test]
+fn pointwise_compositions() {
+    type TwoFn = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    /// name, the two shapes, how far from zero the inputs stay (0: anywhere), the op
+    type Case<'a> = (&'a str, &'a [usize], &'a [usize], f64, TwoFn);
+    let cases: &[Case] = &[
+        ("atan2", &[3, 4], &[3, 4], 0.3, |a, b| a.atan2(b)),
+        ("hypot", &[3, 4], &[4], 0.3, |a, b| a.hypot(b)),
+        ("copysign", &[3, 4], &[3, 4], 0.3, |a, b| a.copysign(b)),
+        ("xlogy", &[3, 4], &[3, 4], 0.3, |a, b| a.xlogy(&b.abs()?)),
+        ("lerp", &[3, 4], &[3, 4], 0.0, |a, b| a.lerp(b, &b.mul(a)?)),
+        ("addcmul", &[3, 4], &[4], 0.0, |a, b| a.addcmul(b, a, 0.7)),
+        ("addcdiv", &[3, 4], &[4], 0.3, |a, b| a.addcdiv(a, b, -1.5)),
+        ("clamp with tensors", &[3, 4], &[4], 0.0, |a, b| {
+            a.clamp_tensor(Some(b), Some(&b.add_scalar(0.5)?))
+        }),
+        ("addmm", &[3, 4], &[4, 4], 0.0, |a, b| {
+            b.narrow(0, 0, 3)?.addmm(a, b, 0.5, 2.0)
+        }),
+        ("addmv", &[3, 4], &[4], 0.0, |a, b| {
+            b.narrow(0, 0, 3)?.addmv(a, b, 1.5, -1.0)
+        }),
+        ("baddbmm", &[2, 3, 4], &[2, 4, 3], 0.0, |a, b| {
+            b.matmul(a)?.baddbmm(b, a, 0.5, 1.0)
+        }),
+        ("addbmm", &[2, 3, 4], &[2, 4, 3], 0.0, |a, b| {
+            a.select(0, 0)?.matmul(&b.select(0, 0)?)?.addbmm(a, b, 1.0, 0.5)
+        }),
+        ("outer", &[3], &[4], 0.0, |a, b| a.outer(b)),
+    ];
+    for (name, sa, sb, away, f) in cases {
+        let mut rng = Rng::new(name);
+        // away from zero where the op has a kink or a pole there
+        let (a, b) = if *away > 0.0 {
+            (sgn(&mut rng, sa, *away, 1.5), sgn(&mut rng, sb, *away, 1.5))
+        } else {
+            (uni(&mut rng, sa, -1.0, 1.0), uni(&mut rng, sb, -1.0, 1.0))
+        };
+        gradcheck(name, &[a, b], |x| f(&x[0], &x[1]));
+    }
+    let p = uni(&mut Rng::new("logit"), &[3, 4], 0.1, 0.9);
+    gradcheck("logit", &[p], |x| x[0].logit(None));
+}
+
+#[test]
+fn composed_reductions() {
+    use kiln::tensor::statistics::NormOrd;
+    type OpFn = fn(&Tensor) -> Result<Tensor>;
+    let cases: &[(&str, &[usize], OpFn)] = &[
+        ("logsumexp", &[3, 4], |x| x.logsumexp(&[1], false)),
+        ("logsumexp keepdim", &[2, 3, 4], |x| x.logsumexp(&[0, 2], true)),
+        ("nanmean", &[3, 4], |x| x.nanmean(&[0], false)),
+        ("nansum", &[3, 4], |x| x.nansum(&[1], true)),
+        ("var_mean", &[3, 4], |x| {
+            let vm = x.var_mean(&[1], 1, false)?;
+            vm[0].mul(&vm[1])
+        }),
+        ("vector_norm 2", &[3, 4], |x| x.vector_norm(2.0, &[], false)),
+        ("vector_norm 3 over dim", &[3, 4], |x| {
+            x.vector_norm(3.0, &[1], true)
+        }),
+        ("matrix_norm fro", &[2, 3, 4], |x| {
+            x.matrix_norm(NormOrd::Fro, false)
+        }),
+        ("matrix_norm 1", &[3, 4], |x| {
+            x.matrix_norm(NormOrd::P(1.0), false)
+        }),
+        ("cov", &[3, 5], |x| x.cov(1)),
+        ("corrcoef", &[3, 5], |x| x.corrcoef()),
+    ];
+    for (name, shape, f) in cases {
+        let x = sgn(&mut Rng::new(name), shape, 0.2, 1.5);
+        gradcheck(name, &[x], |x| f(&x[0]));
+    }
+}
+
+fn labels(v: &[i64], shape: &[usize]) -> Tensor {
+    Tensor::from_host(&HostValues::Int(v.to_vec()), shape, DType::I64, Device::Cpu).unwrap()
+}
+
+#[test]
+fn activations() {
+    type OpFn = fn(&Tensor) -> Result<Tensor>;
+    let cases: &[(&str, OpFn)] = &[
+        ("softplus", |x| x.softplus(1.0, 20.0)),
+        ("softplus beta threshold", |x| x.softplus(2.0, 1.0)),
+        ("hardtanh", |x| x.hardtanh(-1.0, 1.0)),
+        ("leaky_relu", |x| x.leaky_relu(0.1)),
+        ("elu", |x| x.elu(0.7)),
+        ("celu", |x| x.celu(2.0)),
+        ("gelu tanh", |x| x.gelu_tanh()),
+        ("tanhshrink", |x| x.tanhshrink()),
+        ("hardshrink", |x| x.hardshrink(0.5)),
+        ("softshrink", |x| x.softshrink(0.5)),
+        ("threshold", |x| x.threshold(0.1, 3.0)),
+        ("softmin", |x| x.softmin(1)),
+        ("glu", |x| x.glu(-1)),
+        ("glu dim 0", |x| x.glu(0)),
+        ("rrelu eval", |x| x.rrelu(0.1, 0.3, None)),
+        ("normalize", |x| x.normalize(2.0, 1, 1e-12)),
+        ("normalize p1", |x| x.normalize(1.0, 0, 1e-12)),
+    ];
+    for (name, f) in cases {
+        // magnitudes avoid the kinks at 0, ±0.5, ±1 and 0.1
+        let mut x = sgn(&mut Rng::new(name), &[4, 6], 0.15, 1.6);
+        for v in &mut x.values {
+            for k in [0.5, 1.0] {
+                if (v.abs() - k).abs() < 0.02 {
+                    *v += 0.05;
+                }
+            }
+        }
+        gradcheck(name, &[x], |x| f(&x[0]));
+    }
+}
+
+#[test]
+fn layer_functions_and_distances() {
+    let mut rng = Rng::new("layers");
+    let x = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    let w = sgn(&mut rng, &[2, 4], 0.2, 1.5);
+    let b = sgn(&mut rng, &[2], 0.2, 1.5);
+    gradcheck("linear", &[x, w, b], |t| t[0].linear(&t[1], Some(&t[2])));
+    let x1 = sgn(&mut rng, &[3, 2], 0.2, 1.5);
+    let x2 = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    let w = sgn(&mut rng, &[5, 2, 4], 0.2, 1.5);
+    let b = sgn(&mut rng, &[5], 0.2, 1.5);
+    gradcheck("bilinear", &[x1, x2, w, b], |t| {
+        t[0].bilinear(&t[1], &t[2], Some(&t[3]))
+    });
+    let x = sgn(&mut rng, &[2, 3, 2], 0.2, 1.5);
+    let w = sgn(&mut rng, &[3], 0.1, 0.9);
+    gradcheck("prelu", &[x, w], |t| t[0].prelu(&t[1]));
+    let table = sgn(&mut rng, &[5, 3], 0.2, 1.5);
+    gradcheck("embedding", &[table], |t| {
+        labels(&[1, 3, 3, 0, 4, 1], &[2, 3]).embedding(&t[0], None)
+    });
+    // the padding row is read but, as in PyTorch, never receives a gradient
+    let table = Tensor::ones(&[5, 3], Some(DType::F64), Device::Cpu).unwrap();
+    table.set_requires_grad(true).unwrap();
+    let y = labels(&[1, 3, 3, 0], &[4]).embedding(&table, Some(-2)).unwrap();
+    assert_eq!(values(&y), vec![1.0; 12]);
+    y.sum().unwrap().backward().unwrap();
+    let g = grad_of(&table);
+    assert_eq!(g, [1., 1., 1., 1., 1., 1., 0., 0., 0., 0., 0., 0., 0., 0., 0.]);
+    let a = sgn(&mut rng, &[4, 3], 0.2, 1.5);
+    let c = sgn(&mut rng, &[4, 3], 0.2, 1.5);
+    gradcheck("cosine_similarity", &[a, c], |t| {
+        t[0].cosine_similarity(&t[1], 1, 1e-8)
+    });
+    for p in [1.0, 2.0, 3.0] {
+        let a = sgn(&mut rng, &[4, 3], 0.2, 1.5);
+        let c = sgn(&mut rng, &[4, 3], 0.2, 1.5);
+        gradcheck(&format!("pairwise_distance p{p}"), &[a, c], move |t| {
+            t[0].pairwise_distance(&t[1], p, 1e-6, false)
+        });
+    }
+    for (p, rows) in [(2.0, 3), (2.0, 30), (1.0, 3)] {
+        let a = sgn(&mut rng, &[2, rows, 3], 0.2, 1.5);
+        let c = sgn(&mut rng, &[2, 4, 3], 0.2, 1.5);
+        gradcheck(&format!("cdist p{p} rows {rows}"), &[a, c], move |t| {
+            t[0].cdist(&t[1], p)
+        });
+    }
+}
+
+#[test]
+fn losses() {
+    let mut rng = Rng::new("losses");
+    type Pair = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    let pairs: &[(&str, Pair)] = &[
+        ("mse_loss", |x, y| x.mse_loss(y, Reduction::Mean)),
+        ("l1_loss", |x, y| x.l1_loss(y, Reduction::Sum)),
+        ("smooth_l1_loss", |x, y| x.smooth_l1_loss(y, Reduction::None, 0.7)),
+        ("huber_loss", |x, y| x.huber_loss(y, Reduction::Mean, 0.7)),
+        ("poisson_nll_loss", |x, y| {
+            x.poisson_nll_loss(y, true, false, 1e-8, Reduction::Mean)
+        }),
+        ("soft_margin_loss", |x, y| x.soft_margin_loss(y, Reduction::Mean)),
+        ("kl_div", |x, y| x.kl_div(&y.abs()?, "batchmean", false)),
+        ("kl_div log target", |x, y| x.kl_div(y, "sum", true)),
+        ("margin_ranking_loss", |x, y| {
+            x.margin_ranking_loss(y, &x.constant(1.0)?, 0.1, Reduction::Mean)
+        }),
+    ];
+    for (name, f) in pairs {
+        let x = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+        let y = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+        gradcheck(name, &[x, y], |t| f(&t[0], &t[1]));
+    }
+    let p = uni(&mut rng, &[3, 4], 0.1, 0.9);
+    let t = uni(&mut rng, &[3, 4], 0.0, 1.0);
+    gradcheck("binary_cross_entropy", &[p, t], |t| {
+        t[0].binary_cross_entropy(&t[1], None, Reduction::Mean)
+    });
+    let x = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    let t = uni(&mut rng, &[3, 4], 0.0, 1.0);
+    let pw = uni(&mut rng, &[4], 0.5, 2.0);
+    gradcheck("binary_cross_entropy_with_logits", &[x, t, pw], |t| {
+        t[0].binary_cross_entropy_with_logits(&t[1], None, Some(&t[2]), Reduction::Mean)
+    });
+    let x = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    let y = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    let v = uni(&mut rng, &[3, 4], 0.3, 2.0);
+    gradcheck("gaussian_nll_loss", &[x, y, v], |t| {
+        t[0].gaussian_nll_loss(&t[1], &t[2], true, 1e-6, Reduction::Mean)
+    });
+    let x = sgn(&mut rng, &[4, 5], 0.2, 1.5);
+    let w = uni(&mut rng, &[5], 0.5, 2.0);
+    gradcheck("nll_loss weight ignore_index", &[x, w], |t| {
+        t[0].nll_loss(
+            &labels(&[1, -100, 4, 0], &[4]),
+            Some(&t[1]),
+            -100,
+            Reduction::Mean,
+        )
+    });
+    let x = sgn(&mut rng, &[4, 5], 0.2, 1.5);
+    let w = uni(&mut rng, &[5], 0.5, 2.0);
+    gradcheck("cross_entropy weight smoothing", &[x, w], |t| {
+        let o = CrossEntropyOptions {
+            label_smoothing: 0.2,
+            ..Default::default()
+        };
+        t[0].cross_entropy_with(&labels(&[1, 3, 4, 0], &[4]), Some(&t[1]), &o)
+    });
+    let x = sgn(&mut rng, &[2, 3, 2, 2], 0.2, 1.5);
+    gradcheck("cross_entropy 2d", &[x], |t| {
+        t[0].cross_entropy_with(
+            &labels(&[0, 1, 2, 1, 2, 2, 0, 1], &[2, 2, 2]),
+            None,
+            &Default::default(),
+        )
+    });
+    let x = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    let q = uni(&mut rng, &[3, 4], 0.0, 1.0);
+    gradcheck("cross_entropy probabilities", &[x, q], |t| {
+        t[0].cross_entropy_with(&t[1], None, &Default::default())
+    });
+    let x = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    gradcheck("multi_margin_loss", &[x], |t| {
+        t[0].multi_margin_loss(&labels(&[1, 3, 0], &[3]), 2, 1.0, None, Reduction::Mean)
+    });
+    let x = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    let y = uni(&mut rng, &[3, 4], 0.0, 1.0);
+    gradcheck("multilabel_soft_margin_loss", &[x, y], |t| {
+        t[0].multilabel_soft_margin_loss(&t[1], None, Reduction::Mean)
+    });
+    let x = sgn(&mut rng, &[4], 0.2, 1.5);
+    gradcheck("hinge_embedding_loss", &[x], |t| {
+        t[0].hinge_embedding_loss(&labels(&[1, -1, -1, 1], &[4]), 2.0, Reduction::Mean)
+    });
+    let a = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    let b = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    gradcheck("cosine_embedding_loss", &[a, b], |t| {
+        t[0].cosine_embedding_loss(&t[1], &labels(&[1, -1, 1], &[3]), -0.5, Reduction::Mean)
+    });
+    let a = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    let b = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    let c = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+    gradcheck("triplet_margin_loss", &[a, b, c], |t| {
+        t[0].triplet_margin_loss(&t[1], &t[2], 3.0, 2.0, 1e-6, true, Reduction::Mean)
+    });
+}

@@ -53,7 +53,7 @@ fn unary_ops() {
 fn binary_inputs(op: BinaryOp, rng: &mut Rng, sa: &[usize], sb: &[usize]) -> [Input; 2] {
     match op {
         BinaryOp::Pow => [uni(rng, sa, 0.3, 2.0), uni(rng, sb, -1.5, 1.5)],
-        BinaryOp::Div | BinaryOp::Rem => [uni(rng, sa, -2.0, 2.0), sgn(rng, sb, 0.4, 1.5)],
+        BinaryOp::Div | BinaryOp::Rem | BinaryOp::Fmod => [uni(rng, sa, -2.0, 2.0), sgn(rng, sb, 0.4, 1.5)],
         _ => [uni(rng, sa, -2.0, 2.0), uni(rng, sb, -2.0, 2.0)],
     }
 }
@@ -69,7 +69,7 @@ fn binary_ops_with_broadcasting() {
         (&[2, 3], &[]),
         (&[], &[2, 3]),
     ];
-    for op in [Add, Sub, Mul, Div, Rem, Pow, Maximum, Minimum] {
+    for op in [Add, Sub, Mul, Div, Rem, Fmod, Pow, Maximum, Minimum] {
         for (sa, sb) in shapes {
             let name = format!("{} {sa:?} {sb:?}", op.name());
             let mut rng = Rng::new(&name);
@@ -103,6 +103,7 @@ fn binary_ops_with_scalars_on_either_side() {
         (Mul, Scalar::Int(3)),
         (Div, Scalar::Float(1.75)),
         (Rem, Scalar::Float(0.7)),
+        (Fmod, Scalar::Float(-0.7)),
         (Pow, Scalar::Float(2.5)),
         (Pow, Scalar::Int(3)),
         (Pow, Scalar::Int(0)),
@@ -118,7 +119,7 @@ fn binary_ops_with_scalars_on_either_side() {
             let x = match (op, reversed) {
                 (Pow, false) => uni(&mut rng, &[2, 3], 0.3, 2.0),
                 (Pow, true) => uni(&mut rng, &[2, 3], -1.5, 1.5),
-                (Div | Rem, true) => sgn(&mut rng, &[2, 3], 0.4, 1.5),
+                (Div | Rem | Fmod, true) => sgn(&mut rng, &[2, 3], 0.4, 1.5),
                 _ => uni(&mut rng, &[2, 3], -2.0, 2.0),
             };
             let s = if op == Pow && reversed && s.to_f64() <= 0.0 {

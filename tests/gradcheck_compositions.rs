@@ -373,3 +373,43 @@ fn losses() {
         t[0].triplet_margin_loss(&t[1], &t[2], 3.0, 2.0, 1e-6, true, Reduction::Mean)
     });
 }
+
+#[test]
+fn polygamma_in_x() {
+    for n in [1, 2, 3] {
+        let x = uni(&mut Rng::new("polygamma"), &[2, 3], 0.3, 4.0);
+        gradcheck(&format!("polygamma {n}"), &[x], move |t| {
+            t[0].binary_scalar(kiln::core::op::BinaryOp::Polygamma, Scalar::Int(n), false)
+        });
+    }
+}
+
+#[test]
+fn contractions() {
+    let mut rng = Rng::new("contractions");
+    let cases: &[(&str, &[&[usize]])] = &[
+        ("ij,jk->ik", &[&[2, 3], &[3, 4]]),
+        ("ii->i", &[&[3, 3]]),
+        ("ii", &[&[3, 3]]),
+        ("bij,bjk->bik", &[&[2, 3, 2], &[2, 2, 4]]),
+        ("...ij,jk->...ik", &[&[2, 2, 3], &[3, 2]]),
+        ("ij,ij,ij->i", &[&[2, 3], &[2, 3], &[2, 3]]),
+        ("i,j->ij", &[&[3], &[2]]),
+        ("ij->", &[&[2, 3]]),
+        ("bii->bi", &[&[2, 3, 3]]),
+        ("ij,jk,kl->il", &[&[2, 3], &[3, 2], &[2, 2]]),
+    ];
+    for (eq, shapes) in cases {
+        let inputs: Vec<Input> = shapes.iter().map(|s| sgn(&mut rng, s, 0.2, 1.5)).collect();
+        gradcheck(&format!("einsum {eq}"), &inputs, |t| Tensor::einsum(eq, t));
+    }
+    let a = sgn(&mut rng, &[2, 3, 4], 0.2, 1.5);
+    let b = sgn(&mut rng, &[4, 3, 2], 0.2, 1.5);
+    gradcheck("tensordot", &[a, b], |t| t[0].tensordot(&t[1], &[1, 2], &[1, 0]));
+    let a = sgn(&mut rng, &[2, 3], 0.2, 1.5);
+    let b = sgn(&mut rng, &[2, 2], 0.2, 1.5);
+    gradcheck("kron", &[a, b], |t| t[0].kron(&t[1]));
+    let a = sgn(&mut rng, &[4, 3], 0.2, 1.5);
+    let b = sgn(&mut rng, &[3], 0.2, 1.5);
+    gradcheck("cross", &[a, b], |t| t[0].cross(&t[1], Some(1)));
+}

@@ -112,6 +112,10 @@ macro_rules! unary_ops {
                 (|x| if x <= R::of(-3.0) { R::ZERO } else if x >= R::of(3.0) { x } else { x * (x + R::of(3.0)) / R::of(6.0) }) ();
             Selu selu "Scaled ELU with PyTorch's constants, `scale * (max(0, x) + min(0, alpha * (e^x - 1)))` (`F.selu`)." float nonzero
                 (|x| R::of($crate::ops::SELU_SCALE) * if x > R::ZERO { x } else { R::of($crate::ops::SELU_ALPHA) * x.exp_m1() }) ();
+            Lgamma lgamma "`ln |Γ(x)|` (+inf at the poles 0, -1, -2, ...)." float positive (|x| x.lgamma()) ();
+            Digamma digamma "The digamma function `ψ(x) = d/dx ln Γ(x)` (-inf at 0, NaN at negative integers)." float positive
+                (|x| x.digamma()) ();
+            Erfinv erfinv "The inverse error function on [-1, 1] (±inf at ±1, NaN outside)." float unit (|x| x.erfinv()) ();
             LogicalNot logical_not "Logical not: true where x is zero (any dtype; bool result)." logical any () ();
         }
     };
@@ -140,6 +144,12 @@ macro_rules! binary_ops {
                     if r != R::ZERO && ((r < R::ZERO) != (b < R::ZERO)) { r + b } else { r }
                 })
                 (|a, b| $crate::ops::int_rem(a, b)) ();
+            Fmod fmod "Remainder with the sign of the dividend, C's `fmod` (an integer `x % 0` is an error on the CPU)." arith
+                (|a, b| a.fmod(b)) (|a, b| a.checked_rem(b).unwrap_or(0)) ();
+            FloorDivide floor_divide "`floor(a / b)`, Python's `//` (an integer division by 0 is an error on the CPU)." arith
+                (|a, b| $crate::ops::floor_divide(a, b)) (|a, b| $crate::ops::int_floor_divide(a, b)) ();
+            Polygamma polygamma "`x.polygamma(n)`: the n-th derivative of the digamma function at x (n a whole number; `polygamma(n, x)` as torch.polygamma)." float
+                (|x, n| x.polygamma(n)) () ();
             Pow pow "`a ** b` (negative integer powers of integers other than ±1 are an error)." arith
                 (|a, b| a.pow(b)) (|a, b| $crate::ops::int_pow(a, b)) ();
             Maximum maximum "Elementwise maximum; NaN propagates (logical or for bool)." arith
@@ -189,6 +199,46 @@ macro_rules! kernel_name {
     ($first:ident $(, $rest:ident)*) => {
         concat!(stringify!($first) $(, "_", stringify!($rest))*)
     };
+}
+
+/// `floor(a / b)` in floating point, as PyTorch computes it: from the
+/// truncated remainder, so that `a == b * (a // b) + a % b` holds as
+/// closely as rounding allows.
+#[inline(always)]
+pub fn floor_divide<R: crate::real::Real>(a: R, b: R) -> R {
+    if b == R::ZERO {
+        return a / b;
+    }
+    let m = a.fmod(b);
+    let mut d = (a - m) / b;
+    if m != R::ZERO && ((b < R::ZERO) != (m < R::ZERO)) {
+        d = d - R::ONE;
+    }
+    if d == R::ZERO {
+        // a zero with the sign of the quotient
+        return (a / b) * R::ZERO;
+    }
+    let f = d.floor();
+    if d - f > R::of(0.5) {
+        f + R::ONE
+    } else {
+        f
+    }
+}
+
+/// `floor(a / b)` on integers (0 for a zero divisor; the CPU front-end
+/// reports that as an error first).
+#[inline(always)]
+pub fn int_floor_divide(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        return 0;
+    }
+    let q = a.wrapping_div(b);
+    if a.wrapping_rem(b) != 0 && ((a < 0) != (b < 0)) {
+        q - 1
+    } else {
+        q
+    }
 }
 
 /// Remainder with the sign of the divisor on integers (`x % 0` gives 0 here;

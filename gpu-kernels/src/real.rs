@@ -9,6 +9,7 @@
 //! the one documented larger difference.
 
 use crate::math;
+use crate::special;
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
 /// A float the op table computes in: f32 (also for f16 and bf16) or f64.
@@ -77,6 +78,14 @@ pub trait Real:
     fn fmod(self, d: Self) -> Self;
     /// `self ** e` with IEEE's special cases
     fn pow(self, e: Self) -> Self;
+    /// `ln |Γ(x)|`
+    fn lgamma(self) -> Self;
+    /// the digamma function `ψ(x)`
+    fn digamma(self) -> Self;
+    /// `ψ⁽ⁿ⁾(x)` for a whole number `n`
+    fn polygamma(self, n: Self) -> Self;
+    /// the inverse error function
+    fn erfinv(self) -> Self;
 }
 
 macro_rules! real {
@@ -188,6 +197,23 @@ macro_rules! real {
             #[inline(always)]
             fn pow(self, e: Self) -> Self {
                 ($pow)(self, e)
+            }
+            // the special functions compute in f64 and round once
+            #[inline]
+            fn lgamma(self) -> Self {
+                special::lgamma(self as f64) as $t
+            }
+            #[inline]
+            fn digamma(self) -> Self {
+                special::digamma(self as f64) as $t
+            }
+            #[inline]
+            fn polygamma(self, n: Self) -> Self {
+                special::polygamma(n as f64, self as f64) as $t
+            }
+            #[inline]
+            fn erfinv(self) -> Self {
+                special::erfinv(self as f64) as $t
             }
         }
     };

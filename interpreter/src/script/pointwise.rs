@@ -3,10 +3,12 @@
 //! either; PyTorch's keyword arguments come in an options map
 //! (`addmm(x, a, b, #{beta: 0.5, alpha: 2.0})`, `isclose(a, b, #{rtol: 1e-3})`).
 
-use super::convert::{number, ok, operand, script_error, RhaiResult};
+use super::convert::{ints, number, ok, operand, script_error, tensor_list, RhaiResult};
 use super::registry::{Api, Category};
+use crate::core::op::{BinaryOp, UnaryOp};
+use crate::core::Scalar;
 use crate::tensor::Tensor;
-use rhai::{Dynamic, Engine, Map};
+use rhai::{Array, Dynamic, Engine, Map, INT};
 
 /// `d` as a tensor next to `like` (numbers take its dtype and device).
 fn tensor_arg(op: &str, d: &Dynamic, like: &Tensor) -> RhaiResult<Tensor> {
@@ -53,6 +55,12 @@ pub fn register(engine: &mut Engine) {
                 ok(f(&t, &tensor_arg(name, &o, &t)?))
             });
     }
+    api.doc("ψ⁽ⁿ⁾(x), the n-th derivative of digamma (torch.polygamma(n, x); also x.polygamma(n))")
+        .func("polygamma", ["n", "x"], |n: INT, x: Tensor| {
+            ok(x.binary_scalar(BinaryOp::Polygamma, Scalar::Int(n), false))
+        });
+    api.doc("rounds toward zero (= trunc)")
+        .func("fix", ["t"], |t: Tensor| ok(t.unary(UnaryOp::Trunc)));
     api.doc("t / other as floats (= div)")
         .func("true_divide", ["t", "other"], |t: Tensor, o: Dynamic| {
             ok(t.div(&tensor_arg("true_divide", &o, &t)?))
@@ -234,6 +242,86 @@ fn register_products(api: &mut Api) {
             },
         );
     }
+    const EINSUM: &str = "sum of products over the labels the equation leaves out (\"ij,jk->ik\", \"bii->bi\", \"...ij,...jk\"); operands listed or in an array";
+    api.doc(EINSUM)
+        .func("einsum", ["equation", "operands"], |eq: &str, ts: Array| {
+            ok(Tensor::einsum(eq, &tensor_list("einsum", &ts)?))
+        });
+    api.doc(EINSUM)
+        .func("einsum", ["equation", "a"], |eq: &str, a: Tensor| {
+            ok(Tensor::einsum(eq, &[a]))
+        });
+    api.doc(EINSUM).func(
+        "einsum",
+        ["equation", "a", "b"],
+        |eq: &str, a: Tensor, b: Tensor| ok(Tensor::einsum(eq, &[a, b])),
+    );
+    api.doc(EINSUM).func(
+        "einsum",
+        ["equation", "a", "b", "c"],
+        |eq: &str, a: Tensor, b: Tensor, c: Tensor| ok(Tensor::einsum(eq, &[a, b, c])),
+    );
+    api.doc(EINSUM).func(
+        "einsum",
+        ["equation", "a", "b", "c", "d"],
+        |eq: &str, a: Tensor, b: Tensor, c: Tensor, d: Tensor| ok(Tensor::einsum(eq, &[a, b, c, d])),
+    );
+    const TENSORDOT: &str = "contracts the last n dims of a with the first n of b (n 2), or dims [[dims_a], [dims_b]]; also #{dims}";
+    api.doc(TENSORDOT)
+        .func("tensordot", ["a", "b"], |a: Tensor, b: Tensor| {
+            ok(a.tensordot_n(&b, 2))
+        });
+    api.doc(TENSORDOT).func(
+        "tensordot",
+        ["a", "b", "dims"],
+        |a: Tensor, b: Tensor, d: Dynamic| -> RhaiResult<Tensor> {
+            let d = match d.clone().try_cast::<Map>() {
+                Some(m) => m
+                    .get("dims")
+                    .cloned()
+                    .ok_or_else(|| script_error("tensordot: the options map needs 'dims'"))?,
+                None => d,
+            };
+            if let Ok(n) = d.as_int() {
+                return ok(a.tensordot_n(&b, n));
+            }
+            let pair = d
+                .clone()
+                .try_cast::<Array>()
+                .filter(|p| p.len() == 2)
+                .ok_or_else(|| {
+                    script_error("tensordot: dims must be an int or [[dims of a], [dims of b]]")
+                })?;
+            let da = ints("tensordot", "dims of a", &pair[0])?;
+            let db = ints("tensordot", "dims of b", &pair[1])?;
+            ok(a.tensordot(&b, &da, &db))
+        },
+    );
+    api.doc("sum over the last dims of a and b (a scalar multiplies)")
+        .func("inner", ["a", "b"], |a: Tensor, b: Tensor| ok(a.inner(&b)));
+    api.doc("the Kronecker product")
+        .func("kron", ["a", "b"], |a: Tensor, b: Tensor| ok(a.kron(&b)));
+    const CROSS: &str =
+        "cross product of 3-vectors along dim (the first dim of size 3 by default; also #{dim})";
+    api.doc(CROSS)
+        .func("cross", ["a", "b"], |a: Tensor, b: Tensor| ok(a.cross(&b, None)));
+    api.doc(CROSS).func(
+        "cross",
+        ["a", "b", "dim"],
+        |a: Tensor, b: Tensor, d: Dynamic| -> RhaiResult<Tensor> {
+            let dim =
+                match d.clone().try_cast::<Map>() {
+                    Some(m) => m.get("dim").map(|v| v.as_int()).transpose().map_err(|ty| {
+                        script_error(format!("cross: option 'dim' must be an int, got {ty}"))
+                    })?,
+                    None => Some(
+                        d.as_int()
+                            .map_err(|ty| script_error(format!("cross: dim must be an int, got {ty}")))?,
+                    ),
+                };
+            ok(a.cross(&b, dim))
+        },
+    );
     for name in ["outer", "ger"] {
         api.doc("the outer product of two vectors")
             .func(name, ["t", "other"], |t: Tensor, o: Tensor| ok(t.outer(&o)));

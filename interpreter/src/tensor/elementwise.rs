@@ -156,7 +156,13 @@ impl Tensor {
 
     fn binary_scalar_impl(&self, op: BinaryOp, s: Scalar, reversed: bool) -> Result<Tensor> {
         let dtype = op.compute_dtype(s.promote_with(self.dtype()));
-        if dtype.is_int() && reversed && matches!(op, BinaryOp::Rem | BinaryOp::Pow) {
+        if dtype.is_int()
+            && reversed
+            && matches!(
+                op,
+                BinaryOp::Rem | BinaryOp::Fmod | BinaryOp::FloorDivide | BinaryOp::Pow
+            )
+        {
             // the tensor is the divisor / exponent: checked through the tensor path
             let st = Tensor::scalar(s, dtype, self.device())?;
             return st.binary(op, self);
@@ -350,7 +356,9 @@ fn check_binary_values(op: BinaryOp, dtype: DType, rhs: &Tensor) -> Result<()> {
         _ => false,
     };
     match op {
-        BinaryOp::Rem if bad(|x| x == 0) => Err(Error::invalid("remainder", "integer division by zero")),
+        BinaryOp::Rem | BinaryOp::Fmod | BinaryOp::FloorDivide if bad(|x| x == 0) => {
+            Err(Error::invalid(op.name(), "integer division by zero"))
+        }
         BinaryOp::Pow if bad(|x| x < 0) => Err(Error::invalid(
             "pow",
             "integers to negative integer powers are not allowed",

@@ -6,6 +6,7 @@
 
 pub mod activation;
 pub mod autograd;
+pub mod contraction;
 pub mod creation;
 pub mod elementwise;
 pub mod format;

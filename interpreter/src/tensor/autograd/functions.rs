@@ -131,6 +131,10 @@ pub fn unary(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<T
             let zero = Tensor::zeros(&[], Some(d.dtype()), d.device())?;
             g.mul(&Tensor::where_cond(&at_zero, &zero, &d)?)?
         }
+        Lgamma => g.mul(&x.unary(UnaryOp::Digamma)?)?,
+        Digamma => g.mul(&x.binary_scalar(BinaryOp::Polygamma, Scalar::Int(1), false)?)?,
+        // √π/2 e^(y²)
+        Erfinv => g.mul(&y.square()?.exp()?.mul_scalar(std::f64::consts::PI.sqrt() / 2.0)?)?,
         // 1 / (1 + |x|)^2
         Softsign => g.div(&x.abs()?.add_scalar(1.0)?.square()?)?,
         // 1 - sigmoid(x) = sigmoid(-x)
@@ -222,6 +226,19 @@ pub fn binary(
             Some(g.clone()),
             needs[1].then(|| g.mul(&a.div(b)?.floor()?)?.neg()).transpose()?,
         ),
+        Fmod => (
+            Some(g.clone()),
+            needs[1].then(|| g.mul(&a.div(b)?.trunc()?)?.neg()).transpose()?,
+        ),
+        // piecewise constant in both: zero, as PyTorch
+        FloorDivide => (Some(g.zeros_like()?), Some(g.zeros_like()?)),
+        // d/dx ψ⁽ⁿ⁾(x) = ψ⁽ⁿ⁺¹⁾(x); n is a whole number, not differentiable
+        Polygamma => (
+            needs[0]
+                .then(|| g.mul(&a.binary(Polygamma, &b.add_scalar(1.0)?)?))
+                .transpose()?,
+            None,
+        ),
         Maximum | Minimum => {
             let cmp = if op == Maximum { CmpOp::Gt } else { CmpOp::Lt };
             (
@@ -271,6 +288,13 @@ pub fn binary_scalar(
         (Pow, true) => g.mul(y)?.mul_scalar(s.to_f64().ln())?,
         (Rem, false) => g.clone(),
         (Rem, true) => g.mul(&x.binary_scalar(Div, s, true)?.floor()?)?.neg()?,
+        (Fmod, false) => g.clone(),
+        (Fmod, true) => g.mul(&x.binary_scalar(Div, s, true)?.trunc()?)?.neg()?,
+        (FloorDivide, _) => g.zeros_like()?,
+        (Polygamma, false) => {
+            g.mul(&x.binary_scalar(Polygamma, Scalar::Float(s.to_f64() + 1.0), false)?)?
+        }
+        (Polygamma, true) => return Ok(None),
         (Maximum | Minimum, _) => {
             let cmp = if op == Maximum { CmpOp::Gt } else { CmpOp::Lt };
             let win = mask(x.compare_scalar(cmp, s, false)?, g)?;

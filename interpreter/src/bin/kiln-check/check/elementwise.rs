@@ -43,17 +43,16 @@ impl Checker {
                 if !op.accepts(dtype) {
                     continue;
                 }
-                let positive = matches!(op, Rem | Pow) || (dtype == DType::U8 && op == Sub);
+                let positive = matches!(op, Rem | Fmod | FloorDivide | Pow | Polygamma)
+                    || (dtype == DType::U8 && op == Sub);
+                // whole-number exponents of integer powers, and polygamma's order
+                let small_ints = (op == Pow && !dtype.is_float()) || op == Polygamma;
                 for (name, shape, view) in layouts() {
                     let r = (|| {
-                        let a = input(
-                            &mut self.gen,
-                            &shape,
-                            dtype,
-                            positive || (op == Pow && !dtype.is_float()),
-                        )?;
-                        let b = if op == Pow && !dtype.is_float() {
-                            Tensor::randint(0, 4, &shape, Some(dtype), Device::Cpu, &mut self.gen)?
+                        let a = input(&mut self.gen, &shape, dtype, positive || small_ints)?;
+                        let b = if small_ints {
+                            Tensor::randint(0, 4, &shape, Some(DType::I64), Device::Cpu, &mut self.gen)?
+                                .to_dtype(dtype)?
                         } else {
                             input(&mut self.gen, &shape, dtype, positive)?
                         };

@@ -1,6 +1,6 @@
 //! `torch.nn.functional`'s activations, layer functions, distances
 //! (`tensor/activation.rs`, `tensor/functional.rs`) and losses
-//! (`tensor/loss/`) on both backends, for every dtype and input layout:
+//! (`tensor/loss/`) and the contractions (`tensor/contraction.rs`) on both backends, for every dtype and input layout:
 //! activations in the input's float dtype, the rest summing in f64.
 
 use super::*;
@@ -92,6 +92,29 @@ impl Checker {
             }),
             ("cdist", |t| wide(t)?.cdist(&wide(t)?.narrow(0, 0, 30)?, 2.0)),
             ("cdist p1", |t| wide(t)?.cdist(&wide(t)?.narrow(0, 0, 7)?, 1.0)),
+            // contractions (`tensor/contraction.rs`)
+            ("einsum", |t| {
+                let x = wide(t)?;
+                Tensor::einsum("ij,kj->ik", &[x.clone(), x.narrow(0, 0, 9)?])
+            }),
+            ("einsum diagonal", |t| {
+                Tensor::einsum("ii->i", &[wide(t)?.narrow(1, 0, 37)?])
+            }),
+            ("einsum batched", |t| {
+                let x = wide(t)?.narrow(1, 0, 60)?.reshape(&[37, 5, 12])?;
+                Tensor::einsum("bij,bkj->bik", &[x.clone(), x])
+            }),
+            ("tensordot", |t| {
+                let x = wide(t)?;
+                x.tensordot(&x.narrow(0, 0, 9)?, &[1], &[1])
+            }),
+            ("kron", |t| {
+                t.narrow(0, 0, 3)?.narrow(1, 0, 4)?.kron(&t.narrow(0, 2, 2)?)
+            }),
+            ("cross", |t| {
+                let x = wide(t)?.narrow(1, 0, 6)?;
+                x.narrow(1, 0, 3)?.cross(&x.narrow(1, 3, 3)?, Some(1))
+            }),
             // losses (`tensor/loss/`)
             ("mse_loss", |t| {
                 wide(t)?.mse_loss(&wide(t)?.flip(&[0])?, Reduction::Mean)

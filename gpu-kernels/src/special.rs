@@ -1,0 +1,225 @@
+//! Special functions in double precision, shared by the CPU backend and the
+//! GPU kernels (single precision rounds these once): `lgamma`, `digamma`,
+//! `polygamma` and `erfinv`, with PyTorch's values at poles and outside the
+//! domain.
+
+use core::f64::consts::PI;
+
+/// `ln |Γ(x)|` (`+inf` at the poles 0, -1, -2, ...).
+#[inline]
+pub fn lgamma(x: f64) -> f64 {
+    libm::lgamma(x)
+}
+
+/// The Bernoulli numbers B2, B4, ..., B14 of the asymptotic series.
+const BERNOULLI: [f64; 7] = [
+    1.0 / 6.0,
+    -1.0 / 30.0,
+    1.0 / 42.0,
+    -1.0 / 30.0,
+    5.0 / 66.0,
+    -691.0 / 2730.0,
+    7.0 / 6.0,
+];
+
+/// Where the recurrences hand over to the asymptotic series.
+const ASYMPTOTIC_FROM: f64 = 12.0;
+
+/// `ψ(x) = d/dx ln Γ(x)`: `-inf` at +0 (`+inf` at -0), NaN at the negative
+/// integers; the reflection formula below 0, the recurrence
+/// `ψ(x) = ψ(x + 1) - 1/x` up to 12, then the asymptotic series.
+pub fn digamma(x: f64) -> f64 {
+    if x.is_nan() || x == f64::NEG_INFINITY {
+        return f64::NAN;
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() {
+            f64::INFINITY
+        } else {
+            f64::NEG_INFINITY
+        };
+    }
+    if x < 0.0 {
+        if libm::floor(x) == x {
+            return f64::NAN;
+        }
+        // ψ(x) = ψ(1 - x) - π / tan(πx), on the fractional part for accuracy
+        let r = x - libm::trunc(x);
+        return digamma(1.0 - x) - PI / libm::tan(PI * r);
+    }
+    let mut x = x;
+    let mut acc = 0.0;
+    while x < ASYMPTOTIC_FROM {
+        acc -= 1.0 / x;
+        x += 1.0;
+    }
+    if x == f64::INFINITY {
+        return f64::INFINITY;
+    }
+    // ln x - 1/(2x) - Σ B2k / (2k x^2k)
+    let z = 1.0 / (x * x);
+    let mut series = 0.0;
+    let mut zk = z;
+    for (i, b) in BERNOULLI.iter().enumerate() {
+        series += b / (2.0 * (i + 1) as f64) * zk;
+        zk *= z;
+    }
+    acc + libm::log(x) - 0.5 / x - series
+}
+
+/// The n-th derivative of the digamma function, `ψ⁽ⁿ⁾(x)`, for integer
+/// `n >= 0` (NaN for other `n`): `(-1)^(n+1) n! Σ 1/(x+k)^(n+1)`, by the
+/// recurrence up to `12 + n` and the asymptotic series from there; at the
+/// poles `(-1)^(n+1) inf`; below -10⁴ (where the recurrence would take
+/// |x| steps) NaN.
+pub fn polygamma(n: f64, x: f64) -> f64 {
+    if n.is_nan() || x.is_nan() || n < 0.0 || libm::floor(n) != n {
+        return f64::NAN;
+    }
+    if n == 0.0 {
+        return digamma(x);
+    }
+    let odd = libm::fmod(n, 2.0) == 1.0;
+    let sign = if odd { 1.0 } else { -1.0 };
+    if x <= 0.0 && libm::floor(x) == x {
+        return sign * f64::INFINITY;
+    }
+    if x == f64::INFINITY {
+        return 0.0;
+    }
+    if x < -1e4 {
+        // the recurrence would take |x| steps
+        return f64::NAN;
+    }
+    let mut factorial = 1.0;
+    for k in 2..=n as u32 {
+        factorial *= k as f64;
+    }
+    let m = n as u32;
+    let mut x = x;
+    let mut acc = 0.0;
+    while x < ASYMPTOTIC_FROM + n {
+        acc += 1.0 / powi(x, m + 1);
+        x += 1.0;
+    }
+    // Σ 1/(x+k)^(n+1) ≈ 1/(n x^n) + 1/(2 x^(n+1)) + Σ B2k (2k+n-1)! / ((2k)! n! x^(2k+n))
+    let mut tail = 1.0 / (n * powi(x, m)) + 0.5 / powi(x, m + 1);
+    // (2k+n-1)! / ((2k)! n!) built up term by term from (n-1)! / n!
+    let mut ratio = 1.0 / n;
+    let mut xk = powi(x, m);
+    for (i, b) in BERNOULLI.iter().enumerate() {
+        let k2 = 2.0 * (i + 1) as f64;
+        // from (2k-2+n-1)!/(2k-2)! to (2k+n-1)!/(2k)!
+        ratio *= (k2 + n - 2.0) * (k2 + n - 1.0) / ((k2 - 1.0) * k2);
+        xk *= x * x;
+        tail += b * ratio / xk;
+    }
+    sign * factorial * (acc + tail)
+}
+
+/// `x^k` by repeated squaring.
+fn powi(x: f64, k: u32) -> f64 {
+    let (mut base, mut k, mut acc) = (x, k, 1.0);
+    while k > 0 {
+        if k & 1 == 1 {
+            acc *= base;
+        }
+        base *= base;
+        k >>= 1;
+    }
+    acc
+}
+
+/// The inverse error function on `[-1, 1]` (±inf at ±1, NaN outside):
+/// Giles' single-precision approximation, then two Newton steps on
+/// `erf(x) - y`.
+pub fn erfinv(y: f64) -> f64 {
+    if y.is_nan() || !(-1.0..=1.0).contains(&y) {
+        return f64::NAN;
+    }
+    if y == 1.0 || y == -1.0 {
+        return y * f64::INFINITY;
+    }
+    let w = -libm::log((1.0 - y) * (1.0 + y));
+    let p = if w < 5.0 {
+        let w = w - 2.5;
+        let c = [
+            2.810_226_36e-8,
+            3.432_739_39e-7,
+            -3.523_387_7e-6,
+            -4.391_506_54e-6,
+            2.185_808_7e-4,
+            -1.253_725_03e-3,
+            -4.177_681_64e-3,
+            2.466_407_27e-1,
+            1.501_409_41,
+        ];
+        c.iter().fold(0.0, |p, &k| p * w + k)
+    } else {
+        let w = crate::math::sqrt_f64(w) - 3.0;
+        let c = [
+            -2.002_142_57e-4,
+            1.009_505_58e-4,
+            1.349_343_22e-3,
+            -3.673_428_44e-3,
+            5.739_507_73e-3,
+            -7.622_461_3e-3,
+            9.438_870_47e-3,
+            1.001_674_06,
+            2.832_976_82,
+        ];
+        c.iter().fold(0.0, |p, &k| p * w + k)
+    };
+    let mut x = p * y;
+    for _ in 0..2 {
+        let slope = core::f64::consts::FRAC_2_SQRT_PI * libm::exp(-x * x);
+        if slope == 0.0 {
+            break;
+        }
+        x -= (libm::erf(x) - y) / slope;
+    }
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol * (1.0 + b.abs())
+    }
+
+    #[test]
+    fn digamma_known_values() {
+        let euler = 0.577_215_664_901_532_9;
+        assert!(close(digamma(1.0), -euler, 1e-15));
+        assert!(close(digamma(0.5), -euler - 2.0 * core::f64::consts::LN_2, 1e-15));
+        assert!(close(digamma(-0.5), 0.036_489_973_978_576_52, 1e-14));
+        assert!(close(digamma(100.0), 4.600_161_852_738_087, 1e-15));
+        assert_eq!(digamma(0.0), f64::NEG_INFINITY);
+        assert!(digamma(-2.0).is_nan());
+    }
+
+    #[test]
+    fn polygamma_known_values() {
+        let pi2 = PI * PI;
+        // ψ1(1) = π²/6, ψ1(1/2) = π²/2, ψ2(1) = -2 ζ(3), ψ3(1) = π⁴/15
+        assert!(close(polygamma(1.0, 1.0), pi2 / 6.0, 1e-14));
+        assert!(close(polygamma(1.0, 0.5), pi2 / 2.0, 1e-14));
+        assert!(close(polygamma(2.0, 1.0), -2.0 * 1.202_056_903_159_594_3, 1e-14));
+        assert!(close(polygamma(3.0, 1.0), pi2 * pi2 / 15.0, 1e-14));
+        assert!(close(polygamma(1.0, -0.5), pi2 / 2.0 + 4.0, 1e-13));
+        assert_eq!(polygamma(1.0, 0.0), f64::INFINITY);
+        assert!(polygamma(1.5, 1.0).is_nan());
+    }
+
+    #[test]
+    fn erfinv_inverts_erf() {
+        for &y in &[-0.999_999, -0.9, -0.3, 0.0, 1e-8, 0.5, 0.99, 0.999_999_9] {
+            let x = erfinv(y);
+            assert!(close(libm::erf(x), y, 1e-15), "{y}: erf({x}) = {}", libm::erf(x));
+        }
+        assert_eq!(erfinv(1.0), f64::INFINITY);
+        assert!(erfinv(1.5).is_nan());
+    }
+}

@@ -413,3 +413,29 @@ fn contractions() {
     let b = sgn(&mut rng, &[3], 0.2, 1.5);
     gradcheck("cross", &[a, b], |t| t[0].cross(&t[1], Some(1)));
 }
+
+#[test]
+fn scans_and_sorts() {
+    type OpFn = fn(&Tensor) -> Result<Tensor>;
+    let cases: &[(&str, OpFn)] = &[
+        ("cumsum", |x| x.cumsum(1, None)),
+        ("cumsum dim 0", |x| x.cumsum(0, None)),
+        ("cumprod", |x| x.cumprod(1, None)),
+        ("cummax", |x| Ok(x.cummax(1)?.swap_remove(0))),
+        ("cummin", |x| Ok(x.cummin(0)?.swap_remove(0))),
+        ("logcumsumexp", |x| x.logcumsumexp(1)),
+        ("sort", |x| Ok(x.sort(1, false)?.swap_remove(0))),
+        ("sort descending dim 0", |x| Ok(x.sort(0, true)?.swap_remove(0))),
+        ("topk", |x| Ok(x.topk(2, 1, true)?.swap_remove(0))),
+        ("kthvalue", |x| Ok(x.kthvalue(2, 1, false)?.swap_remove(0))),
+        ("median", |x| Ok(x.median_dim(1, true, false)?.swap_remove(0))),
+        ("median all", |x| x.median_all(false)),
+    ];
+    for (name, f) in cases {
+        let x = sgn(&mut Rng::new(name), &[3, 5], 0.2, 1.5);
+        gradcheck(name, &[x], |x| f(&x[0]));
+    }
+    // cumprod's gradient through zeros (one and two in a row)
+    let x = input(vec![1.5, 0.0, 2.0, -0.5, 0.0, 0.7, 0.0, 1.2, 0.9, 1.1], &[2, 5]);
+    gradcheck("cumprod with zeros", &[x], |x| x[0].cumprod(1, None));
+}

@@ -153,6 +153,33 @@ args! {
 
     /// `adam_step_*`: one fused Adam / AdamW step over `n` parameters.
     AdamArgs [p, g, m, v] { n: u32, packed: u32, h: AdamParams }
+
+    /// `scan_totals_*`: the combined value of each chunk of `chunk` elements
+    /// of `rows` dense rows of `len` (`chunks` per row).
+    ScanTotalsArgs [x, totals] { rows: u32, len: u32, chunk: u32, chunks: u32 }
+
+    /// `scan_carry_*`: turns each row's chunk totals into exclusive prefixes, in place.
+    ScanCarryArgs [totals] { rows: u32, chunks: u32 }
+
+    /// `scan_apply_*`: the inclusive scan of each chunk, started from its
+    /// prefix in `totals` when `carry` is 1; `yi` gets the indices of
+    /// `cummax`/`cummin`.
+    ScanApplyArgs [x, totals, y, yi] { rows: u32, len: u32, chunk: u32, chunks: u32, carry: u32 }
+
+    /// `sort_keys_*`: order-preserving u64 keys (inverted when `descending`)
+    /// and positions of `rows` dense rows of `len`, padded to `padded` with
+    /// keys that sort last.
+    SortKeysArgs [x, keys, idx] { rows: u32, len: u32, padded: u32, descending: u32 }
+
+    /// `sort_local`: the bitonic stages `k_lo..=k_hi` (doubling) within
+    /// chunks of `chunk` keys in shared memory.
+    SortLocalArgs [keys, idx] { rows: u32, padded: u32, chunk: u32, k_lo: u32, k_hi: u32 }
+
+    /// `sort_global`: one bitonic compare-exchange step `(k, j)` over whole rows.
+    SortGlobalArgs [keys, idx] { rows: u32, padded: u32, k: u32, j: u32 }
+
+    /// `sort_gather_*`: the sorted values and their i64 positions.
+    SortGatherArgs [x, idx, y, yi] { rows: u32, len: u32, padded: u32 }
 }
 
 #[cfg(test)]

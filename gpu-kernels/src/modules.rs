@@ -6,7 +6,7 @@
 //! module (a test checks that the two agree).
 
 /// The module names, in index order.
-pub const MODULES: [&str; 12] = [
+pub const MODULES: [&str; 13] = [
     "unary",
     "unary_dense",
     "binary",
@@ -19,13 +19,14 @@ pub const MODULES: [&str; 12] = [
     "loss",
     "optim",
     "index",
+    "order",
 ];
 
 /// Which module (an index into [`MODULES`]) exports the kernel `entry`, by
 /// its name's family prefix; `None` for a name of no known family.
 pub fn module_of(entry: &str) -> Option<usize> {
     // Longer prefixes first: `binary_v_` is dense, `binary_` strided.
-    const PREFIXES: [(&str, usize); 22] = [
+    const PREFIXES: [(&str, usize); 24] = [
         ("unary_v_", 1),
         ("unary_", 0),
         ("binary_v_", 3),
@@ -48,6 +49,8 @@ pub fn module_of(entry: &str) -> Option<usize> {
         ("gather_", 11),
         ("scatter_add_", 11),
         ("matmul_int_", 11),
+        ("scan_", 12),
+        ("sort_", 12),
     ];
     PREFIXES
         .iter()

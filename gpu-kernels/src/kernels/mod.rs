@@ -15,7 +15,9 @@
 //! - [`copy`]: tiled transposes;
 //! - [`index`]: `gather_*` (index_select, gather) and its atomic adjoint
 //!   `scatter_add_*`;
-//! - [`matmul`]: integer matmul (cuBLAS has none).
+//! - [`matmul`]: integer matmul (cuBLAS has none);
+//! - [`order`]: scans (`scan_*`: cumsum, cumprod, cummax, cummin,
+//!   logcumsumexp) and the bitonic sort (`sort_*`) along dense rows.
 //!
 //! [`Geometry::offset`]: crate::params::Geometry::offset
 
@@ -51,5 +53,6 @@ mod index;
 mod loss;
 mod matmul;
 mod optim;
+mod order;
 mod reduce;
 mod rows;

@@ -18,7 +18,7 @@ pub use cuda::CudaStorage;
 
 use crate::core::error::{Error, Result};
 use crate::core::index::Along;
-use crate::core::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::core::op::{BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
 use crate::core::{DType, Device, HostValues, Layout, Scalar};
 use kiln_kernels::params::{AdamParams, SgdParams};
 
@@ -389,6 +389,38 @@ impl Storage {
         match self {
             Storage::Cpu(s) => Ok(Storage::Cpu(cpu::reduce(op, s, l, dims)?)),
             Storage::Cuda(s) => Ok(Storage::Cuda(shaped(s.reduce(op, l, dims), &[l])?)),
+        }
+    }
+
+    /// The scan `op` of `rows` dense rows of `len` (floats, or i64), and the
+    /// i64 positions for cummax/cummin.
+    pub fn scan(&self, op: ScanOp, rows: usize, len: usize) -> Result<(Storage, Option<Storage>)> {
+        gate(self, op.name(), self.dtype(), rows * len)?;
+        match self {
+            Storage::Cpu(s) => {
+                let (y, i) = cpu::scan(s, op, rows, len)?;
+                Ok((Storage::Cpu(y), i.map(Storage::Cpu)))
+            }
+            Storage::Cuda(s) => {
+                let (y, i) = s.scan(op, rows, len)?;
+                Ok((Storage::Cuda(y), i.map(Storage::Cuda)))
+            }
+        }
+    }
+
+    /// `rows` dense rows of `len` sorted stably, and the i64 positions.
+    pub fn sort(&self, rows: usize, len: usize, descending: bool) -> Result<(Storage, Storage)> {
+        gate(self, "sort", self.dtype(), rows * len)?;
+        gate(self, "sort", DType::I64, rows * len)?;
+        match self {
+            Storage::Cpu(s) => {
+                let (y, i) = cpu::sort(s, rows, len, descending)?;
+                Ok((Storage::Cpu(y), Storage::Cpu(i)))
+            }
+            Storage::Cuda(s) => {
+                let (y, i) = s.sort(rows, len, descending)?;
+                Ok((Storage::Cuda(y), Storage::Cuda(i)))
+            }
         }
     }
 

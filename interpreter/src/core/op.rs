@@ -362,6 +362,55 @@ macro_rules! declare_reduce {
 }
 kiln_kernels::reduce_ops!(declare_reduce);
 
+/// A scan along one dim (`cumsum` and its kin): each output element
+/// combines the input elements up to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScanOp {
+    /// Running sum.
+    Cumsum,
+    /// Running product.
+    Cumprod,
+    /// Running maximum, with the position it came from.
+    Cummax,
+    /// Running minimum, with the position it came from.
+    Cummin,
+    /// Running `log(sum(exp(x)))`.
+    Logcumsumexp,
+}
+
+impl ScanOp {
+    /// Every scan.
+    pub const ALL: [ScanOp; 5] = [
+        ScanOp::Cumsum,
+        ScanOp::Cumprod,
+        ScanOp::Cummax,
+        ScanOp::Cummin,
+        ScanOp::Logcumsumexp,
+    ];
+
+    /// The script name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScanOp::Cumsum => "cumsum",
+            ScanOp::Cumprod => "cumprod",
+            ScanOp::Cummax => "cummax",
+            ScanOp::Cummin => "cummin",
+            ScanOp::Logcumsumexp => "logcumsumexp",
+        }
+    }
+
+    /// True for the scans that also give positions.
+    pub fn with_indices(self) -> bool {
+        matches!(self, ScanOp::Cummax | ScanOp::Cummin)
+    }
+
+    /// The dtypes the kernels compute in: floats in their own, and i64 for
+    /// every scan but `logcumsumexp` (narrower integers and bool widen first).
+    pub fn computes_in(self, d: DType) -> bool {
+        d.is_float() || (d == DType::I64 && self != ScanOp::Logcumsumexp)
+    }
+}
+
 /// The op tables of `docs/API.md` (Markdown), generated from the op table;
 /// a test keeps the committed file current.
 pub fn markdown_tables() -> String {

@@ -129,7 +129,7 @@ impl Kwargs {
 }
 
 /// The body of an op taking `T` tensors and keyword options.
-pub type Body<const T: usize> = Arc<dyn Fn([Tensor; T], Kwargs) -> RhaiResult<Tensor> + Send + Sync>;
+pub type Body<const T: usize, R> = Arc<dyn Fn([Tensor; T], Kwargs) -> RhaiResult<R> + Send + Sync>;
 
 /// How an op registered by [`register`] may be called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,18 +147,18 @@ pub enum Form {
 /// Registers `name(tensors..., options...)` for every count of positional
 /// options `form` allows, up to all of `names` (a trailing map may replace
 /// any of them), documented by `doc`.
-pub fn register<const T: usize>(
+pub fn register<const T: usize, R: Clone + Send + Sync + 'static>(
     api: &mut Api,
     name: &'static str,
     doc: &'static str,
     tensors: [&'static str; T],
     names: &'static [&'static str],
     form: Form,
-    f: impl Fn([Tensor; T], Kwargs) -> RhaiResult<Tensor> + Send + Sync + 'static,
+    f: impl Fn([Tensor; T], Kwargs) -> RhaiResult<R> + Send + Sync + 'static,
 ) where
     Arities: RegisterArities<T>,
 {
-    let f: Body<T> = Arc::new(f);
+    let f: Body<T, R> = Arc::new(f);
     let from = usize::from(form == Form::WithOptions);
     let volatile = form == Form::Random;
     // one more arity for a trailing map after all positional options
@@ -180,7 +180,7 @@ pub struct Arities;
 pub trait RegisterArities<const T: usize> {
     /// Registers `name` with `T` tensors and `extra` values after them.
     #[allow(clippy::too_many_arguments)]
-    fn register(
+    fn register<R: Clone + Send + Sync + 'static>(
         api: &mut Api,
         name: &'static str,
         doc: &'static str,
@@ -188,7 +188,7 @@ pub trait RegisterArities<const T: usize> {
         names: &'static [&'static str],
         extra: usize,
         volatile: bool,
-        f: Body<T>,
+        f: Body<T, R>,
     );
 }
 
@@ -217,7 +217,7 @@ macro_rules! one_arity {
 macro_rules! arities {
     ($t:literal [$($x:ident $xi:literal),*]) => {
         impl RegisterArities<$t> for Arities {
-            fn register(
+            fn register<R: Clone + Send + Sync + 'static>(
                 api: &mut Api,
                 name: &'static str,
                 doc: &'static str,
@@ -225,7 +225,7 @@ macro_rules! arities {
                 names: &'static [&'static str],
                 extra: usize,
                 volatile: bool,
-                f: Body<$t>,
+                f: Body<$t, R>,
             ) {
                 match extra {
                     0 => one_arity!(api, name, doc, tensors, names, volatile, f, [$($x $xi),*], []),

@@ -37,6 +37,7 @@ pub mod losses;
 pub mod methods;
 pub mod operators;
 pub mod optim;
+pub mod order;
 pub mod output;
 pub mod pointwise;
 pub mod progress;
@@ -254,4 +255,5 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     optim::register(engine);
     functional::register(engine, runtime);
     losses::register(engine);
+    order::register(engine);
 }

@@ -20,6 +20,7 @@ pub(crate) mod locks;
 pub mod loss;
 pub mod nn;
 pub mod optim;
+pub mod order;
 pub mod pointwise;
 pub mod random;
 pub mod rearrange;

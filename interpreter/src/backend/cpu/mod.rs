@@ -11,6 +11,7 @@ pub mod linalg;
 mod loss;
 mod nn;
 mod optim;
+mod order;
 mod random;
 mod reduce;
 
@@ -23,6 +24,7 @@ pub use linalg::MatmulDims;
 pub(crate) use loss::{cross_entropy, cross_entropy_backward};
 pub(crate) use nn::{layer_norm, softmax};
 pub(crate) use optim::{adam_step, sgd_step};
+pub(crate) use order::{scan, sort};
 pub(crate) use random::{rand_int, rand_normal, rand_uniform};
 pub(crate) use reduce::reduce;
 

@@ -15,6 +15,7 @@ pub(crate) mod images;
 mod index;
 pub mod kernels;
 pub mod nccl;
+mod order;
 pub mod runtime;
 mod staging;
 mod train;

@@ -139,6 +139,13 @@ kernel_args!(
     CrossEntropyBackwardArgs,
     SgdArgs,
     AdamArgs,
+    ScanTotalsArgs,
+    ScanCarryArgs,
+    ScanApplyArgs,
+    SortKeysArgs,
+    SortLocalArgs,
+    SortGlobalArgs,
+    SortGatherArgs,
 );
 
 /// The one call into the driver: `f` on `grid` × `block` with `shared`

@@ -3,8 +3,8 @@
 //! [`table`] names every kernel and its module; [`loader`] loads each
 //! module on first use; [`launch`] holds the
 //! geometry and the raw launches every family shares; [`elementwise`],
-//! [`reduce`], [`rows`], [`loss`], [`optim`], [`index`], [`copy`] and
-//! [`matmul`] have one launch function per kernel family, which fills the
+//! [`reduce`], [`rows`], [`loss`], [`optim`], [`index`], [`copy`],
+//! [`matmul`] and [`order`] have one launch function per kernel family, which fills the
 //! family's argument block (`kiln_kernels::args`, one `#[repr(C)]` struct
 //! compiled into both sides) and hands it to the one generic launch.
 
@@ -16,6 +16,7 @@ pub mod loader;
 pub mod loss;
 pub mod matmul;
 pub mod optim;
+pub mod order;
 pub mod reduce;
 pub mod rows;
 pub mod table;
@@ -28,6 +29,7 @@ pub use loader::KernelTable;
 pub use loss::*;
 pub use matmul::*;
 pub use optim::*;
+pub use order::*;
 pub use reduce::*;
 pub use rows::*;
 pub use table::{DenseReduce, Kernel};

@@ -6,7 +6,7 @@
 //! embedded module exports exactly its expected set with the expected
 //! parameters.
 
-use crate::core::op::{BinaryOp, BinaryRule, CmpOp, ReduceOp, UnaryOp, UnaryRule};
+use crate::core::op::{BinaryOp, BinaryRule, CmpOp, ReduceOp, ScanOp, UnaryOp, UnaryRule};
 use crate::core::DType;
 use kiln_kernels::kernel_name;
 use std::collections::HashSet;
@@ -82,6 +82,20 @@ pub enum Kernel {
     Gather(DType),
     /// `scatter_add_<source dtype>`: atomic adds along a dim through an i64 index
     ScatterAdd(DType),
+    /// `scan_totals_<op>_<dtype>`: each chunk's combined value
+    ScanTotals(ScanOp, DType),
+    /// `scan_carry_<op>_<dtype>`: chunk totals to exclusive prefixes
+    ScanCarry(ScanOp, DType),
+    /// `scan_apply_<op>_<dtype>`: each chunk's scan from its prefix
+    ScanApply(ScanOp, DType),
+    /// `sort_keys_<dtype>`: order-preserving keys and positions
+    SortKeys(DType),
+    /// `sort_local`: bitonic stages in shared memory
+    SortLocal,
+    /// `sort_global`: one bitonic step across whole rows
+    SortGlobal,
+    /// `sort_gather_<dtype>`: sorted values and positions
+    SortGather(DType),
 }
 
 /// The reductions with dense float kernels (value-only, one accumulator).
@@ -224,6 +238,25 @@ fn dense_reduce_name(op: DenseReduce, d: DType, family: u8) -> &'static str {
     }
 }
 
+fn scan_name(op: ScanOp, d: DType, family: u8) -> &'static str {
+    macro_rules! by_op {
+        ($family:ident) => {
+            match op {
+                ScanOp::Cumsum => by_dtype!(d, $family, cumsum),
+                ScanOp::Cumprod => by_dtype!(d, $family, cumprod),
+                ScanOp::Cummax => by_dtype!(d, $family, cummax),
+                ScanOp::Cummin => by_dtype!(d, $family, cummin),
+                ScanOp::Logcumsumexp => by_dtype!(d, $family, logcumsumexp),
+            }
+        };
+    }
+    match family {
+        0 => by_op!(scan_totals),
+        1 => by_op!(scan_carry),
+        _ => by_op!(scan_apply),
+    }
+}
+
 impl Kernel {
     /// The exported PTX name (from `kernel_name!`, the macro the kernels
     /// export themselves under).
@@ -266,6 +299,13 @@ impl Kernel {
             Kernel::AdamStep(d) => by_dtype!(d, adam_step),
             Kernel::Gather(d) => by_dtype!(d, gather),
             Kernel::ScatterAdd(d) => by_dtype!(d, scatter_add),
+            Kernel::ScanTotals(op, d) => scan_name(op, d, 0),
+            Kernel::ScanCarry(op, d) => scan_name(op, d, 1),
+            Kernel::ScanApply(op, d) => scan_name(op, d, 2),
+            Kernel::SortKeys(d) => by_dtype!(d, sort_keys),
+            Kernel::SortLocal => "sort_local",
+            Kernel::SortGlobal => "sort_global",
+            Kernel::SortGather(d) => by_dtype!(d, sort_gather),
         }
     }
 
@@ -310,6 +350,13 @@ impl Kernel {
             Kernel::AdamStep(_) => size_of::<AdamArgs>(),
             Kernel::Gather(_) => size_of::<GatherArgs>(),
             Kernel::ScatterAdd(_) => size_of::<ScatterAddArgs>(),
+            Kernel::ScanTotals(..) => size_of::<ScanTotalsArgs>(),
+            Kernel::ScanCarry(..) => size_of::<ScanCarryArgs>(),
+            Kernel::ScanApply(..) => size_of::<ScanApplyArgs>(),
+            Kernel::SortKeys(_) => size_of::<SortKeysArgs>(),
+            Kernel::SortLocal => size_of::<SortLocalArgs>(),
+            Kernel::SortGlobal => size_of::<SortGlobalArgs>(),
+            Kernel::SortGather(_) => size_of::<SortGatherArgs>(),
         }
     }
 
@@ -336,6 +383,13 @@ impl Kernel {
             Kernel::CrossEntropy(_) | Kernel::CrossEntropyBackward(_) => 9,
             Kernel::SgdStep(_) | Kernel::AdamStep(_) => 10,
             Kernel::Gather(_) | Kernel::ScatterAdd(_) | Kernel::MatmulInt(_) => 11,
+            Kernel::ScanTotals(..)
+            | Kernel::ScanCarry(..)
+            | Kernel::ScanApply(..)
+            | Kernel::SortKeys(_)
+            | Kernel::SortLocal
+            | Kernel::SortGlobal
+            | Kernel::SortGather(_) => 12,
         }
     }
 
@@ -388,6 +442,16 @@ impl Kernel {
             if d != DType::Bool {
                 v.push(Kernel::ScatterAdd(d));
             }
+            v.extend([Kernel::SortKeys(d), Kernel::SortGather(d)]);
+            for op in ScanOp::ALL {
+                if op.computes_in(d) {
+                    v.extend([
+                        Kernel::ScanTotals(op, d),
+                        Kernel::ScanCarry(op, d),
+                        Kernel::ScanApply(op, d),
+                    ]);
+                }
+            }
             if int {
                 v.push(Kernel::MatmulInt(d));
             }
@@ -414,6 +478,7 @@ impl Kernel {
             }
         }
         v.extend([1, 2, 4, 8].map(Kernel::Transpose));
+        v.extend([Kernel::SortLocal, Kernel::SortGlobal]);
         v
     }
 }

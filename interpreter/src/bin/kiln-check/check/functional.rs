@@ -1,6 +1,7 @@
 //! `torch.nn.functional`'s activations, layer functions, distances
 //! (`tensor/activation.rs`, `tensor/functional.rs`) and losses
-//! (`tensor/loss/`) and the contractions (`tensor/contraction.rs`) on both backends, for every dtype and input layout:
+//! (`tensor/loss/`), the contractions (`tensor/contraction.rs`) and the scans
+//! and sorts (`tensor/order.rs`) on both backends, for every dtype and input layout:
 //! activations in the input's float dtype, the rest summing in f64.
 
 use super::*;
@@ -24,6 +25,15 @@ fn labels(t: &Tensor, classes: i64) -> Result<Tensor> {
         .mul_scalar(7.0)?
         .remainder_scalar(classes as f64)?
         .to_dtype(DType::I64)
+}
+
+/// Values and positions as one f64 tensor (flattened, end to end).
+fn joined_pair(parts: Result<Vec<Tensor>>) -> Result<Tensor> {
+    let flat = parts?
+        .iter()
+        .map(|t| wide(t)?.flatten(0, -1))
+        .collect::<Result<Vec<_>>>()?;
+    Tensor::cat(&flat, 0)
 }
 
 /// ±1 targets from the signs of `t`'s first column.
@@ -115,6 +125,24 @@ impl Checker {
                 let x = wide(t)?.narrow(1, 0, 6)?;
                 x.narrow(1, 0, 3)?.cross(&x.narrow(1, 3, 3)?, Some(1))
             }),
+            // scans and sorts (`tensor/order.rs`), in the input's dtype
+            ("cumsum", |t| t.cumsum(1, None)),
+            ("cumsum dim 0", |t| t.cumsum(0, None)),
+            ("cumprod", |t| t.narrow(1, 0, 12)?.cumprod(1, None)),
+            ("cummax", |t| joined_pair(t.cummax(1))),
+            ("cummin", |t| joined_pair(t.cummin(0))),
+            ("logcumsumexp", |t| t.logcumsumexp(1)),
+            ("cumsum long row", |t| {
+                wide(t)?.reshape(&[-1])?.repeat(&[3])?.cumsum(0, None)
+            }),
+            ("sort", |t| joined_pair(t.sort(1, false))),
+            ("sort descending dim 0", |t| joined_pair(t.sort(0, true))),
+            ("sort long row", |t| {
+                joined_pair(t.reshape(&[-1])?.repeat(&[3])?.sort(0, false))
+            }),
+            ("topk", |t| joined_pair(t.topk(5, 1, true))),
+            ("kthvalue", |t| joined_pair(t.kthvalue(3, 0, false))),
+            ("median", |t| joined_pair(t.median_dim(1, false, false))),
             // losses (`tensor/loss/`)
             ("mse_loss", |t| {
                 wide(t)?.mse_loss(&wide(t)?.flip(&[0])?, Reduction::Mean)

@@ -1,0 +1,159 @@
+//! The script side of the scans and sorts (`tensor/order.rs`): argument
+//! conversion only. Results PyTorch returns as a tuple come back as an array
+//! (`x.sort()[0]` the values, `[1]` the i64 indices).
+
+use super::convert::{ok, tensor_array, RhaiResult};
+use super::kwargs::{register as kw, Form, Kwargs};
+use super::registry::{Api, Category};
+use crate::core::DType;
+use crate::tensor::Tensor;
+use rhai::{Array, Engine};
+
+/// The optional `dtype` option as a dtype.
+fn dtype_option(k: &Kwargs, op: &str) -> RhaiResult<Option<DType>> {
+    match k.get("dtype") {
+        None => Ok(None),
+        Some(_) => {
+            let s = k.string("dtype", "")?;
+            let _ = op;
+            ok(DType::parse(&s)).map(Some)
+        }
+    }
+}
+
+/// The `dim` option, required.
+fn dim(k: &Kwargs, op: &str) -> RhaiResult<i64> {
+    k.opt_int("dim")?
+        .ok_or_else(|| super::convert::script_error(format!("{op}: the dim is required")))
+}
+
+/// Registers the scans and sorts.
+pub fn register(engine: &mut Engine) {
+    let mut api = Api::new(engine, Category::Reductions);
+    let api = &mut api;
+    kw(
+        api,
+        "cumsum",
+        "running sum along dim (integers and bool sum in i64); option dtype",
+        ["t"],
+        &["dim", "dtype"],
+        Form::Plain,
+        |[t], k| ok(t.cumsum(dim(&k, "cumsum")?, dtype_option(&k, "cumsum")?)),
+    );
+    kw(
+        api,
+        "cumprod",
+        "running product along dim; option dtype",
+        ["t"],
+        &["dim", "dtype"],
+        Form::Plain,
+        |[t], k| ok(t.cumprod(dim(&k, "cumprod")?, dtype_option(&k, "cumprod")?)),
+    );
+    kw(
+        api,
+        "cummax",
+        "running maximum along dim: [values, indices]",
+        ["t"],
+        &["dim"],
+        Form::Plain,
+        |[t], k| tensor_array(t.cummax(dim(&k, "cummax")?)),
+    );
+    kw(
+        api,
+        "cummin",
+        "running minimum along dim: [values, indices]",
+        ["t"],
+        &["dim"],
+        Form::Plain,
+        |[t], k| tensor_array(t.cummin(dim(&k, "cummin")?)),
+    );
+    kw(
+        api,
+        "logcumsumexp",
+        "running log(sum(exp(x))) along dim, computed stably",
+        ["t"],
+        &["dim"],
+        Form::Plain,
+        |[t], k| ok(t.logcumsumexp(dim(&k, "logcumsumexp")?)),
+    );
+    kw(
+        api,
+        "sort",
+        "values along dim (-1) in order, stably (NaN largest): [values, indices]; options descending, stable",
+        ["t"],
+        &["dim", "descending", "stable"],
+        Form::Plain,
+        |[t], k| -> RhaiResult<Array> {
+            k.flag("stable", true)?;
+            tensor_array(t.sort(k.int("dim", -1)?, k.flag("descending", false)?))
+        },
+    );
+    kw(
+        api,
+        "argsort",
+        "positions that sort the values along dim (-1); options descending, stable",
+        ["t"],
+        &["dim", "descending", "stable"],
+        Form::Plain,
+        |[t], k| {
+            k.flag("stable", true)?;
+            ok(t.argsort(k.int("dim", -1)?, k.flag("descending", false)?))
+        },
+    );
+    kw(
+        api,
+        "msort",
+        "values sorted along dim 0",
+        ["t"],
+        &[],
+        Form::Plain,
+        |[t], _| ok(t.sort(0, false).map(|mut v| v.swap_remove(0))),
+    );
+    kw(
+        api,
+        "topk",
+        "the k largest values along dim (-1) in order: [values, indices]; options largest (true), sorted",
+        ["t"],
+        &["k", "dim", "largest", "sorted"],
+        Form::WithOptions,
+        |[t], k| {
+            let n = k
+                .opt_int("k")?
+                .ok_or_else(|| super::convert::script_error("topk: k is required"))?;
+            k.flag("sorted", true)?;
+            tensor_array(t.topk(n, k.int("dim", -1)?, k.flag("largest", true)?))
+        },
+    );
+    kw(
+        api,
+        "kthvalue",
+        "the k-th smallest value along dim (-1) and its index: [values, indices]; option keepdim",
+        ["t"],
+        &["k", "dim", "keepdim"],
+        Form::WithOptions,
+        |[t], k| {
+            let n = k
+                .opt_int("k")?
+                .ok_or_else(|| super::convert::script_error("kthvalue: k is required"))?;
+            tensor_array(t.kthvalue(n, k.int("dim", -1)?, k.flag("keepdim", false)?))
+        },
+    );
+    for (name, ignore_nan) in [("median", false), ("nanmedian", true)] {
+        let doc: &'static str = if ignore_nan {
+            "the lower median ignoring NaN: of all elements, or along dim as [values, indices]; option keepdim"
+        } else {
+            "the lower median (NaN if any is NaN): of all elements, or along dim as [values, indices]; option keepdim"
+        };
+        api.doc(doc)
+            .func(name, ["t"], move |t: Tensor| ok(t.median_all(ignore_nan)));
+        kw(
+            api,
+            name,
+            doc,
+            ["t"],
+            &["dim", "keepdim"],
+            Form::WithOptions,
+            move |[t], k| tensor_array(t.median_dim(dim(&k, name)?, k.flag("keepdim", false)?, ignore_nan)),
+        );
+    }
+}

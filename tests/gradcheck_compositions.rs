@@ -439,3 +439,85 @@ fn scans_and_sorts() {
     let x = input(vec![1.5, 0.0, 2.0, -0.5, 0.0, 0.7, 0.0, 1.2, 0.9, 1.1], &[2, 5]);
     gradcheck("cumprod with zeros", &[x], |x| x[0].cumprod(1, None));
 }
+
+#[test]
+fn where_with_operands_sharing_a_strided_storage() {
+    // `where(c, w.detach(), w)` on a transposed view: the operands alias
+    let base = Tensor::from_host(
+        &HostValues::Float((0..12).map(f64::from).collect()),
+        &[3, 4],
+        DType::F64,
+        Device::Cpu,
+    )
+    .unwrap();
+    let w = base.t().unwrap();
+    let c = Tensor::from_host(
+        &HostValues::Bool(vec![true, false, true, false]),
+        &[4, 1],
+        DType::Bool,
+        Device::Cpu,
+    )
+    .unwrap();
+    let y = Tensor::where_cond(&c, &w.detach(), &w).unwrap();
+    assert_eq!(values(&y), values(&w.contiguous().unwrap()));
+}
+
+#[test]
+fn selection_ops() {
+    let idx = |v: &[i64], shape: &[usize]| labels(v, shape);
+    type OpFn = fn(&Tensor) -> Result<Tensor>;
+    let cases: &[(&str, OpFn)] = &[
+        ("masked_select", |x| {
+            let m = x.compare_scalar(kiln::core::op::CmpOp::Gt, Scalar::Float(0.0), false)?;
+            x.masked_select(&m)
+        }),
+        ("index_fill", |x| {
+            x.index_fill(1, &labels(&[0, 2], &[2]), &x.constant(0.5)?)
+        }),
+        ("index_put accumulate", |x| {
+            x.index_put(
+                &[labels(&[0, 2, 0], &[3])],
+                &x.select(0, 1)?.mul_scalar(2.0)?,
+                true,
+            )
+        }),
+        ("index_tensors", |x| {
+            x.index_tensors(&[labels(&[2, 0, 2], &[3]), labels(&[1, 1, 3], &[3])])
+        }),
+        ("scatter_reduce mean", |x| {
+            x.scatter_reduce(
+                1,
+                &labels(&[0, 0, 3, 1, 1, 1, 2, 0, 0], &[3, 3]),
+                &x.narrow(1, 0, 3)?.mul_scalar(3.0)?,
+                "mean",
+                true,
+            )
+        }),
+        ("scatter_reduce amax", |x| {
+            x.scatter_reduce(
+                1,
+                &labels(&[0, 0, 3, 1, 1, 1, 2, 0, 0], &[3, 3]),
+                &x.narrow(1, 1, 3)?.mul_scalar(2.0)?,
+                "amax",
+                false,
+            )
+        }),
+    ];
+    let _ = idx;
+    for (name, f) in cases {
+        let x = sgn(&mut Rng::new(name), &[3, 4], 0.2, 1.5);
+        gradcheck(name, &[x], |x| f(&x[0]));
+    }
+    // the source of index_copy and masked_scatter
+    let x = sgn(&mut Rng::new("index_copy"), &[3, 4], 0.2, 1.5);
+    let src = sgn(&mut Rng::new("index_copy src"), &[2, 4], 0.2, 1.5);
+    gradcheck("index_copy", &[x, src], |t| {
+        t[0].index_copy(0, &labels(&[2, 0], &[2]), &t[1])
+    });
+    let x = sgn(&mut Rng::new("masked_scatter"), &[3, 4], 0.2, 1.5);
+    let src = sgn(&mut Rng::new("masked_scatter src"), &[12], 0.2, 1.5);
+    gradcheck("masked_scatter", &[x, src], |t| {
+        let m = t[0].compare_scalar(kiln::core::op::CmpOp::Lt, Scalar::Float(0.0), false)?;
+        t[0].masked_scatter(&m, &t[1])
+    });
+}

@@ -509,7 +509,7 @@ fn register_nn(api: &mut Api) {
 
 /// An index argument: an integer tensor, an int, or a (nested) array of ints,
 /// made on `x`'s device (an empty array is an empty i64 index).
-fn index_arg(op: &str, x: &Tensor, d: &Dynamic) -> RhaiResult<Tensor> {
+pub(super) fn index_arg(op: &str, x: &Tensor, d: &Dynamic) -> RhaiResult<Tensor> {
     if let Some(t) = d.clone().try_cast::<Tensor>() {
         return Ok(t);
     }

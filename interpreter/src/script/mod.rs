@@ -45,6 +45,7 @@ pub mod rearrange;
 pub mod registry;
 pub mod runtime_api;
 pub mod scope;
+pub mod select;
 pub mod statistics;
 pub(crate) mod stdlib;
 pub mod structure;
@@ -256,4 +257,5 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     functional::register(engine, runtime);
     losses::register(engine);
     order::register(engine);
+    select::register(engine, runtime);
 }

@@ -212,18 +212,19 @@ impl Tensor {
         let c = cond.to_dtype(DType::Bool)?;
         let shape = broadcast_shapes("where", c.shape(), a.shape())?;
         let shape = broadcast_shapes("where", &shape, b.shape())?;
-        let (lc, la, lb) = (
-            c.layout().broadcast_to("where", &shape)?,
-            a.layout().broadcast_to("where", &shape)?,
-            b.layout().broadcast_to("where", &shape)?,
-        );
-        // Materialise shared storages so that each operand takes its own lock.
+        // Materialise shared storages so that each operand takes its own lock
+        // (before the layouts are taken: a copy is laid out afresh).
         let a = if a.shares_storage(&c) { a.clone_data()? } else { a };
         let b = if b.shares_storage(&c) || b.shares_storage(&a) {
             b.clone_data()?
         } else {
             b
         };
+        let (lc, la, lb) = (
+            c.layout().broadcast_to("where", &shape)?,
+            a.layout().broadcast_to("where", &shape)?,
+            b.layout().broadcast_to("where", &shape)?,
+        );
         let out = {
             let (sc, sa, sb) = (c.storage(), a.storage(), b.storage());
             sc.where_cond(&lc, &sa, &la, &sb, &lb)?

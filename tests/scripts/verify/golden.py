@@ -17,7 +17,7 @@ def check(out_name, expected, rtol=0.0, atol=0.0, tols=None):
         shape_txt, _, values_txt = rest.partition("] ")
         shape = [int(s) for s in shape_txt.strip("[").split(",") if s.strip()]
         values_txt = values_txt.replace("true", "True").replace("false", "False").replace("NaN", "nan")
-        got = np.array(eval(values_txt, {"nan": np.nan}), dtype=float).reshape(shape)
+        got = np.array(eval(values_txt, {"nan": np.nan, "inf": np.inf}), dtype=float).reshape(shape)
         want = np.asarray(expected[name], dtype=float)
         assert list(want.shape) == shape, (name, want.shape, shape)
         t = (tols or {}).get(name, (rtol, atol))

@@ -28,7 +28,7 @@ expected = {
     "inner_vec": torch.inner(v, v), "kron": torch.kron(torch.tensor([[1, 2], [3, 4]]), torch.tensor([[0, 1], [1, 0]])),
     "kron_mixed": torch.kron(v, a), "cross": torch.linalg.cross(torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0.0, 1.0, 0.0])),
     "cross_dim": torch.cross(t3[:, :3, :3], t3[:, :3, 1:4], dim=2),
-    "cross_bcast": torch.linalg.cross(torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), torch.tensor([0.0, 0.0, 1.0]), dim=1),
+    "cross_bcast": torch.linalg.cross(torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), torch.tensor([[0.0, 0.0, 1.0]]), dim=1),
 }
 expected = {k: v.tolist() for k, v in expected.items()}
 text, checked = check("linalg_contraction.out", expected, rtol=1e-12, atol=1e-12)

@@ -13,7 +13,7 @@ nan = math.nan
 x = torch.tensor([[3.0, 1.0, 2.0, nan, 0.5], [-1.0, 5.0, 5.0, 4.0, -0.0], [0.0, 2.0, 0.0, -3.0, 1.5]])
 i = torch.tensor([[4, -2, 7, 7, 1], [0, 3, -5, 2, 2]])
 big = (torch.arange(5000.0) * 0.37).sin()
-s, sd = x.sort(stable=True), x.sort(0, descending=True, stable=True)
+s, sd = x.sort(dim=-1, stable=True), x.sort(dim=0, descending=True, stable=True)
 cmx, cmn = torch.cummax(x, 1), x.cummin(0)
 tk, tks = torch.topk(x, 2), x.topk(3, dim=0, largest=False)
 kv, md, nm = torch.kthvalue(x, 2), torch.median(x, 1), torch.nanmedian(x, dim=1, keepdim=True)
@@ -25,14 +25,14 @@ expected = {
     "cummax_int_i": torch.cummax(i, 1)[1], "logcumsumexp": torch.logcumsumexp(x, 1),
     "logcumsumexp_inf": torch.logcumsumexp(torch.tensor([-math.inf, 0.0, math.inf, 2.0]), 0),
     "sort_v": s[0], "sort_i": s[1], "sort_desc_v": sd[0], "sort_desc_i": sd[1],
-    "sort_stable_i": torch.sort(torch.tensor([2, 1, 2, 1, 2, 0]), stable=True)[1],
+    "sort_stable_i": torch.sort(torch.tensor([2, 1, 2, 1, 2, 0]), dim=-1, stable=True)[1],
     "sort_int_desc_i": torch.sort(i, dim=1, descending=True, stable=True)[1],
-    "argsort": torch.argsort(x, stable=True), "argsort_desc": torch.argsort(i, 1, descending=True, stable=True),
+    "argsort": torch.argsort(x, dim=-1, stable=True), "argsort_desc": torch.argsort(i, dim=1, descending=True, stable=True),
     "msort": torch.msort(x), "topk_v": tk[0], "topk_small_v": tks[0], "kthvalue_v": kv[0],
     "kthvalue_keepdim": torch.kthvalue(i, 3, 1, True)[0], "median_v": md[0], "nanmedian_v": nm[0],
     "median_all": torch.median(i), "median_all_nan": torch.median(x), "nanmedian_all": torch.nanmedian(x),
     "cumsum_long": big.cumsum(0)[4990:], "cummax_long_i": big.cummax(0)[1][4990:],
-    "sort_long": big.sort()[0][2500:2505], "sort_long_i": big.sort(0, descending=True, stable=True)[1][:5],
+    "sort_long": big.sort(dim=0, stable=True)[0][2500:2505], "sort_long_i": big.sort(dim=0, descending=True, stable=True)[1][:5],
 }
 expected = {k: v.tolist() for k, v in expected.items()}
 text, checked = check("order_scan_sort.out", expected, rtol=1e-12, atol=1e-12)

@@ -2,7 +2,8 @@
 //! prints a table and `N passed, N failed` (exit code 1 on any failure).
 //! `--csv FILE` also writes the table as CSV; `--failures` prints only failures;
 //! `--resources` prints what the row and reduction kernels compiled to.
-//! `--group NAME` (repeatable) runs only those groups of `check::GROUPS`.
+//! `--group NAME` (repeatable) runs only those groups of `check::GROUPS`;
+//! `--cpu-only` runs both sides on the CPU (no GPU needed: errors and panics).
 
 use std::io::Write;
 
@@ -16,7 +17,11 @@ fn main() -> std::process::ExitCode {
         .and_then(|i| args.get(i + 1))
         .cloned();
     let only_failures = args.iter().any(|a| a == "--failures");
-    if let Err(e) = kiln::backend::cuda::CudaRuntime::get() {
+    let cpu_only = args.iter().any(|a| a == "--cpu-only");
+    check::CPU_ONLY.store(cpu_only, std::sync::atomic::Ordering::Relaxed);
+    if cpu_only {
+        eprintln!("kiln-check: --cpu-only: both sides on the CPU (a smoke run for errors and panics)");
+    } else if let Err(e) = kiln::backend::cuda::CudaRuntime::get() {
         eprintln!("kiln-check: {e}");
         return std::process::ExitCode::FAILURE;
     }

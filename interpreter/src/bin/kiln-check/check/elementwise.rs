@@ -26,7 +26,7 @@ impl Checker {
                         };
                         let v = view(&x)?;
                         let c = v.unary(op)?;
-                        let g = view(&x.to_device(Device::Cuda(0))?)?.unary(op)?;
+                        let g = view(&x.to_device(gpu())?)?.unary(op)?;
                         Ok((c, g))
                     });
                     self.record(op.name(), dtype, name, r);
@@ -58,7 +58,7 @@ impl Checker {
                         };
                         let (va, vb) = (view(&a)?, view(&b)?);
                         let c = va.binary(op, &vb)?;
-                        let (ga, gb) = (a.to_device(Device::Cuda(0))?, b.to_device(Device::Cuda(0))?);
+                        let (ga, gb) = (a.to_device(gpu())?, b.to_device(gpu())?);
                         let g = view(&ga)?.binary(op, &view(&gb)?)?;
                         Ok((c, g))
                     })();
@@ -69,9 +69,7 @@ impl Checker {
                     let a = input(&mut self.gen, &[37, 1], dtype, positive)?;
                     let b = input(&mut self.gen, &[65], dtype, positive)?;
                     let c = a.binary(op, &b)?;
-                    let g = a
-                        .to_device(Device::Cuda(0))?
-                        .binary(op, &b.to_device(Device::Cuda(0))?)?;
+                    let g = a.to_device(gpu())?.binary(op, &b.to_device(gpu())?)?;
                     Ok((c, g))
                 })();
                 self.record(op.name(), dtype, "broadcast", r);
@@ -85,7 +83,7 @@ impl Checker {
                     let r = (|| {
                         let a = input(&mut self.gen, &[65, 37], dtype, positive || op == Pow)?.t()?;
                         let c = a.binary_scalar(op, scalar, rev)?;
-                        let g = a.to_device(Device::Cuda(0))?.binary_scalar(op, scalar, rev)?;
+                        let g = a.to_device(gpu())?.binary_scalar(op, scalar, rev)?;
                         Ok((c, g))
                     })();
                     self.record(op.name(), dtype, if rev { "scalar-first" } else { "scalar" }, r);
@@ -96,9 +94,7 @@ impl Checker {
                     let a = input(&mut self.gen, &[37, 1], dtype, false)?;
                     let b = input(&mut self.gen, &[65], dtype, false)?;
                     let c = a.compare(op, &b)?;
-                    let g = a
-                        .to_device(Device::Cuda(0))?
-                        .compare(op, &b.to_device(Device::Cuda(0))?)?;
+                    let g = a.to_device(gpu())?.compare(op, &b.to_device(gpu())?)?;
                     Ok((c, g))
                 })();
                 self.record(op.name(), dtype, "broadcast", r);
@@ -110,7 +106,7 @@ impl Checker {
                         Scalar::Int(1)
                     };
                     let c = a.compare_scalar(op, s, true)?;
-                    let g = a.to_device(Device::Cuda(0))?.compare_scalar(op, s, true)?;
+                    let g = a.to_device(gpu())?.compare_scalar(op, s, true)?;
                     Ok((c, g))
                 })();
                 self.record(op.name(), dtype, "scalar-first", r);
@@ -120,7 +116,7 @@ impl Checker {
                 let a = input(&mut self.gen, &[65, 37], dtype, false)?.t()?;
                 let b = input(&mut self.gen, &[65], dtype, false)?;
                 let c = Tensor::where_cond(&c0, &a, &b)?;
-                let d = Device::Cuda(0);
+                let d = gpu();
                 let g = Tensor::where_cond(&c0.to_device(d)?, &a.to_device(d)?, &b.to_device(d)?)?;
                 Ok((c, g))
             })();
@@ -153,7 +149,7 @@ impl Checker {
                             .to_dtype(src)?;
                         let v = view(&x)?;
                         let c = v.to_dtype(dst)?;
-                        let g = view(&x.to_device(Device::Cuda(0))?)?.to_dtype(dst)?;
+                        let g = view(&x.to_device(gpu())?)?.to_dtype(dst)?;
                         let (hx, hc, hg) = (
                             values(&v.to_host()?),
                             values(&c.to_host()?),
@@ -196,7 +192,7 @@ impl Checker {
                 let row = Tensor::arange(a, b, s, Some(src), d)?;
                 Tensor::full(&[45, 7], Scalar::Int(1), Some(src), d)?.maximum(&row)
             };
-            let r = make(Device::Cpu).and_then(|c| Ok((c, make(Device::Cuda(0))?)));
+            let r = make(Device::Cpu).and_then(|c| Ok((c, make(gpu())?)));
             self.record("full+arange", src, "broadcast", r);
         }
     }
@@ -205,7 +201,7 @@ impl Checker {
     /// from every checked layout, small (through the driver) and large
     /// (through the pinned staging buffers, several chunks).
     pub(super) fn cross_device_copies(&mut self, dtype: DType) {
-        let gpu = Device::Cuda(0);
+        let gpu = gpu();
         let mut cases: Vec<(&'static str, Vec<usize>, View)> = layouts();
         cases.push(("large", vec![5000, 1700], |t| Ok(t.clone())));
         for (name, shape, view) in cases {

@@ -1,7 +1,7 @@
 //! `torch.nn.functional`'s activations, layer functions, distances
 //! (`tensor/activation.rs`, `tensor/functional.rs`) and losses
 //! (`tensor/loss/`), the contractions (`tensor/contraction.rs`) and the scans
-//! and sorts (`tensor/order.rs`) on both backends, for every dtype and input layout:
+//! and sorts (`tensor/order.rs`) and selection (`tensor/select.rs`) on both backends, for every dtype and input layout:
 //! activations in the input's float dtype, the rest summing in f64.
 
 use super::*;
@@ -143,6 +143,29 @@ impl Checker {
             ("topk", |t| joined_pair(t.topk(5, 1, true))),
             ("kthvalue", |t| joined_pair(t.kthvalue(3, 0, false))),
             ("median", |t| joined_pair(t.median_dim(1, false, false))),
+            // selection (`tensor/select.rs`)
+            ("nonzero", |t| t.nonzero()),
+            ("masked_select", |t| {
+                t.masked_select(&wide(t)?.compare_scalar(CmpOp::Gt, Scalar::Float(0.0), false)?)
+            }),
+            ("masked_scatter", |t| {
+                let m = wide(t)?.compare_scalar(CmpOp::Lt, Scalar::Float(0.0), false)?;
+                t.masked_scatter(&m, &t.flip(&[0])?)
+            }),
+            ("index_put", |t| {
+                let i = Tensor::from_host(&HostValues::Int(vec![3, 0, 36, 5]), &[4], DType::I64, t.device())?;
+                t.index_put(&[i], &t.select(0, 1)?, true)
+            }),
+            ("scatter", |t| {
+                let i: Vec<i64> = (0..37 * 5).map(|k| (k * 13) % 65).collect();
+                let i = Tensor::from_host(&HostValues::Int(i), &[37, 5], DType::I64, t.device())?;
+                t.scatter(1, &i, &t.narrow(1, 0, 5)?, None)
+            }),
+            ("scatter_reduce amax", |t| {
+                let i: Vec<i64> = (0..37 * 9).map(|k| (k * 7) % 4).collect();
+                let i = Tensor::from_host(&HostValues::Int(i), &[37, 9], DType::I64, t.device())?;
+                wide(t)?.scatter_reduce(1, &i, &wide(t)?.narrow(1, 3, 9)?, "amax", false)
+            }),
             // losses (`tensor/loss/`)
             ("mse_loss", |t| {
                 wide(t)?.mse_loss(&wide(t)?.flip(&[0])?, Reduction::Mean)

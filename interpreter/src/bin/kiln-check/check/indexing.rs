@@ -12,7 +12,7 @@ impl Checker {
     /// heavy contention; `randperm` seeded alike on both devices.
     pub(super) fn indexing(&mut self) {
         use kiln::core::index::scatter_dtype;
-        let dev = Device::Cuda(0);
+        let dev = gpu();
         // an index of `n` values in `0..size` (many repeats), in one of three forms
         fn index(gen: &mut Generator, kind: &str, size: usize, n: usize) -> Result<Tensor> {
             let hi = size as i64;

@@ -165,8 +165,21 @@ impl Checker {
 
     fn both(&mut self, x: &Tensor, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<(Tensor, Tensor)> {
         let c = f(x)?;
-        let g = f(&x.to_device(Device::Cuda(0))?)?;
+        let g = f(&x.to_device(gpu())?)?;
         Ok((c, g))
+    }
+}
+
+/// Whether the "GPU" side runs on the CPU too (`--cpu-only`): a smoke run
+/// of every case, for errors and panics, on a machine without a GPU.
+pub static CPU_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The device the second side of each case runs on.
+fn gpu() -> Device {
+    if CPU_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        Device::Cpu
+    } else {
+        Device::Cuda(0)
     }
 }
 

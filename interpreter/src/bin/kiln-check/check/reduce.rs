@@ -115,12 +115,12 @@ impl Checker {
                     let (c, g) = if normal {
                         (
                             Tensor::randn(&shape, Some(dtype), Device::Cpu, &mut g1)?,
-                            Tensor::randn(&shape, Some(dtype), Device::Cuda(0), &mut g2)?,
+                            Tensor::randn(&shape, Some(dtype), gpu(), &mut g2)?,
                         )
                     } else {
                         (
                             Tensor::rand(&shape, Some(dtype), Device::Cpu, &mut g1)?,
-                            Tensor::rand(&shape, Some(dtype), Device::Cuda(0), &mut g2)?,
+                            Tensor::rand(&shape, Some(dtype), gpu(), &mut g2)?,
                         )
                     };
                     Ok((c, g))
@@ -133,7 +133,7 @@ impl Checker {
                 let (mut g1, mut g2) = (Generator::new(99), Generator::new(99));
                 Ok((
                     Tensor::randint(-3, 100, &[999], Some(dtype), Device::Cpu, &mut g1)?,
-                    Tensor::randint(-3, 100, &[999], Some(dtype), Device::Cuda(0), &mut g2)?,
+                    Tensor::randint(-3, 100, &[999], Some(dtype), gpu(), &mut g2)?,
                 ))
             })();
             self.record("randint", dtype, "seeded", r);
@@ -195,7 +195,7 @@ impl Checker {
                     let a = input(&mut self.gen, &sa, dtype, false)?;
                     let b = input(&mut self.gen, &sb, dtype, false)?;
                     let c = va(&a)?.matmul(&vb(&b)?)?;
-                    let d = Device::Cuda(0);
+                    let d = gpu();
                     let g = va(&a.to_device(d)?)?.matmul(&vb(&b.to_device(d)?)?)?;
                     Ok((c, g))
                 })();

@@ -34,7 +34,7 @@ pub fn engines_on_threads() -> std::result::Result<String, String> {
         Ok(v.into_iter().map(|d| d.as_float().unwrap_or(f64::NAN)).collect())
     };
     let threads: Vec<_> = (0..4)
-        .map(|i| std::thread::spawn(move || run(Device::Cuda(0), i)))
+        .map(|i| std::thread::spawn(move || run(gpu(), i)))
         .collect();
     let mut worst = 0.0f64;
     for (i, h) in threads.into_iter().enumerate() {
@@ -52,7 +52,7 @@ pub fn engines_on_threads() -> std::result::Result<String, String> {
     let (tx, rx) = std::sync::mpsc::channel::<Tensor>();
     let maker = std::thread::spawn(move || -> std::result::Result<(), String> {
         let mut k = Interpreter::builder()
-            .device(Device::Cuda(0))
+            .device(gpu())
             .build()
             .map_err(|e| e.to_string())?;
         let mut t: Tensor = k
@@ -66,7 +66,7 @@ pub fn engines_on_threads() -> std::result::Result<String, String> {
     maker.join().map_err(|_| "a thread panicked".to_string())??;
     let user = std::thread::spawn(move || -> std::result::Result<f64, String> {
         let mut k = Interpreter::builder()
-            .device(Device::Cuda(0))
+            .device(gpu())
             .build()
             .map_err(|e| e.to_string())?;
         k.set_var("t", t);
@@ -98,7 +98,7 @@ impl Checker {
     /// between ranks.
     pub(super) fn collectives(&mut self) {
         use kiln::dist::{Config, ProcessGroup, ReduceOp as Red, Transport};
-        let dev = Device::Cuda(0);
+        let dev = gpu();
         let group = |transport| {
             ProcessGroup::new(Config {
                 transport,
@@ -162,7 +162,7 @@ impl Checker {
 pub fn asynchrony() -> std::result::Result<String, String> {
     use kiln::backend::cuda::CudaRuntime;
     let rt = CudaRuntime::get().map_err(|e| e.to_string())?;
-    let mut x = Tensor::ones(&[1 << 24], None, Device::Cuda(0)).map_err(|e| e.to_string())?;
+    let mut x = Tensor::ones(&[1 << 24], None, gpu()).map_err(|e| e.to_string())?;
     rt.synchronize().map_err(|e| e.to_string())?;
     let start = std::time::Instant::now();
     for _ in 0..200 {

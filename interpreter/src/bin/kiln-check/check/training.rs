@@ -10,7 +10,7 @@ impl Checker {
     pub(super) fn training(&mut self) {
         use kiln::tensor::loss::{CrossEntropyOptions, Reduction};
         use kiln::tensor::optim::{AdamOptions, SgdOptions};
-        let d = Device::Cuda(0);
+        let d = gpu();
         for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
             for (n, c) in [(64usize, 10usize), (33, 1000), (5, 50000), (300, 37)] {
                 for (rname, reduction, smoothing) in [

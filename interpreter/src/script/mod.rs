@@ -44,6 +44,7 @@ pub mod progress;
 pub mod rearrange;
 pub mod registry;
 pub mod runtime_api;
+pub mod sampling;
 pub mod scope;
 pub mod select;
 pub mod statistics;
@@ -258,4 +259,5 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     losses::register(engine);
     order::register(engine);
     select::register(engine, runtime);
+    sampling::register(engine, runtime);
 }

@@ -10,15 +10,16 @@ use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Share
 use std::sync::Arc;
 
 /// The names of the embedded stdlib modules.
-pub const MODULE_NAMES: [&str; 6] = ["nn", "optim", "losses", "data", "metrics", "ddp"];
+pub const MODULE_NAMES: [&str; 7] = ["nn", "optim", "losses", "data", "metrics", "ddp", "init"];
 
-const MODULES: [(&str, &str); 6] = [
+const MODULES: [(&str, &str); 7] = [
     ("nn", include_str!("../../../stdlib/nn.rhai")),
     ("optim", include_str!("../../../stdlib/optim.rhai")),
     ("losses", include_str!("../../../stdlib/losses.rhai")),
     ("data", include_str!("../../../stdlib/data.rhai")),
     ("metrics", include_str!("../../../stdlib/metrics.rhai")),
     ("ddp", include_str!("../../../stdlib/dist.rhai")),
+    ("init", include_str!("../../../stdlib/init.rhai")),
 ];
 
 /// Fails unless every name is a stdlib module.

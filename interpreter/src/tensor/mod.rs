@@ -25,6 +25,7 @@ pub mod pointwise;
 pub mod random;
 pub mod rearrange;
 pub mod reduce;
+pub mod sampling;
 pub mod select;
 pub mod statistics;
 pub mod structure;

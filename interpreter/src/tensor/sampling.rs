@@ -1,0 +1,235 @@
+//! Sampling from the seeded Philox generator, beyond `rand`/`randn`:
+//! `bernoulli`, `normal` with tensor mean and std, `multinomial` (with or
+//! without replacement, on the device), `randint_like`, and the in-place
+//! fills `uniform_`, `normal_`, `exponential_` and `bernoulli_` (which, as
+//! `torch.nn.init` does, write outside the autograd graph). Every draw
+//! takes the generator's next stream, so a seed gives the same numbers on
+//! every device. Also the gradient utilities of `torch.nn.utils`
+//! (`clip_grad_norm_`, `clip_grad_value_`, `parameters_to_vector`,
+//! `vector_to_parameters`).
+
+use super::autograd::no_grad;
+use super::{DType, Generator, Tensor};
+use crate::core::error::{Error, Result};
+use crate::core::op::{CmpOp, ReduceOp};
+use crate::core::Scalar;
+
+impl Tensor {
+    /// Uniform numbers in `[0, 1)` of this tensor's shape, in its float dtype.
+    fn uniform_like(&self, gen: &mut Generator) -> Result<Tensor> {
+        Tensor::rand(self.shape(), Some(self.dtype().to_float()), self.device(), gen)
+    }
+
+    /// 1 with probability `p` (each element of this tensor), else 0, in
+    /// this tensor's float dtype (`torch.bernoulli(p)`).
+    pub fn bernoulli(&self, gen: &mut Generator) -> Result<Tensor> {
+        let p = self.to_float()?;
+        p.uniform_like(gen)?.compare(CmpOp::Lt, &p)?.to_dtype(p.dtype())
+    }
+
+    /// Normal samples with means `mean` and standard deviations `std`
+    /// (broadcast together), `torch.normal(mean, std)`.
+    pub fn normal(mean: &Tensor, std: &Tensor, gen: &mut Generator) -> Result<Tensor> {
+        let (m, s) = super::pointwise::floats(mean, std)?;
+        let shape = crate::core::shape::broadcast_shapes("normal", m.shape(), s.shape())?;
+        let z = Tensor::randn(&shape, Some(m.dtype()), m.device(), gen)?;
+        z.mul(&s)?.add(&m)
+    }
+
+    /// `num_samples` category indices per row of the non-negative weights
+    /// `self` (`[n]` or `[m, n]`), i64: with replacement by inverting the
+    /// cumulative distribution, without by the Gumbel top-k trick.
+    pub fn multinomial(&self, num_samples: i64, replacement: bool, gen: &mut Generator) -> Result<Tensor> {
+        const OP: &str = "multinomial";
+        if !matches!(self.ndim(), 1 | 2) || !self.dtype().is_float() {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "expected float weights of shape [n] or [m, n], got {:?} {}",
+                    self.shape(),
+                    self.dtype().name()
+                ),
+            ));
+        }
+        let n = self.shape()[self.ndim() - 1];
+        if num_samples <= 0 || (!replacement && num_samples as usize > n) {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "cannot draw {num_samples} samples {} from {n} categories",
+                    if replacement {
+                        "with replacement"
+                    } else {
+                        "without replacement"
+                    }
+                ),
+            ));
+        }
+        let w = if self.ndim() == 1 {
+            self.unsqueeze(0)?
+        } else {
+            self.clone()
+        };
+        let w = w.to_dtype(DType::F64)?.detach();
+        let rows = w.shape()[0];
+        let out = if replacement {
+            let cdf = w.cumsum(1, None)?;
+            let total = cdf.narrow(1, n as i64 - 1, 1)?;
+            let u = Tensor::rand(&[rows, num_samples as usize], Some(DType::F64), w.device(), gen)?
+                .mul(&total)?;
+            // the first category whose cumulative weight exceeds u
+            let below = cdf.unsqueeze(1)?.compare(CmpOp::Le, &u.unsqueeze(2)?)?;
+            below
+                .to_dtype(DType::I64)?
+                .reduce(ReduceOp::Sum, Some(&[2]), false)?
+                .minimum_scalar(n as i64 - 1)?
+        } else {
+            // argmax of log w - log(-log u) is a draw; its top k a draw without replacement
+            let u = Tensor::rand(w.shape(), Some(DType::F64), w.device(), gen)?;
+            let gumbel = u.maximum_scalar(1e-300)?.log()?.neg()?.log()?.neg()?;
+            let keys = w.log()?.add(&gumbel)?;
+            keys.topk(num_samples, 1, true)?.swap_remove(1)
+        };
+        if self.ndim() == 1 {
+            out.squeeze(Some(&[0]))
+        } else {
+            Ok(out)
+        }
+    }
+
+    /// Integers uniform in `[low, high)` of this tensor's shape and dtype
+    /// (i64 for float tensors unless asked).
+    pub fn randint_like(&self, low: i64, high: i64, gen: &mut Generator) -> Result<Tensor> {
+        Tensor::randint(low, high, self.shape(), Some(self.dtype()), self.device(), gen)
+    }
+
+    /// Fills this tensor in place with `U(low, high)` samples; returns it.
+    pub fn uniform_(&self, low: f64, high: f64, gen: &mut Generator) -> Result<Tensor> {
+        let r = self.uniform_like(gen)?.mul_scalar(high - low)?.add_scalar(low)?;
+        no_grad(|| self.copy_(&r))?;
+        Ok(self.clone())
+    }
+
+    /// Fills this tensor in place with `N(mean, std²)` samples; returns it.
+    pub fn normal_(&self, mean: f64, std: f64, gen: &mut Generator) -> Result<Tensor> {
+        let r = Tensor::randn(self.shape(), Some(self.dtype().to_float()), self.device(), gen)?
+            .mul_scalar(std)?
+            .add_scalar(mean)?;
+        no_grad(|| self.copy_(&r))?;
+        Ok(self.clone())
+    }
+
+    /// Fills this tensor in place with exponential samples of rate `lambd`.
+    pub fn exponential_(&self, lambd: f64, gen: &mut Generator) -> Result<Tensor> {
+        if lambd <= 0.0 {
+            return Err(Error::invalid(
+                "exponential_",
+                format!("lambd must be positive, got {lambd}"),
+            ));
+        }
+        // -ln(1 - u) / λ, u in [0, 1)
+        let r = self
+            .uniform_like(gen)?
+            .neg()?
+            .add_scalar(1.0)?
+            .log()?
+            .neg()?
+            .div_scalar(lambd)?;
+        no_grad(|| self.copy_(&r))?;
+        Ok(self.clone())
+    }
+
+    /// Fills this tensor in place with 1 (probability `p`) or 0.
+    pub fn bernoulli_(&self, p: f64, gen: &mut Generator) -> Result<Tensor> {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(Error::invalid(
+                "bernoulli_",
+                format!("p must be in [0, 1], got {p}"),
+            ));
+        }
+        let r = self
+            .uniform_like(gen)?
+            .compare_scalar(CmpOp::Lt, Scalar::Float(p), false)?;
+        no_grad(|| self.copy_(&r))?;
+        Ok(self.clone())
+    }
+}
+
+/// `torch.nn.utils.clip_grad_norm_`: scales the gradients of `params` in
+/// place so that their joint `norm_type`-norm is at most `max_norm`;
+/// returns that norm as it was before (a 0-dim f32 tensor; parameters
+/// without a gradient are skipped).
+pub fn clip_grad_norm_(params: &[Tensor], max_norm: f64, norm_type: f64) -> Result<Tensor> {
+    let grads: Vec<Tensor> = params.iter().filter_map(|p| p.grad()).collect();
+    if grads.is_empty() {
+        let device = params.first().map_or(crate::core::Device::Cpu, |p| p.device());
+        return Tensor::zeros(&[], Some(DType::F32), device);
+    }
+    let norms = grads
+        .iter()
+        .map(|g| {
+            g.to_dtype(DType::F32)?
+                .vector_norm(norm_type, &[], false)?
+                .reshape(&[1])
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let total = Tensor::cat(&norms, 0)?.vector_norm(norm_type, &[], false)?;
+    let coef = total
+        .add_scalar(1e-6)?
+        .binary_scalar(crate::core::op::BinaryOp::Div, Scalar::Float(max_norm), true)?
+        .minimum_scalar(1.0)?;
+    no_grad(|| -> Result<()> {
+        for g in &grads {
+            g.binary_(crate::core::op::BinaryOp::Mul, &coef.to_dtype(g.dtype())?)?;
+        }
+        Ok(())
+    })?;
+    Ok(total)
+}
+
+/// `torch.nn.utils.clip_grad_value_`: clamps every gradient of `params` to
+/// `[-clip_value, clip_value]` in place.
+pub fn clip_grad_value_(params: &[Tensor], clip_value: f64) -> Result<()> {
+    no_grad(|| -> Result<()> {
+        for g in params.iter().filter_map(|p| p.grad()) {
+            let c = g.clamp(Some(Scalar::Float(-clip_value)), Some(Scalar::Float(clip_value)))?;
+            g.copy_(&c)?;
+        }
+        Ok(())
+    })
+}
+
+/// `torch.nn.utils.parameters_to_vector`: the parameters flattened and
+/// joined (differentiable).
+pub fn parameters_to_vector(params: &[Tensor]) -> Result<Tensor> {
+    let flat = params
+        .iter()
+        .map(|p| p.reshape(&[-1]))
+        .collect::<Result<Vec<_>>>()?;
+    Tensor::cat(&flat, 0)
+}
+
+/// `torch.nn.utils.vector_to_parameters`: copies consecutive slices of
+/// `vec` into the parameters, in place.
+pub fn vector_to_parameters(vec: &Tensor, params: &[Tensor]) -> Result<()> {
+    let total: usize = params.iter().map(|p| p.numel()).sum();
+    if vec.ndim() != 1 || vec.numel() != total {
+        return Err(Error::shape(
+            "vector_to_parameters",
+            format!(
+                "vec of shape {:?} must be 1-D with {total} elements (the parameters' total)",
+                vec.shape()
+            ),
+        ));
+    }
+    no_grad(|| -> Result<()> {
+        let mut at = 0;
+        for p in params {
+            let n = p.numel() as i64;
+            let shape: Vec<i64> = p.shape().iter().map(|&d| d as i64).collect();
+            p.copy_(&vec.narrow(0, at, n)?.reshape(&shape)?)?;
+            at += n;
+        }
+        Ok(())
+    })
+}

@@ -521,3 +521,22 @@ fn selection_ops() {
         t[0].masked_scatter(&m, &t[1])
     });
 }
+
+#[test]
+fn scans_of_views_with_an_offset_read_their_own_elements() {
+    // dim 0 of a transposed slice: moved last it is contiguous but starts
+    // past the storage's beginning
+    let base = Tensor::from_host(
+        &HostValues::Float((0..24).map(f64::from).collect()),
+        &[2, 3, 4],
+        DType::F64,
+        Device::Cpu,
+    )
+    .unwrap();
+    let x = base.select(0, 1).unwrap().t().unwrap(); // [4, 3], offset 12
+    let moved = x.t().unwrap().contiguous().unwrap();
+    let want = moved.cumsum(1, None).unwrap().t().unwrap().contiguous().unwrap();
+    assert_eq!(values(&x.cumsum(0, None).unwrap()), values(&want));
+    let sorted = x.sort(0, true).unwrap().swap_remove(0);
+    assert_eq!(values(&sorted.select(0, 0).unwrap()), vec![15.0, 19.0, 23.0]);
+}

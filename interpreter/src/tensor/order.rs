@@ -28,10 +28,11 @@ impl Tensor {
                     format!("dim {dim} is out of range for a 0-dim tensor"),
                 ));
             }
-            return Ok((self.reshape(&[1])?, 1, 1, 0));
+            return Ok((self.reshape(&[1])?.dense()?, 1, 1, 0));
         }
         let d = normalize_dim(op, dim, self.shape())?;
-        let moved = self.movedim(&[d as i64], &[-1])?.contiguous()?;
+        // dense: the kernels read the storage from its start
+        let moved = self.movedim(&[d as i64], &[-1])?.dense()?;
         let len = self.shape()[d];
         Ok((moved, self.numel() / len.max(1), len, d))
     }

@@ -158,6 +158,14 @@ impl Tensor {
     /// This tensor with the slices `index` of `dim` replaced by the slices of
     /// `source` (indices distinct, as PyTorch requires).
     pub fn index_copy(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            // bool has no sums: through u8
+            let src = source.to_dtype(DType::U8)?;
+            return self
+                .to_dtype(DType::U8)?
+                .index_copy(dim, index, &src)?
+                .to_dtype(DType::Bool);
+        }
         let d = normalize_dim("index_copy", dim, self.shape())?;
         let mask = self.slice_mask("index_copy", d, index)?;
         let vals = self
@@ -170,6 +178,11 @@ impl Tensor {
     /// the leading dims, integer tensors broadcast together or one bool mask;
     /// `values` broadcast to the selection.
     pub fn index_put(&self, indices: &[Tensor], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            let v = values.to_dtype(DType::U8)?;
+            let out = self.to_dtype(DType::U8)?.index_put(indices, &v, accumulate)?;
+            return out.compare_scalar(CmpOp::Ne, Scalar::Int(0), false);
+        }
         let (rows, flat, lead) = self.advanced_rows("index_put", indices)?;
         let rest: Vec<usize> = self.shape()[lead..].to_vec();
         let mut sel_shape = vec![rows.numel()];
@@ -282,6 +295,12 @@ impl Tensor {
     /// value broadcast) written at `index` along `dim`, or combined there by
     /// `reduce` (`"add"`, `"multiply"`).
     pub fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor, reduce: Option<&str>) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            let out = self
+                .to_dtype(DType::U8)?
+                .scatter(dim, index, &src.to_dtype(DType::U8)?, reduce)?;
+            return out.compare_scalar(CmpOp::Ne, Scalar::Int(0), false);
+        }
         let src = if src.ndim() == 0 {
             src.to_dtype(self.dtype())?.broadcast_to(index.shape())?
         } else {

@@ -20,7 +20,12 @@ expected = {
     "remainder_int": torch.remainder(ia, ib), "trunc": torch.trunc(t), "fix": torch.fix(t),
     "frac": torch.frac(torch.tensor([-1.5, -0.25, 0.5, 2.75])),
 }
+# PyTorch's trigamma is a short series (about 1e-8 relative) and at the
+# pole -1 returns 1/sin(πx)² ≈ 6.6e32 from sin(-π) rounding to -1.2e-16;
+# kiln gives +inf there, as polygamma(n >= 2) and the zeta function do.
+expected["polygamma1"][1] = float("inf")
+tols = {"polygamma1": (1e-7, 0.0)}
 expected = {k: v.tolist() for k, v in expected.items()}
 # the special functions to 1e-12 relative (PyTorch's own series differ in the last digits)
-text, checked = check("elementwise_special.out", expected, rtol=1e-12, atol=1e-300)
+text, checked = check("elementwise_special.out", expected, rtol=1e-12, atol=1e-300, tols=tols)
 print(f"{checked} results agree with PyTorch {torch.__version__}")

@@ -173,3 +173,10 @@ pub fn gradcheck(name: &str, inputs: &[Input], f: impl Fn(&[Tensor]) -> Result<T
         assert_close(&format!("{name}: input {k}"), &analytic, &numeric);
     }
 }
+
+/// A leaf that requires grad.
+pub fn param(v: &[f64], shape: &[usize]) -> Tensor {
+    let t = f64_tensor(v, shape);
+    t.set_requires_grad(true).unwrap();
+    t
+}

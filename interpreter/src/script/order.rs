@@ -138,6 +138,7 @@ pub fn register(engine: &mut Engine) {
             tensor_array(t.kthvalue(n, k.int("dim", -1)?, k.flag("keepdim", false)?))
         },
     );
+    register_counting(api);
     for (name, ignore_nan) in [("median", false), ("nanmedian", true)] {
         let doc: &'static str = if ignore_nan {
             "the lower median ignoring NaN: of all elements, or along dim as [values, indices]; option keepdim"
@@ -156,4 +157,108 @@ pub fn register(engine: &mut Engine) {
             move |[t], k| tensor_array(t.median_dim(dim(&k, name)?, k.flag("keepdim", false)?, ignore_nan)),
         );
     }
+}
+
+/// `[values, inverse, counts]` as PyTorch returns them: the values alone,
+/// or with the inverse and/or the counts asked for.
+fn unique_result(r: (Tensor, Tensor, Tensor), inverse: bool, counts: bool) -> RhaiResult<rhai::Dynamic> {
+    let (v, i, c) = r;
+    if !inverse && !counts {
+        return Ok(rhai::Dynamic::from(v));
+    }
+    let mut out: Array = vec![rhai::Dynamic::from(v)];
+    if inverse {
+        out.push(rhai::Dynamic::from(i));
+    }
+    if counts {
+        out.push(rhai::Dynamic::from(c));
+    }
+    Ok(rhai::Dynamic::from(out))
+}
+
+fn register_counting(api: &mut Api) {
+    kw(
+        api,
+        "diff",
+        "the n-th forward difference along dim (n 1, dim -1); options prepend, append",
+        ["t"],
+        &["n", "dim", "prepend", "append"],
+        Form::Plain,
+        |[t], k| {
+            let (pre, app) = (k.tensor("prepend", &t)?, k.tensor("append", &t)?);
+            ok(t.diff(k.int("n", 1)?, k.int("dim", -1)?, pre.as_ref(), app.as_ref()))
+        },
+    );
+    kw(
+        api,
+        "searchsorted",
+        "insertion points of values in the sorted innermost dim (i64); option right",
+        ["sorted_sequence", "values"],
+        &["right"],
+        Form::Plain,
+        |[s, v], k| ok(s.searchsorted(&v, k.flag("right", false)?)),
+    );
+    kw(
+        api,
+        "bucketize",
+        "the bucket of each value among sorted 1-D boundaries (i64); option right",
+        ["t", "boundaries"],
+        &["right"],
+        Form::Plain,
+        |[t, b], k| ok(t.bucketize(&b, k.flag("right", false)?)),
+    );
+    kw(
+        api,
+        "bincount",
+        "occurrences of each non-negative integer (reads the largest back); options weights (f64 sums), minlength",
+        ["t"],
+        &["weights", "minlength"],
+        Form::Plain,
+        |[t], k| {
+            let w = k.tensor("weights", &t)?;
+            ok(t.bincount(w.as_ref(), k.int("minlength", 0)?.max(0) as usize))
+        },
+    );
+    kw(
+        api,
+        "histc",
+        "histogram of bins (100) equal bins over [min, max] (the data's range when both 0)",
+        ["t"],
+        &["bins", "min", "max"],
+        Form::Plain,
+        |[t], k| {
+            ok(t.histc(
+                k.int("bins", 100)?.max(0) as usize,
+                k.number("min", 0.0)?,
+                k.number("max", 0.0)?,
+            ))
+        },
+    );
+    kw(
+        api,
+        "unique",
+        "distinct values, sorted (reads the count back); options return_inverse, return_counts (then an array), sorted",
+        ["t"],
+        &["sorted", "return_inverse", "return_counts"],
+        Form::Plain,
+        |[t], k| {
+            k.flag("sorted", true)?;
+            unique_result(ok(t.unique())?, k.flag("return_inverse", false)?, k.flag("return_counts", false)?)
+        },
+    );
+    kw(
+        api,
+        "unique_consecutive",
+        "runs of equal values collapsed; options return_inverse, return_counts (then an array)",
+        ["t"],
+        &["return_inverse", "return_counts"],
+        Form::Plain,
+        |[t], k| {
+            unique_result(
+                ok(t.unique_consecutive())?,
+                k.flag("return_inverse", false)?,
+                k.flag("return_counts", false)?,
+            )
+        },
+    );
 }

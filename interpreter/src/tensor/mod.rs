@@ -7,6 +7,7 @@
 pub mod activation;
 pub mod autograd;
 pub mod contraction;
+pub mod counting;
 pub mod creation;
 pub mod elementwise;
 pub mod format;

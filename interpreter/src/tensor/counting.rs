@@ -1,0 +1,247 @@
+//! Counting and searching, composed of sorts, scans and scatters: `diff`,
+//! `searchsorted` / `bucketize`, `bincount`, `histc`, `unique` (sorted, with
+//! the inverse and the counts) and `unique_consecutive`. The ops whose
+//! output size depends on the values (`bincount` without `minlength` large
+//! enough, `unique`) read that size back to the host, which waits for the
+//! device, as PyTorch does.
+
+use super::{DType, Tensor};
+use crate::core::error::{Error, Result};
+use crate::core::op::{CmpOp, ReduceOp};
+use crate::core::shape::normalize_dim;
+use crate::core::Scalar;
+
+impl Tensor {
+    /// The `n`-th forward difference along `dim`, after joining `prepend`
+    /// and `append` (`torch.diff`).
+    pub fn diff(
+        &self,
+        n: i64,
+        dim: i64,
+        prepend: Option<&Tensor>,
+        append: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            return Err(Error::shape("diff", "diff needs at least one dim"));
+        }
+        if n < 0 {
+            return Err(Error::invalid("diff", format!("n must be at least 0, got {n}")));
+        }
+        let d = normalize_dim("diff", dim, self.shape())? as i64;
+        let mut parts = Vec::new();
+        parts.extend(prepend.cloned());
+        parts.push(self.clone());
+        parts.extend(append.cloned());
+        let mut x = if parts.len() > 1 {
+            Tensor::cat(&parts, d)?
+        } else {
+            self.clone()
+        };
+        for _ in 0..n {
+            let len = x.shape()[d as usize] as i64;
+            if len == 0 {
+                break;
+            }
+            let hi = x.narrow(d, 1, len - 1)?;
+            let lo = x.narrow(d, 0, len - 1)?;
+            x = if x.dtype() == DType::Bool {
+                hi.compare(CmpOp::Ne, &lo)?
+            } else {
+                hi.sub(&lo)?
+            };
+        }
+        Ok(x)
+    }
+
+    /// For each value, its insertion point in the innermost dim of the
+    /// sorted `self` (`torch.searchsorted`): the number of entries below
+    /// it (`right`: at or below it). `self` 1-D serves every value; else
+    /// its leading dims match the values'.
+    pub fn searchsorted(&self, values: &Tensor, right: bool) -> Result<Tensor> {
+        const OP: &str = "searchsorted";
+        if self.ndim() == 0 {
+            return Err(Error::shape(OP, "the sorted sequence must have at least one dim"));
+        }
+        let lead_ok = self.ndim() == 1
+            || (values.ndim() == self.ndim()
+                && values.shape()[..values.ndim() - 1] == self.shape()[..self.ndim() - 1]);
+        if !lead_ok {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "the sorted sequence {:?} must be 1-D or share the values' {:?} leading dims",
+                    self.shape(),
+                    values.shape()
+                ),
+            ));
+        }
+        let cmp = if right { CmpOp::Le } else { CmpOp::Lt };
+        // seq [..., 1, n] against values [..., m, 1]
+        let seq = self.unsqueeze(-2)?;
+        let v = values.unsqueeze(-1)?;
+        seq.compare(cmp, &v)?
+            .to_dtype(DType::I64)?
+            .reduce(ReduceOp::Sum, Some(&[-1]), false)
+    }
+
+    /// The bucket of each value among the sorted 1-D `boundaries`
+    /// (`torch.bucketize`; `right` as in PyTorch).
+    pub fn bucketize(&self, boundaries: &Tensor, right: bool) -> Result<Tensor> {
+        if boundaries.ndim() != 1 {
+            return Err(Error::shape(
+                "bucketize",
+                format!("boundaries must be 1-D, got {:?}", boundaries.shape()),
+            ));
+        }
+        if self.ndim() == 0 {
+            return boundaries.searchsorted(&self.reshape(&[1])?, right)?.reshape(&[]);
+        }
+        let flat = self.reshape(&[-1])?;
+        let shape: Vec<i64> = self.shape().iter().map(|&d| d as i64).collect();
+        boundaries.searchsorted(&flat, right)?.reshape(&shape)
+    }
+
+    /// How often each non-negative integer occurs (`torch.bincount`), or
+    /// the sum of `weights` per value; at least `minlength` bins.
+    pub fn bincount(&self, weights: Option<&Tensor>, minlength: usize) -> Result<Tensor> {
+        const OP: &str = "bincount";
+        if self.ndim() != 1 || !self.dtype().is_int() {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "expected a 1-D integer tensor, got {:?} {}",
+                    self.shape(),
+                    self.dtype().name()
+                ),
+            ));
+        }
+        let x = self.to_dtype(DType::I64)?;
+        let (lo, hi) = if x.numel() == 0 {
+            (0, -1)
+        } else {
+            (x.min()?.item()?.to_i64(), x.max()?.item()?.to_i64())
+        };
+        if lo < 0 {
+            return Err(Error::invalid(
+                OP,
+                format!("the values must be non-negative, got {lo}"),
+            ));
+        }
+        let bins = ((hi + 1) as usize).max(minlength);
+        match weights {
+            Some(w) => {
+                if w.shape() != self.shape() {
+                    return Err(Error::shape(
+                        OP,
+                        format!(
+                            "weights {:?} must have the input's shape {:?}",
+                            w.shape(),
+                            self.shape()
+                        ),
+                    ));
+                }
+                // f64 sums, as PyTorch's bincount returns for weights
+                let w = w.to_dtype(DType::F64)?;
+                Tensor::zeros(&[bins], Some(w.dtype()), self.device())?.index_add(0, &x, &w)
+            }
+            None => {
+                let ones = Tensor::ones(&[x.numel()], Some(DType::I64), self.device())?;
+                Tensor::zeros(&[bins], Some(DType::I64), self.device())?.index_add(0, &x, &ones)
+            }
+        }
+    }
+
+    /// A histogram of `bins` equal bins over `[min, max]` (the data's range
+    /// when both are 0), values outside ignored (`torch.histc`).
+    pub fn histc(&self, bins: usize, min: f64, max: f64) -> Result<Tensor> {
+        const OP: &str = "histc";
+        if bins == 0 {
+            return Err(Error::invalid(OP, "bins must be at least 1"));
+        }
+        let x = self.to_float()?.reshape(&[-1])?;
+        let (mut lo, mut hi) = (min, max);
+        if lo == 0.0 && hi == 0.0 && x.numel() > 0 {
+            lo = x.min()?.item()?.to_f64();
+            hi = x.max()?.item()?.to_f64();
+        }
+        if lo > hi {
+            return Err(Error::invalid(
+                OP,
+                format!("max ({hi}) must not be below min ({lo})"),
+            ));
+        }
+        if lo == hi {
+            lo -= 1.0;
+            hi += 1.0;
+        }
+        let inside = x.compare_scalar(CmpOp::Ge, Scalar::Float(lo), false)?.binary(
+            crate::core::op::BinaryOp::Mul,
+            &x.compare_scalar(CmpOp::Le, Scalar::Float(hi), false)?,
+        )?;
+        let width = (hi - lo) / bins as f64;
+        let b = x
+            .to_dtype(DType::F64)?
+            .sub_scalar(lo)?
+            .div_scalar(width)?
+            .floor()?
+            .clamp(Some(Scalar::Float(0.0)), Some(Scalar::Float(bins as f64 - 1.0)))?
+            .to_dtype(DType::I64)?;
+        let w = inside.to_dtype(x.dtype())?;
+        Tensor::zeros(&[bins], Some(x.dtype()), self.device())?.index_add(0, &b, &w)
+    }
+
+    /// The distinct values in ascending order (`torch.unique`, flattened),
+    /// with the index of each input element's value and each value's count.
+    pub fn unique(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let flat = self.reshape(&[-1])?.detach();
+        let s = flat.sort(0, false)?;
+        let (sorted, order) = (&s[0], &s[1]);
+        let (values, group, counts) = sorted.consecutive_groups()?;
+        // each element's group, back in input order
+        let inverse =
+            Tensor::zeros(&[flat.numel()], Some(DType::I64), self.device())?.index_copy(0, order, &group)?;
+        let shape: Vec<i64> = self.shape().iter().map(|&d| d as i64).collect();
+        Ok((values, inverse.reshape(&shape)?, counts))
+    }
+
+    /// Runs of equal consecutive values collapsed to one
+    /// (`torch.unique_consecutive`, flattened), with the inverse and counts.
+    pub fn unique_consecutive(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let flat = self.reshape(&[-1])?.detach();
+        let (values, group, counts) = flat.consecutive_groups()?;
+        let shape: Vec<i64> = self.shape().iter().map(|&d| d as i64).collect();
+        Ok((values, group.reshape(&shape)?, counts))
+    }
+
+    /// For a 1-D tensor: the first value of each run of equal values, each
+    /// element's run number, and each run's length.
+    fn consecutive_groups(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let n = self.numel();
+        if n == 0 {
+            let empty = Tensor::zeros(&[0], Some(DType::I64), self.device())?;
+            return Ok((self.clone(), empty.clone(), empty));
+        }
+        let starts = if n == 1 {
+            Tensor::ones(&[1], Some(DType::Bool), self.device())?
+        } else {
+            let new = self
+                .narrow(0, 1, n as i64 - 1)?
+                .compare(CmpOp::Ne, &self.narrow(0, 0, n as i64 - 1)?)?;
+            // NaN differs from itself: each NaN is its own value, as in PyTorch
+            Tensor::cat(&[Tensor::ones(&[1], Some(DType::Bool), self.device())?, new], 0)?
+        };
+        let group = starts.to_dtype(DType::I64)?.cumsum(0, None)?.sub_scalar(1)?;
+        let first = starts.flat_nonzero()?;
+        let values = self.take(&first)?;
+        let groups = first.numel();
+        let ends = Tensor::cat(
+            &[
+                first.narrow(0, 1, groups as i64 - 1)?,
+                Tensor::scalar(Scalar::Int(n as i64), DType::I64, self.device())?.reshape(&[1])?,
+            ],
+            0,
+        )?;
+        let counts = ends.sub(&first)?;
+        Ok((values, group, counts))
+    }
+}

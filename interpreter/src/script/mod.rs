@@ -32,6 +32,7 @@ pub mod creation;
 pub mod dist;
 pub mod files;
 pub mod functional;
+pub mod inplace;
 pub mod kwargs;
 pub mod losses;
 pub mod methods;
@@ -260,4 +261,5 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     order::register(engine);
     select::register(engine, runtime);
     sampling::register(engine, runtime);
+    inplace::register(engine);
 }

@@ -24,6 +24,13 @@ impl Tensor {
         self.write_from("copy_", src, true)
     }
 
+    /// Writes `src` (cast to this dtype, broadcast to this shape) into this
+    /// tensor for the in-place form `op` of an out-of-place op
+    /// (`x.relu_()`, `x.scatter_(...)`), which names it in errors.
+    pub fn assign_(&self, op: &'static str, src: &Tensor) -> Result<()> {
+        self.write_from(op, src, false)
+    }
+
     /// `copy_` on behalf of the in-place op `op` (named in errors); a `src` on
     /// another device is an error unless `cross_device`.
     fn write_from(&self, op: &'static str, src: &Tensor, cross_device: bool) -> Result<()> {

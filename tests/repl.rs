@@ -87,7 +87,8 @@ fn tab_completion() {
     p.exp_string("zeros_like").unwrap();
     run(&mut p, "([2])", "tensor([0., 0.])");
     run(&mut p, "let t = tensor([[1.0, 1.0]]);", "");
-    p.send("t.softm\t").unwrap();
+    // (`softm` alone stops there: softmax and softmin)
+    p.send("t.softma\t").unwrap();
     p.flush().unwrap();
     p.exp_string("softmax").unwrap();
     run(&mut p, "(-1)", "tensor([[0.5000, 0.5000]])");

@@ -204,7 +204,7 @@ fn builder_options() {
     let e = Builder::new().stdlib(["nn", "vision"]).build().unwrap_err();
     assert_eq!(
         e.to_string(),
-        "stdlib: unknown module 'vision' (expected one of nn, optim, losses, data, metrics, ddp)"
+        "stdlib: unknown module 'vision' (expected one of nn, optim, losses, data, metrics, ddp, init)"
     );
 
     // device: a CUDA device is refused when there is none

@@ -501,7 +501,12 @@ mod tests {
         let (_, c) = h.candidates("let z = zeros");
         assert!(c.iter().all(|n| n.starts_with("zeros")), "{c:?}");
         let (start, c) = h.candidates("t.softm");
-        assert_eq!((start, c), (2, vec!["softmax".to_string()]));
+        assert_eq!(
+            (start, c),
+            (2, vec!["softmax".to_string(), "softmin".to_string()])
+        );
+        let (_, c) = h.candidates("t.softma");
+        assert_eq!(c, vec!["softmax".to_string()]);
         let (_, c) = h.candidates("t.sha");
         assert!(c.contains(&"shape".to_string()), "{c:?}");
         let (_, c) = h.candidates("cuda::is_");

@@ -464,7 +464,6 @@ fn where_with_operands_sharing_a_strided_storage() {
 
 #[test]
 fn selection_ops() {
-    let idx = |v: &[i64], shape: &[usize]| labels(v, shape);
     type OpFn = fn(&Tensor) -> Result<Tensor>;
     let cases: &[(&str, OpFn)] = &[
         ("masked_select", |x| {
@@ -503,7 +502,6 @@ fn selection_ops() {
             )
         }),
     ];
-    let _ = idx;
     for (name, f) in cases {
         let x = sgn(&mut Rng::new(name), &[3, 4], 0.2, 1.5);
         gradcheck(name, &[x], |x| f(&x[0]));

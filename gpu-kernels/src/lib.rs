@@ -30,6 +30,7 @@ pub mod params;
 pub mod philox;
 pub mod real;
 pub mod reduce;
+pub mod sort_key;
 pub mod special;
 
 #[cfg(target_arch = "nvptx64")]

@@ -443,31 +443,15 @@ scan_kernels!(logcumsumexp, LogSumExp, bf16, BF16);
 // ------------------------------------------------------------------ sorting
 
 /// An order-preserving u64 image of a value: NaN above +inf, -0 equal to +0.
+/// (The keys themselves: `crate::sort_key`, shared with the CPU backend.)
 trait SortKey: Copy {
     fn key(self) -> u64;
-}
-
-#[inline(always)]
-fn f64_key(v: f64) -> u64 {
-    let v = if nan(v) {
-        f64::NAN
-    } else if v == 0.0 {
-        0.0
-    } else {
-        v
-    };
-    let b = v.to_bits();
-    if b >> 63 == 1 {
-        !b
-    } else {
-        b | (1 << 63)
-    }
 }
 
 impl SortKey for f64 {
     #[inline(always)]
     fn key(self) -> u64 {
-        f64_key(self)
+        crate::sort_key::float_key(self)
     }
 }
 
@@ -477,7 +461,7 @@ macro_rules! key_via_f64 {
             #[inline(always)]
             fn key(self) -> u64 {
                 // f32, f16 and bf16 widen exactly
-                f64_key(self.to_f64())
+                crate::sort_key::float_key(self.to_f64())
             }
         }
     )*};
@@ -489,7 +473,7 @@ macro_rules! key_via_i64 {
         impl SortKey for $t {
             #[inline(always)]
             fn key(self) -> u64 {
-                (self.to_i64() as u64) ^ (1 << 63)
+                crate::sort_key::int_key(self.to_i64())
             }
         }
     )*};

@@ -108,23 +108,6 @@ pub fn scan(s: &CpuStorage, op: ScanOp, rows: usize, len: usize) -> Result<(CpuS
     Ok((values, op.with_indices().then_some(CpuStorage::I64(pos))))
 }
 
-/// The order-preserving key of a float (NaN largest, -0 equal to +0).
-fn float_key(v: f64) -> u64 {
-    let v = if v.is_nan() {
-        f64::NAN
-    } else if v == 0.0 {
-        0.0
-    } else {
-        v
-    };
-    let b = v.to_bits();
-    if b >> 63 == 1 {
-        !b
-    } else {
-        b | (1 << 63)
-    }
-}
-
 /// `rows` dense rows of `len` sorted stably (NaN last; descending puts the
 /// largest, NaN, first), with the i64 positions the values came from.
 pub fn sort(s: &CpuStorage, rows: usize, len: usize, descending: bool) -> Result<(CpuStorage, CpuStorage)> {
@@ -135,9 +118,9 @@ pub fn sort(s: &CpuStorage, rows: usize, len: usize, descending: bool) -> Result
         .par_iter()
         .map(|e| {
             let k = if dtype.is_float() {
-                float_key(e.to_f64())
+                kiln_kernels::sort_key::float_key(e.to_f64())
             } else {
-                (e.to_i64() as u64) ^ (1 << 63)
+                kiln_kernels::sort_key::int_key(e.to_i64())
             };
             k ^ flip
         })

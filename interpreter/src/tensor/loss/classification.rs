@@ -5,7 +5,7 @@
 //! `binary_cross_entropy_with_logits` (`pos_weight`), `kl_div`,
 //! `soft_margin_loss`, `multilabel_soft_margin_loss` and `multi_margin_loss`.
 
-use super::{CrossEntropyOptions, Reduction};
+use super::{check_logits, CrossEntropyOptions, Reduction};
 use crate::core::error::{Error, Result};
 use crate::core::op::{CmpOp, ReduceOp};
 use crate::core::Scalar;
@@ -113,19 +113,7 @@ impl Tensor {
         o: &CrossEntropyOptions,
     ) -> Result<Tensor> {
         const OP: &str = "cross_entropy";
-        if !self.dtype().is_float() {
-            return Err(Error::UnsupportedDType {
-                op: OP,
-                dtype: self.dtype(),
-                hint: " (the logits must be floating point)".into(),
-            });
-        }
-        if !(0.0..=1.0).contains(&o.label_smoothing) {
-            return Err(Error::invalid(
-                OP,
-                format!("label_smoothing must be in [0, 1], got {}", o.label_smoothing),
-            ));
-        }
+        check_logits(self, o)?;
         let probabilities = target.dtype().is_float();
         if weight.is_none() && !probabilities && self.ndim() <= 2 {
             return self.cross_entropy(target, o);

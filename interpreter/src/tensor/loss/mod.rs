@@ -67,6 +67,25 @@ impl Default for CrossEntropyOptions {
     }
 }
 
+/// Float logits and a label smoothing in `[0, 1]`: what every form of
+/// `cross_entropy` requires first.
+fn check_logits(logits: &Tensor, o: &CrossEntropyOptions) -> Result<()> {
+    if !logits.dtype().is_float() {
+        return Err(Error::UnsupportedDType {
+            op: "cross_entropy",
+            dtype: logits.dtype(),
+            hint: " (the logits must be floating point)".into(),
+        });
+    }
+    if !(0.0..=1.0).contains(&o.label_smoothing) {
+        return Err(Error::invalid(
+            "cross_entropy",
+            format!("label_smoothing must be in [0, 1], got {}", o.label_smoothing),
+        ));
+    }
+    Ok(())
+}
+
 /// The dtype the per-row results are kept in: f32, or f64 for f64 logits.
 fn acc_dtype(dtype: DType) -> DType {
     if dtype == DType::F64 {
@@ -91,13 +110,7 @@ impl Tensor {
     /// integer class labels `[N]`: one fused pass per row.
     pub fn cross_entropy(&self, labels: &Tensor, o: &CrossEntropyOptions) -> Result<Tensor> {
         const OP: &str = "cross_entropy";
-        if !self.dtype().is_float() {
-            return Err(Error::UnsupportedDType {
-                op: OP,
-                dtype: self.dtype(),
-                hint: " (the logits must be floating point)".into(),
-            });
-        }
+        check_logits(self, o)?;
         if !labels.dtype().is_int() {
             return Err(Error::UnsupportedDType {
                 op: OP,
@@ -106,12 +119,6 @@ impl Tensor {
             });
         }
         self.same_device(OP, labels)?;
-        if !(0.0..=1.0).contains(&o.label_smoothing) {
-            return Err(Error::invalid(
-                OP,
-                format!("label_smoothing must be in [0, 1], got {}", o.label_smoothing),
-            ));
-        }
         match (self.ndim(), labels.ndim()) {
             (1, 0) => {
                 let r = self.unsqueeze(0)?.cross_entropy(&labels.unsqueeze(0)?, o)?;

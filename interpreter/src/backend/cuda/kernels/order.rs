@@ -107,37 +107,14 @@ pub fn sort(
         };
         launch(rt, f, rows * padded, [x, keys, idx], a)?;
         let local = rt.kernels.get(Kernel::SortLocal)?;
-        let a = SortLocalArgs {
-            rows,
-            padded,
-            chunk,
-            k_lo: 2,
-            k_hi: chunk,
-        };
-        launch_with(
-            rt,
-            local,
-            (local_blocks, 1, 1),
-            (local_threads, 1, 1),
-            shared,
-            [keys, idx],
-            a,
-        )?;
-        let global = rt.kernels.get(Kernel::SortGlobal)?;
-        let mut k = chunk * 2;
-        while k <= padded {
-            let mut j = k / 2;
-            while j >= chunk {
-                let a = SortGlobalArgs { rows, padded, k, j };
-                launch(rt, global, rows * (padded / 2), [keys, idx], a)?;
-                j /= 2;
-            }
+        // the bitonic stages k_lo..=k_hi within each chunk, in shared memory
+        let stages = |k_lo: u32, k_hi: u32| {
             let a = SortLocalArgs {
                 rows,
                 padded,
                 chunk,
-                k_lo: k,
-                k_hi: k,
+                k_lo,
+                k_hi,
             };
             launch_with(
                 rt,
@@ -147,7 +124,19 @@ pub fn sort(
                 shared,
                 [keys, idx],
                 a,
-            )?;
+            )
+        };
+        stages(2, chunk)?;
+        let global = rt.kernels.get(Kernel::SortGlobal)?;
+        let mut k = chunk * 2;
+        while k <= padded {
+            let mut j = k / 2;
+            while j >= chunk {
+                let a = SortGlobalArgs { rows, padded, k, j };
+                launch(rt, global, rows * (padded / 2), [keys, idx], a)?;
+                j /= 2;
+            }
+            stages(k, k)?;
             k *= 2;
         }
         let f = rt.kernels.get(Kernel::SortGather(dtype))?;

@@ -11,10 +11,12 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod factor;
 
 pub use cpu::CpuStorage;
 pub use cpu::MatmulDims;
 pub use cuda::CudaStorage;
+pub use factor::{Mats, SvdParts};
 
 use crate::core::error::{Error, Result};
 use crate::core::index::Along;

@@ -43,6 +43,10 @@ fn register_properties(api: &mut Api) {
         .get("T", ["t"], |t: &mut Tensor| {
             ok(t.permute(&(0..t.ndim() as i64).rev().collect::<Vec<_>>()))
         });
+    api.doc("the last two dims swapped (a view)")
+        .get("mT", ["t"], |t: &mut Tensor| ok(t.mt()));
+    api.doc("the last two dims swapped (a view; the conjugate transpose of a real tensor)")
+        .get("mH", ["t"], |t: &mut Tensor| ok(t.mt()));
     api.doc("the shape, as an array of ints")
         .func("size", ["t"], |t: &mut Tensor| shape_to_dynamic(t.shape()));
     api.doc("the size of dim d")

@@ -34,6 +34,7 @@ pub mod files;
 pub mod functional;
 pub mod inplace;
 pub mod kwargs;
+pub mod linalg;
 pub mod losses;
 pub mod methods;
 pub mod operators;
@@ -259,6 +260,7 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     functional::register(engine, runtime);
     losses::register(engine);
     order::register(engine);
+    linalg::register(engine);
     select::register(engine, runtime);
     sampling::register(engine, runtime);
     inplace::register(engine);

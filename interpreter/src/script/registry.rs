@@ -40,6 +40,8 @@ pub enum Category {
     Math,
     /// `sum`, `mean`, `max`, `argmax`, `var`, ...
     Reductions,
+    /// `inv`, `solve`, `svd`, `eigh`, ... and the `linalg::` module.
+    Linalg,
     /// `softmax`, `log_softmax`, `layer_norm`.
     Nn,
     /// `cross_entropy` and the fused optimizer steps.
@@ -62,7 +64,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in listing order.
-    pub const ALL: [Category; 16] = [
+    pub const ALL: [Category; 17] = [
         Category::Creation,
         Category::Properties,
         Category::Operators,
@@ -70,6 +72,7 @@ impl Category {
         Category::Indexing,
         Category::Math,
         Category::Reductions,
+        Category::Linalg,
         Category::Nn,
         Category::Training,
         Category::Autograd,
@@ -91,6 +94,7 @@ impl Category {
             Category::Indexing => "indexing",
             Category::Math => "math",
             Category::Reductions => "reductions",
+            Category::Linalg => "linalg",
             Category::Nn => "nn",
             Category::Training => "training",
             Category::Autograd => "autograd",

@@ -18,7 +18,7 @@ fn dims_of(op: &str, d: &Dynamic) -> RhaiResult<Vec<i64>> {
 }
 
 /// A norm order: a number, or "fro" / "nuc" (also "inf", "-inf").
-fn ord_of(op: &str, v: &Dynamic) -> RhaiResult<NormOrd> {
+pub(super) fn ord_of(op: &str, v: &Dynamic) -> RhaiResult<NormOrd> {
     if let Ok(f) = v.as_float() {
         return Ok(NormOrd::P(f));
     }
@@ -184,7 +184,7 @@ fn register_norms(api: &mut Api) {
         );
     }
     const MATRIX_NORM: &str =
-        "torch.linalg.matrix_norm over the last two dims: \"fro\" (default), 1, -1, inf, -inf";
+        "torch.linalg.matrix_norm over the last two dims: \"fro\" (default), \"nuc\", 2, -2, 1, -1, inf, -inf";
     api.doc(MATRIX_NORM).func("matrix_norm", ["t"], |t: Tensor| {
         ok(t.matrix_norm(NormOrd::Fro, false))
     });

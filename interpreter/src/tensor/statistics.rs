@@ -130,8 +130,8 @@ impl Tensor {
 
     /// `torch.linalg.matrix_norm` over the last two dims: Frobenius, or the
     /// largest / smallest column (`ord` ±1) or row (`ord` ±inf) sum of
-    /// `|x|`. The 2-norm and the nuclear norm need singular values, which
-    /// kiln does not compute yet: a clear error.
+    /// `|x|`, the largest / smallest singular value (`ord` ±2) or their sum
+    /// (nuclear).
     pub fn matrix_norm(&self, ord: NormOrd, keepdim: bool) -> Result<Tensor> {
         const OP: &str = "matrix_norm";
         if self.ndim() < 2 {
@@ -160,19 +160,103 @@ impl Tensor {
                     out.squeeze(Some(&[rows, cols]))
                 }
             }
-            other => {
-                let name = match other {
-                    NormOrd::P(p) => format!("{p}"),
-                    _ => "\"nuc\"".into(),
+            NormOrd::P(p) if p == 2.0 || p == -2.0 => {
+                let s = x.svdvals()?;
+                let out = match ord {
+                    NormOrd::Nuc => s.reduce(ReduceOp::Sum, Some(&[-1]), false)?,
+                    _ if p > 0.0 => s.reduce(ReduceOp::Max, Some(&[-1]), false)?,
+                    _ => s.reduce(ReduceOp::Min, Some(&[-1]), false)?,
                 };
-                Err(Error::invalid(
-                    OP,
-                    format!(
-                        "ord {name} needs singular values (svd), which kiln does not compute yet; use \"fro\", 1, -1, inf or -inf (shape {:?})",
-                        self.shape()
-                    ),
-                ))
+                if keepdim {
+                    out.unsqueeze(-1)?.unsqueeze(-1)
+                } else {
+                    Ok(out)
+                }
             }
+            NormOrd::Nuc => {
+                let s = x.svdvals()?.reduce(ReduceOp::Sum, Some(&[-1]), false)?;
+                if keepdim {
+                    s.unsqueeze(-1)?.unsqueeze(-1)
+                } else {
+                    Ok(s)
+                }
+            }
+            NormOrd::P(p) => Err(Error::invalid(
+                OP,
+                format!(
+                    "ord {p} is not a matrix norm; use \"fro\", \"nuc\", 2, -2, 1, -1, inf or -inf (shape {:?})",
+                    self.shape()
+                ),
+            )),
+        }
+    }
+
+    /// `matrix_norm` over the two dims `dims` (moved last first).
+    pub fn matrix_norm_dims(&self, ord: NormOrd, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        const OP: &str = "matrix_norm";
+        let [d0, d1] = dims else {
+            return Err(Error::invalid(
+                OP,
+                format!("dim must name two dims, got {dims:?}"),
+            ));
+        };
+        let nd = self.ndim() as i64;
+        let (a, b) = (
+            crate::core::shape::normalize_dim(OP, *d0, self.shape())? as i64,
+            crate::core::shape::normalize_dim(OP, *d1, self.shape())? as i64,
+        );
+        if a == b {
+            return Err(Error::invalid(
+                OP,
+                format!("the two dims must differ, got {dims:?}"),
+            ));
+        }
+        if a == nd - 2 && b == nd - 1 {
+            return self.matrix_norm(ord, keepdim);
+        }
+        let moved = self.movedim(&[a, b], &[-2, -1])?;
+        let out = moved.matrix_norm(ord, false)?;
+        if keepdim {
+            let (lo, hi) = (a.min(b), a.max(b));
+            out.unsqueeze(lo)?.unsqueeze(hi)
+        } else {
+            Ok(out)
+        }
+    }
+
+    /// `torch.linalg.norm`: without `ord`, the 2-norm of the flattened
+    /// input (one dim: a vector norm; two dims: Frobenius); with `ord`, a
+    /// vector norm of a 1-D input or over one dim, a matrix norm of a 2-D
+    /// input or over two dims.
+    pub fn linalg_norm(&self, ord: Option<NormOrd>, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        const OP: &str = "norm";
+        let matrix = match dims {
+            Some(d) => d.len() == 2,
+            None => ord.is_some() && self.ndim() == 2,
+        };
+        if ord.is_some() && dims.is_none() && !matches!(self.ndim(), 1 | 2) {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "with ord and no dim the input must be 1-D or 2-D, got shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        let dims_v: Vec<i64> = dims.map(<[i64]>::to_vec).unwrap_or_default();
+        if matrix {
+            let d = if dims.is_some() { dims_v } else { vec![-2, -1] };
+            return self.matrix_norm_dims(ord.unwrap_or(NormOrd::Fro), &d, keepdim);
+        }
+        match ord.unwrap_or(NormOrd::P(2.0)) {
+            NormOrd::P(p) => self.vector_norm(p, &dims_v, keepdim),
+            NormOrd::Fro | NormOrd::Nuc => Err(Error::invalid(
+                OP,
+                format!(
+                    "\"fro\" and \"nuc\" are matrix norms: give two dims or a 2-D input (shape {:?})",
+                    self.shape()
+                ),
+            )),
         }
     }
 

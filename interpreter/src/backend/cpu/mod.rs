@@ -6,6 +6,7 @@
 pub mod collective;
 mod element;
 mod elementwise;
+pub(crate) mod factor;
 mod index;
 pub mod linalg;
 mod loss;

@@ -5,7 +5,7 @@
 //! Modules: [`runtime`] (context, stream, module, cuBLAS handle), [`allocator`]
 //! (the caching allocator), [`kernels`] (kernel table and typed launches),
 //! `transfer` (host↔device copies, staged through `staging`'s pinned buffers),
-//! [`blas`] (matmul through cuBLAS), `train` (cross-entropy and the fused
+//! [`blas`] (matmul through cuBLAS), `solver` (factorizations through cuSOLVER), `train` (cross-entropy and the fused
 //! optimizer steps), `index` (gather and scatter-add along a dim), [`nccl`]
 //! (collectives between GPUs, for the process group of `crate::dist`).
 
@@ -17,6 +17,7 @@ pub mod kernels;
 pub mod nccl;
 mod order;
 pub mod runtime;
+mod solver;
 mod staging;
 mod train;
 mod transfer;

@@ -1,6 +1,6 @@
 //! The process-wide CUDA runtime: driver context, the streams ops are queued
 //! on, the kernel table (modules loaded on first use), the cuBLAS
-//! handle, the caching allocator and the pinned staging buffers. Created on
+//! and cuSOLVER handles, the caching allocator and the pinned staging buffers. Created on
 //! first use; when no driver or GPU is present it reports why instead of
 //! failing later.
 //!
@@ -30,6 +30,7 @@ pub struct CudaRuntime {
     pub(crate) allocator: Mutex<CachingAllocator>,
     pub(crate) staging: Mutex<Staging>,
     pub(crate) blas: Mutex<BlasHandle>,
+    pub(crate) solver: Mutex<super::solver::SolverHandle>,
     pub(crate) name: String,
     pub(crate) sm_count: u32,
     streams: Mutex<Streams>,
@@ -241,6 +242,7 @@ fn create() -> std::result::Result<CudaRuntime, String> {
                 handle: None,
                 bound: std::ptr::null_mut(),
             }),
+            solver: Mutex::new(super::solver::SolverHandle::new()),
             name,
             sm_count,
         })

@@ -10,6 +10,7 @@ mod dense;
 mod elementwise;
 mod functional;
 mod indexing;
+mod linalg;
 mod rearrange;
 mod reduce;
 mod runtime;
@@ -184,7 +185,7 @@ fn gpu() -> Device {
 }
 
 /// The case groups, in the order [`run`] runs them.
-pub const GROUPS: [&str; 13] = [
+pub const GROUPS: [&str; 14] = [
     "unary",
     "binary",
     "casts",
@@ -197,6 +198,7 @@ pub const GROUPS: [&str; 13] = [
     "indexing",
     "rearrange",
     "functional",
+    "linalg",
     "collectives",
 ];
 
@@ -224,6 +226,7 @@ pub fn run_groups(groups: &[&str]) -> Vec<Case> {
             "indexing" => c.indexing(),
             "rearrange" => c.rearrange(),
             "functional" => c.functional(),
+            "linalg" => c.linalg(),
             "collectives" => c.collectives(),
             _ => c.training(),
         }

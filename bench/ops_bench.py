@@ -38,3 +38,15 @@ mask = long > 0
 report("masked_fill 2^24", per_call(lambda: long.masked_fill(mask, 0.0), 20))
 img = torch.randn(64, 3, 224, 224, device=dev)
 report("pad reflect 64x3x224x224", per_call(lambda: F.pad(img, [2, 2, 2, 2], mode="reflect"), 20))
+probs = torch.rand(64, 50000, device=dev)
+report("multinomial 64x50k, 1 sample", per_call(lambda: probs.multinomial(1), 20))
+report("multinomial 64x50k, 16 with replacement", per_call(lambda: probs.multinomial(16, True), 20))
+m = torch.randn(512, 32, 32, device=dev) + torch.eye(32, device=dev) * 8.0
+big = torch.randn(1024, 1024, device=dev) + torch.eye(1024, device=dev) * 64.0
+report("inv 512x32x32", per_call(lambda: torch.linalg.inv(m), 5))
+report("inv 1024^2", per_call(lambda: torch.linalg.inv(big), 5))
+report("svd 512x32x32", per_call(lambda: torch.linalg.svd(m, full_matrices=False), 3))
+report("svd 1024^2", per_call(lambda: torch.linalg.svd(big, full_matrices=False), 3))
+report("cholesky 512x32x32", per_call(lambda: torch.linalg.cholesky(m @ m.mT), 5))
+sub = big[:256, :256]
+report("eigh 256^2", per_call(lambda: torch.linalg.eigh(sub + sub.mT), 3))

@@ -78,7 +78,7 @@ fn shared(api: &mut Api) {
         "torch.linalg.solve_triangular: X with A X = B for triangular A; options upper (required), left (true), unitriangular (false)",
         ["a", "b"],
         &["upper", "left", "unitriangular"],
-        Form::WithOptions,
+        Form::Plain,
         |[a, b], k| {
             let upper = k.get("upper").ok_or_else(|| script_error("solve_triangular: option 'upper' is required"))?;
             let upper = upper

@@ -223,6 +223,52 @@ trait Lapack: Copy {
         lw: c_int,
         info: *mut c_int,
     ) -> sol::cusolverStatus_t;
+    unsafe fn getrf_batched(
+        h: blas::cublasHandle_t,
+        n: c_int,
+        a: *const *mut Self,
+        lda: c_int,
+        ipiv: *mut c_int,
+        info: *mut c_int,
+        batch: c_int,
+    ) -> blas::cublasStatus_t;
+    unsafe fn getrs_batched(
+        h: blas::cublasHandle_t,
+        t: blas::cublasOperation_t,
+        n: c_int,
+        nrhs: c_int,
+        a: *const *const Self,
+        lda: c_int,
+        ipiv: *const c_int,
+        b: *const *mut Self,
+        ldb: c_int,
+        info: *mut c_int,
+        batch: c_int,
+    ) -> blas::cublasStatus_t;
+    unsafe fn potrf_batched(
+        h: sol::cusolverDnHandle_t,
+        u: sol::cublasFillMode_t,
+        n: c_int,
+        a: *mut *mut Self,
+        lda: c_int,
+        info: *mut c_int,
+        batch: c_int,
+    ) -> sol::cusolverStatus_t;
+    unsafe fn trsm_batched(
+        h: blas::cublasHandle_t,
+        side: blas::cublasSideMode_t,
+        u: blas::cublasFillMode_t,
+        t: blas::cublasOperation_t,
+        d: blas::cublasDiagType_t,
+        m: c_int,
+        n: c_int,
+        alpha: *const Self,
+        a: *const *const Self,
+        lda: c_int,
+        b: *const *mut Self,
+        ldb: c_int,
+        batch: c_int,
+    ) -> blas::cublasStatus_t;
     #[allow(clippy::too_many_arguments)]
     unsafe fn trsm(
         h: blas::cublasHandle_t,
@@ -243,7 +289,8 @@ trait Lapack: Copy {
 macro_rules! lapack {
     ($t:ty, $dt:expr, $getrf_size:ident, $getrf:ident, $getrs:ident, $potrf_size:ident, $potrf:ident,
      $geqrf_size:ident, $geqrf:ident, $orgqr_size:ident, $orgqr:ident, $gesvdj_size:ident, $gesvdj:ident,
-     $syevd_size:ident, $syevd:ident, $trsm:ident) => {
+     $syevd_size:ident, $syevd:ident, $trsm:ident, $getrf_b:ident, $getrs_b:ident, $potrf_b:ident,
+     $trsm_b:ident) => {
         impl Lapack for $t {
             const DTYPE: DType = $dt;
             const ONE: Self = 1.0;
@@ -420,6 +467,60 @@ macro_rules! lapack {
             ) -> sol::cusolverStatus_t {
                 sol::$syevd(h, jobz, u, n, a, lda, w, work, lw, info)
             }
+            unsafe fn getrf_batched(
+                h: blas::cublasHandle_t,
+                n: c_int,
+                a: *const *mut Self,
+                lda: c_int,
+                ipiv: *mut c_int,
+                info: *mut c_int,
+                batch: c_int,
+            ) -> blas::cublasStatus_t {
+                blas::$getrf_b(h, n, a, lda, ipiv, info, batch)
+            }
+            unsafe fn getrs_batched(
+                h: blas::cublasHandle_t,
+                t: blas::cublasOperation_t,
+                n: c_int,
+                nrhs: c_int,
+                a: *const *const Self,
+                lda: c_int,
+                ipiv: *const c_int,
+                b: *const *mut Self,
+                ldb: c_int,
+                info: *mut c_int,
+                batch: c_int,
+            ) -> blas::cublasStatus_t {
+                blas::$getrs_b(h, t, n, nrhs, a, lda, ipiv, b, ldb, info, batch)
+            }
+            unsafe fn potrf_batched(
+                h: sol::cusolverDnHandle_t,
+                u: sol::cublasFillMode_t,
+                n: c_int,
+                a: *mut *mut Self,
+                lda: c_int,
+                info: *mut c_int,
+                batch: c_int,
+            ) -> sol::cusolverStatus_t {
+                sol::$potrf_b(h, u, n, a, lda, info, batch)
+            }
+            unsafe fn trsm_batched(
+                h: blas::cublasHandle_t,
+                side: blas::cublasSideMode_t,
+                u: blas::cublasFillMode_t,
+                t: blas::cublasOperation_t,
+                d: blas::cublasDiagType_t,
+                m: c_int,
+                n: c_int,
+                alpha: *const Self,
+                a: *const *const Self,
+                lda: c_int,
+                b: *const *mut Self,
+                ldb: c_int,
+                batch: c_int,
+            ) -> blas::cublasStatus_t {
+                blas::$trsm_b(h, side, u, t, d, m, n, alpha, a, lda, b, ldb, batch)
+            }
             unsafe fn trsm(
                 h: blas::cublasHandle_t,
                 side: blas::cublasSideMode_t,
@@ -456,7 +557,11 @@ lapack!(
     cusolverDnSgesvdj,
     cusolverDnSsyevd_bufferSize,
     cusolverDnSsyevd,
-    cublasStrsm_v2
+    cublasStrsm_v2,
+    cublasSgetrfBatched,
+    cublasSgetrsBatched,
+    cusolverDnSpotrfBatched,
+    cublasStrsmBatched
 );
 lapack!(
     f64,
@@ -474,7 +579,11 @@ lapack!(
     cusolverDnDgesvdj,
     cusolverDnDsyevd_bufferSize,
     cusolverDnDsyevd,
-    cublasDtrsm_v2
+    cublasDtrsm_v2,
+    cublasDgetrfBatched,
+    cublasDgetrsBatched,
+    cusolverDnDpotrfBatched,
+    cublasDtrsmBatched
 );
 
 /// Checks a cuSOLVER status.
@@ -484,6 +593,32 @@ fn ok(call: &str, s: sol::cusolverStatus_t) -> Result<()> {
     } else {
         Err(cuda_error(call, s))
     }
+}
+
+/// Checks a cuBLAS status.
+fn blas_ok(call: &str, s: blas::cublasStatus_t) -> Result<()> {
+    if s == blas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        Ok(())
+    } else {
+        Err(cuda_error(call, s))
+    }
+}
+
+/// Batches of at least this many matrices go through the batched
+/// cuBLAS/cuSOLVER routines (one call for all; LU only for matrices of at
+/// most [`BATCHED_MAX_N`] rows, which those routines are tuned for), the
+/// rest one call per matrix.
+const BATCHED_MIN: usize = 2;
+/// The largest matrix the batched LU routines serve.
+const BATCHED_MAX_N: usize = 64;
+
+/// A device array of the addresses of `count` matrices of `stride`
+/// elements in `s` (what the batched routines take).
+fn pointers(s: &CudaStorage, stride: usize, count: usize) -> Result<CudaStorage> {
+    let base = s.ptr() as usize;
+    let esz = s.dtype.size_in_bytes();
+    let addrs: Vec<i64> = (0..count).map(|b| (base + b * stride * esz) as i64).collect();
+    CudaStorage::from_cpu(&crate::backend::CpuStorage::I64(addrs))
 }
 
 /// A matrix dimension as cuSOLVER's int.
@@ -544,6 +679,17 @@ impl CudaStorage {
         }
         let (r, c) = (dim(OP, m.rows)?, dim(OP, m.cols)?);
         float!(OP, self.dtype, T => {
+            if m.rows == m.cols && m.batch >= BATCHED_MIN && m.rows <= BATCHED_MAX_N {
+                let ptrs = pointers(&lu, m.rows * m.cols, m.batch)?;
+                let mut handle = rt.blas.lock().unwrap_or_else(|p| p.into_inner());
+                let h = handle.on(rt.cu_stream())?;
+                // SAFETY: `ptrs` holds `batch` addresses of n × n matrices inside `lu`;
+                // pivots and info are sized for the batch; the handle is held.
+                blas_ok("cublasXgetrfBatched", unsafe {
+                    T::getrf_batched(h, r, ptrs.elem::<*mut T>(0), r, piv.elem::<c_int>(0), info.elem::<c_int>(0), dim(OP, m.batch)?)
+                })?;
+                return Ok((lu, piv, info));
+            }
             let mut solver = rt.solver.lock().unwrap_or_else(|p| p.into_inner());
             let h = solver.on(rt.cu_stream())?;
             let mut lw: c_int = 0;
@@ -588,6 +734,20 @@ impl CudaStorage {
             sol::cublasOperation_t::CUBLAS_OP_N
         };
         float!(OP, self.dtype, T => {
+            if batch >= BATCHED_MIN && n <= BATCHED_MAX_N {
+                let (pa, pb) = (pointers(self, n * n, batch)?, pointers(&x, n * nrhs, batch)?);
+                let bt = if transpose { blas::cublasOperation_t::CUBLAS_OP_T } else { blas::cublasOperation_t::CUBLAS_OP_N };
+                let mut handle = rt.blas.lock().unwrap_or_else(|p| p.into_inner());
+                let h = handle.on(rt.cu_stream())?;
+                let mut host_info: c_int = 0;
+                // SAFETY: the pointer arrays address `batch` matrices inside `self` and
+                // `x`; `host_info` (argument checks) is a host int, as cuBLAS asks.
+                blas_ok("cublasXgetrsBatched", unsafe {
+                    T::getrs_batched(h, bt, nn, k, pa.elem::<*const T>(0), nn, piv.elem::<c_int>(0), pb.elem::<*mut T>(0), nn,
+                        &mut host_info, dim(OP, batch)?)
+                })?;
+                return Ok(x);
+            }
             let mut solver = rt.solver.lock().unwrap_or_else(|p| p.into_inner());
             let h = solver.on(rt.cu_stream())?;
             for i in 0..batch {
@@ -618,6 +778,15 @@ impl CudaStorage {
         float!(OP, self.dtype, T => {
             let mut solver = rt.solver.lock().unwrap_or_else(|p| p.into_inner());
             let h = solver.on(rt.cu_stream())?;
+            if batch >= BATCHED_MIN {
+                let ptrs = pointers(&l, n * n, batch)?;
+                // SAFETY: `ptrs` addresses `batch` n × n matrices inside `l`; info is sized
+                // for the batch.
+                ok("cusolverDnXpotrfBatched", unsafe {
+                    T::potrf_batched(h, lower, nn, ptrs.elem::<*mut T>(0), nn, info.elem::<c_int>(0), dim(OP, batch)?)
+                })?;
+                return Ok((l, info));
+            }
             let mut lw: c_int = 0;
             // SAFETY: as in lu_factor.
             unsafe {
@@ -666,6 +835,15 @@ impl CudaStorage {
             let mut handle = rt.blas.lock().unwrap_or_else(|p| p.into_inner());
             let h = handle.on(rt.cu_stream())?;
             let one = T::ONE;
+            if batch >= BATCHED_MIN {
+                let (pa, pb) = (pointers(self, n * n, batch)?, pointers(&x, n * nrhs, batch)?);
+                // SAFETY: the pointer arrays address `batch` matrices inside `self` and `x`.
+                blas_ok("cublasXtrsmBatched", unsafe {
+                    T::trsm_batched(h, blas::cublasSideMode_t::CUBLAS_SIDE_LEFT, fill, blas::cublasOperation_t::CUBLAS_OP_N,
+                        diag, nn, k, &one, pa.elem::<*const T>(0), nn, pb.elem::<*mut T>(0), nn, dim(OP, batch)?)
+                })?;
+                return Ok(x);
+            }
             for i in 0..batch {
                 // SAFETY: as in lu_factor; `one` outlives the call (host pointer mode).
                 let s = unsafe {

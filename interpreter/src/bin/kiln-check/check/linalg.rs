@@ -50,18 +50,23 @@ impl Checker {
                 let p = dominant(t)?.slogdet()?;
                 p[0].mul(&p[1])
             }),
-            ("det 6x6", |t| dominant(&t.narrow(-1, 0, 6)?.narrow(-2, 0, 6)?)?.det()),
+            ("det 6x6", |t| {
+                dominant(&t.narrow(-1, 0, 6)?.narrow(-2, 0, 6)?)?.det()
+            }),
             ("solve", |t| dominant(t)?.solve(&t.narrow(-1, 0, 3)?, true)),
             ("solve vector right", |t| {
                 let b = t.select(-2, 0)?;
                 dominant(t)?.solve(&b.unsqueeze(-2)?, false)
             }),
             ("solve_triangular", |t| {
-                dominant(t)?.triu(0)?.solve_triangular(&t.narrow(-1, 0, 5)?, true, true, false)
+                dominant(t)?
+                    .triu(0)?
+                    .solve_triangular(&t.narrow(-1, 0, 5)?, true, true, false)
             }),
             ("cholesky", |t| spd(t)?.cholesky(false)),
             ("cholesky_solve", |t| {
-                t.narrow(-1, 0, 2)?.cholesky_solve(&spd(t)?.cholesky(false)?, false)
+                t.narrow(-1, 0, 2)?
+                    .cholesky_solve(&spd(t)?.cholesky(false)?, false)
             }),
             ("lu_factor LU", |t| Ok(dominant(t)?.lu_factor()?[0].clone())),
             ("lu_factor pivots", |t| Ok(t.lu_factor_ex()?[1].clone())),
@@ -93,11 +98,19 @@ impl Checker {
                 let a = t.narrow(-1, 0, 6)?;
                 Ok(a.lstsq(&t.narrow(-1, 6, 2)?, None, None)?[0].clone())
             }),
-            ("matrix_rank", |t| t.narrow(-1, 0, 5)?.matmul(&t.narrow(-2, 0, 5)?)?.matrix_rank(None, None, false)),
+            ("matrix_rank", |t| {
+                t.narrow(-1, 0, 5)?
+                    .matmul(&t.narrow(-2, 0, 5)?)?
+                    .matrix_rank(None, None, false)
+            }),
             ("matrix_norm nuc", |t| t.matrix_norm(NormOrd::Nuc, false)),
             ("matrix_norm 2", |t| t.matrix_norm(NormOrd::P(2.0), true)),
             ("cond", |t| dominant(t)?.cond(None)),
-            ("matrix_power -3", |t| dominant(t)?.div_scalar(t.shape()[t.ndim() - 1] as f64)?.matrix_power(-3)),
+            ("matrix_power -3", |t| {
+                dominant(t)?
+                    .div_scalar(t.shape()[t.ndim() - 1] as f64)?
+                    .matrix_power(-3)
+            }),
         ];
         for dtype in [DType::F32, DType::F64] {
             for (layout, shape, view) in square_layouts() {
@@ -125,7 +138,11 @@ impl Checker {
                 (Err(a), Err(b)) if a.to_string() == b.to_string() => Ok((x.clone(), x)),
                 (c, g) => Err(kiln::Error::invalid(
                     "inv",
-                    format!("integer input: expected one error on both sides, got {:?} and {:?}", c.err(), g.err()),
+                    format!(
+                        "integer input: expected one error on both sides, got {:?} and {:?}",
+                        c.err(),
+                        g.err()
+                    ),
                 )),
             }
         });

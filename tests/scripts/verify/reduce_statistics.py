@@ -38,7 +38,7 @@ with np.errstate(all="ignore"):
         "vector_norm_3": (np.abs(x) ** 3).sum() ** (1 / 3), "norm": np.linalg.norm(x),
         "norm_fro_dim": np.linalg.norm(x, axis=1, keepdims=True), "matrix_norm": np.linalg.norm(x, "fro"),
         "matrix_norm_1": np.linalg.norm(x, 1), "matrix_norm_m1": np.linalg.norm(x, -1),
-        "matrix_norm_inf": np.linalg.norm(x, np.inf), "matrix_norm_ninf": np.linalg.norm(x, -np.inf),
+        "matrix_norm_inf": np.linalg.norm(x, np.inf), "matrix_norm_2": np.linalg.norm(x, 2), "norm_nuc": np.linalg.norm(x, "nuc"), "matrix_norm_ninf": np.linalg.norm(x, -np.inf),
         "cov": np.cov(x), "cov_0": np.cov(x, ddof=0), "cov_1d": np.cov([1.0, 2.0, 4.0]),
         "corrcoef": np.corrcoef(x), "grad": grad,
     }

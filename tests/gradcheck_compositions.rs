@@ -430,6 +430,11 @@ fn scans_and_sorts() {
         ("kthvalue", |x| Ok(x.kthvalue(2, 1, false)?.swap_remove(0))),
         ("median", |x| Ok(x.median_dim(1, true, false)?.swap_remove(0))),
         ("median all", |x| x.median_all(false)),
+        ("mode", |x| {
+            // rounded copies repeat, so some rows have a mode that repeats
+            let r = x.mul_scalar(2.0)?.round()?.detach();
+            Ok(x.add(&r)?.mode(1, false)?.swap_remove(0))
+        }),
     ];
     for (name, f) in cases {
         let x = sgn(&mut Rng::new(name), &[3, 5], 0.2, 1.5);
@@ -499,6 +504,15 @@ fn selection_ops() {
                 &x.narrow(1, 1, 3)?.mul_scalar(2.0)?,
                 "amax",
                 false,
+            )
+        }),
+        ("scatter_reduce prod", |x| {
+            x.scatter_reduce(
+                1,
+                &labels(&[0, 0, 3, 1, 1, 1, 2, 0, 0], &[3, 3]),
+                &x.narrow(1, 1, 3)?.mul_scalar(2.0)?,
+                "prod",
+                true,
             )
         }),
     ];

@@ -236,14 +236,27 @@ fn register_counting(api: &mut Api) {
     );
     kw(
         api,
-        "unique",
-        "distinct values, sorted (reads the count back); options return_inverse, return_counts (then an array), sorted",
+        "mode",
+        "the most frequent value along dim (-1; the smallest of equally frequent ones) and its last position: [values, indices]; option keepdim",
         ["t"],
-        &["sorted", "return_inverse", "return_counts"],
+        &["dim", "keepdim"],
+        Form::Plain,
+        |[t], k| tensor_array(t.mode(k.int("dim", -1)?, k.flag("keepdim", false)?)),
+    );
+    kw(
+        api,
+        "unique",
+        "distinct values, sorted (reads the count back); options return_inverse, return_counts (then an array), sorted, dim (distinct slices along dim)",
+        ["t"],
+        &["sorted", "return_inverse", "return_counts", "dim"],
         Form::Plain,
         |[t], k| {
             k.flag("sorted", true)?;
-            unique_result(ok(t.unique())?, k.flag("return_inverse", false)?, k.flag("return_counts", false)?)
+            let r = match k.opt_int("dim")? {
+                Some(d) => ok(t.unique_dim(d, false))?,
+                None => ok(t.unique())?,
+            };
+            unique_result(r, k.flag("return_inverse", false)?, k.flag("return_counts", false)?)
         },
     );
     kw(
@@ -251,11 +264,15 @@ fn register_counting(api: &mut Api) {
         "unique_consecutive",
         "runs of equal values collapsed; options return_inverse, return_counts (then an array)",
         ["t"],
-        &["return_inverse", "return_counts"],
+        &["return_inverse", "return_counts", "dim"],
         Form::Plain,
         |[t], k| {
+            let r = match k.opt_int("dim")? {
+                Some(d) => ok(t.unique_dim(d, true))?,
+                None => ok(t.unique_consecutive())?,
+            };
             unique_result(
-                ok(t.unique_consecutive())?,
+                r,
                 k.flag("return_inverse", false)?,
                 k.flag("return_counts", false)?,
             )

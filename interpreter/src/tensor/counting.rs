@@ -213,6 +213,88 @@ impl Tensor {
         Ok((values, group.reshape(&shape)?, counts))
     }
 
+    /// `torch.unique(dim=d)` (sorted slices) and
+    /// `torch.unique_consecutive(dim=d)` (`consecutive`: runs of equal
+    /// neighbouring slices): the distinct slices along `dim`, each slice's
+    /// group and each group's size. The slices are compared on the host
+    /// (the result's size depends on them, and PyTorch syncs too); NaN
+    /// compares equal to NaN and above every number.
+    pub fn unique_dim(&self, dim: i64, consecutive: bool) -> Result<(Tensor, Tensor, Tensor)> {
+        let op = if consecutive {
+            "unique_consecutive"
+        } else {
+            "unique"
+        };
+        if self.ndim() == 0 {
+            return Err(Error::shape(op, "a dim was given but the input is 0-dim"));
+        }
+        let d = normalize_dim(op, dim, self.shape())?;
+        let n = self.shape()[d];
+        let moved = self.detach().movedim(&[d as i64], &[0])?.contiguous()?;
+        let rest = if n == 0 { 0 } else { moved.numel() / n };
+        let host = moved.to_host()?;
+        let key = |i: usize| -> f64 {
+            match host.get(i) {
+                Some(Scalar::Float(f)) => f,
+                Some(v) => v.to_f64(),
+                None => 0.0,
+            }
+        };
+        let exact: Vec<i64> = match &host {
+            crate::core::HostValues::Int(v) => v.clone(),
+            _ => vec![],
+        };
+        let cmp = |a: usize, b: usize| -> std::cmp::Ordering {
+            for c in 0..rest {
+                let (i, j) = (a * rest + c, b * rest + c);
+                let o = if exact.is_empty() {
+                    key(i).total_cmp(&key(j)).then(std::cmp::Ordering::Equal)
+                } else {
+                    exact[i].cmp(&exact[j])
+                };
+                let o = if exact.is_empty() && key(i).is_nan() && key(j).is_nan() {
+                    std::cmp::Ordering::Equal
+                } else if exact.is_empty() && (key(i) == 0.0 && key(j) == 0.0) {
+                    std::cmp::Ordering::Equal
+                } else {
+                    o
+                };
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        };
+        let mut order: Vec<usize> = (0..n).collect();
+        if !consecutive {
+            order.sort_by(|&a, &b| cmp(a, b));
+        }
+        let mut inverse = vec![0i64; n];
+        let mut firsts: Vec<i64> = vec![];
+        let mut counts: Vec<i64> = vec![];
+        for (k, &i) in order.iter().enumerate() {
+            if k == 0 || cmp(order[k - 1], i) != std::cmp::Ordering::Equal {
+                firsts.push(i as i64);
+                counts.push(0);
+            }
+            inverse[i] = firsts.len() as i64 - 1;
+            *counts.last_mut().expect("a group was opened") += 1;
+        }
+        let ints = |v: Vec<i64>| {
+            let len = v.len();
+            Tensor::from_host(
+                &crate::core::HostValues::Int(v),
+                &[len],
+                DType::I64,
+                self.device(),
+            )
+        };
+        let values = moved
+            .index_select(0, &ints(firsts)?)?
+            .movedim(&[0], &[d as i64])?;
+        Ok((values, ints(inverse)?, ints(counts)?))
+    }
+
     /// For a 1-D tensor: the first value of each run of equal values, each
     /// element's run number, and each run's length.
     fn consecutive_groups(&self) -> Result<(Tensor, Tensor, Tensor)> {

@@ -1,7 +1,7 @@
 //! Scans and sorting along one dim: `cumsum`, `cumprod`, `cummax`,
 //! `cummin`, `logcumsumexp` (own kernels, one pass of chunks per row),
 //! `sort` (stable; NaN largest), `argsort`, `msort`, `topk`, `kthvalue`,
-//! `median` and `nanmedian`. The dim is moved last and made dense for the
+//! `median`, `nanmedian` and `mode`. The dim is moved last and made dense for the
 //! kernels, then moved back.
 //!
 //! Gradients: `cumsum` by a reversed cumsum, `cumprod` by PyTorch's formula
@@ -14,7 +14,7 @@
 use super::autograd::{self, Saved};
 use super::{DType, Tensor};
 use crate::core::error::{Error, Result};
-use crate::core::op::{CmpOp, ReduceOp, ScanOp};
+use crate::core::op::{BinaryOp, CmpOp, ReduceOp, ScanOp};
 use crate::core::shape::normalize_dim;
 use crate::core::Scalar;
 
@@ -283,6 +283,70 @@ impl Tensor {
             return Ok(out);
         }
         out.iter().map(|t| t.squeeze(Some(&[dim]))).collect()
+    }
+
+    /// `torch.mode`: the most frequent value along `dim` (the smallest of
+    /// equally frequent ones) and the position of its last occurrence.
+    /// Through the sort: runs of equal sorted values are counted with a
+    /// scan, and the longest run wins.
+    pub fn mode(&self, dim: i64, keepdim: bool) -> Result<Vec<Tensor>> {
+        const OP: &str = "mode";
+        let d = if self.ndim() == 0 {
+            0
+        } else {
+            normalize_dim(OP, dim, self.shape())? as i64
+        };
+        let size = if self.ndim() == 0 {
+            1
+        } else {
+            self.shape()[d as usize]
+        };
+        if size == 0 {
+            return Err(Error::invalid(
+                OP,
+                format!("cannot take the mode of an empty dim (shape {:?})", self.shape()),
+            ));
+        }
+        if self.ndim() == 0 {
+            let zero = Tensor::scalar(Scalar::Int(0), DType::I64, self.device())?;
+            return Ok(vec![self.clone(), zero]);
+        }
+        let s = self.detach().sort(d, false)?;
+        let (sorted, order) = (&s[0], &s[1]);
+        let n = size as i64;
+        // where a run of equal values starts (NaN equals NaN here, as one value)
+        let starts = if n == 1 {
+            sorted
+                .constant(1.0)?
+                .to_dtype(DType::Bool)?
+                .broadcast_to(sorted.shape())?
+        } else {
+            let (next, prev) = (sorted.narrow(d, 1, n - 1)?, sorted.narrow(d, 0, n - 1)?);
+            let both_nan = next.isnan()?.binary(BinaryOp::BitAnd, &prev.isnan()?)?;
+            let not_both = both_nan.compare_scalar(CmpOp::Eq, Scalar::Int(0), false)?;
+            let differ = next
+                .compare(CmpOp::Ne, &prev)?
+                .binary(BinaryOp::BitAnd, &not_both)?;
+            let first = sorted.narrow(d, 0, 1)?.constant(1.0)?.to_dtype(DType::Bool)?;
+            let first = first.broadcast_to(sorted.narrow(d, 0, 1)?.shape())?;
+            Tensor::cat(&[first, differ], d)?
+        };
+        // each element's run number, and the length of the run ending there
+        let run = starts.to_dtype(DType::I64)?.cumsum(d, None)?.sub_scalar(1)?;
+        let ones = Tensor::ones(sorted.shape(), Some(DType::I64), self.device())?;
+        let lengths =
+            Tensor::zeros(sorted.shape(), Some(DType::I64), self.device())?.scatter_add(d, &run, &ones)?;
+        // the first longest run (the smallest value), and where it ends
+        let best = lengths.reduce(ReduceOp::ArgMax, Some(&[d]), true)?;
+        let ends = lengths.cumsum(d, None)?.sub_scalar(1)?;
+        let end = ends.gather(d, &best)?;
+        let values = self.sort(d, false)?[0].gather(d, &end)?;
+        let indices = order.gather(d, &end)?;
+        if keepdim {
+            Ok(vec![values, indices])
+        } else {
+            Ok(vec![values.squeeze(Some(&[d]))?, indices.squeeze(Some(&[d]))?])
+        }
     }
 
     /// The lower median of all elements (NaN if any is NaN, or, for

@@ -3,7 +3,7 @@
 //! `masked_select`, `masked_scatter`, `index_fill`, `index_copy`,
 //! `index_put` (with `accumulate`), `scatter` (a tensor or a value, with the
 //! `add` reduction PyTorch's `scatter` takes) and `scatter_reduce`
-//! (`sum`, `mean`, `amax`, `amin`; `prod` not yet), and the
+//! (`sum`, `prod`, `mean`, `amax`, `amin`), and the
 //! reads and writes of `t[mask]` and `t[index]`.
 //!
 //! The ops whose output size depends on the values (`nonzero`,
@@ -312,10 +312,10 @@ impl Tensor {
                 self.scatter_pick(d, index, &src, Pick::Last, false)
             }
             Some("add") | Some("sum") => self.scatter_add(dim, index, &src),
-            Some("multiply") => Err(Error::invalid(
-                "scatter",
-                "reduce 'multiply' is not supported yet",
-            )),
+            Some("multiply") => {
+                let d = normalize_dim("scatter", dim, self.shape())?;
+                self.scatter_pick(d, index, &src, Pick::Prod, true)
+            }
             Some(other) => Err(Error::invalid(
                 "scatter",
                 format!("unknown reduce '{other}' (expected \"add\" or \"multiply\")"),
@@ -368,15 +368,10 @@ impl Tensor {
             }
             "amax" => self.scatter_pick(d, index, &src, Pick::Max, include_self),
             "amin" => self.scatter_pick(d, index, &src, Pick::Min, include_self),
-            "prod" => Err(Error::invalid(
-                OP,
-                "reduce 'prod' is not supported yet (sum, mean, amax and amin are)",
-            )),
+            "prod" => self.scatter_pick(d, index, &src, Pick::Prod, include_self),
             other => Err(Error::invalid(
                 OP,
-                format!(
-                    "unknown reduce '{other}' (expected sum, mean, amax or amin; prod is not supported yet)"
-                ),
+                format!("unknown reduce '{other}' (expected sum, prod, mean, amax or amin)"),
             )),
         }
     }
@@ -440,7 +435,7 @@ impl Tensor {
         }
         let tgt = target.reshape(&[-1])?;
         let val = src_view.reshape(&[-1])?;
-        let (tgt, val) = if pick == Pick::Last {
+        let (tgt, val) = if matches!(pick, Pick::Last | Pick::Prod) {
             (tgt, val)
         } else {
             let by_value = val.argsort(0, false)?;
@@ -449,6 +444,11 @@ impl Tensor {
         let max = pick != Pick::Min;
         let by_target = tgt.argsort(0, false)?;
         let (tgt, val) = (tgt.take(&by_target)?, val.take(&by_target)?);
+        let val = if pick == Pick::Prod {
+            segmented_product(&tgt, &val)?
+        } else {
+            val
+        };
         // the last (max) or first (min) of each target's run
         let edge = if max {
             let next = tgt.narrow(0, 1, m as i64 - 1)?;
@@ -470,7 +470,9 @@ impl Tensor {
         let flat = self.reshape(&[-1])?;
         let new = if include_self && pick != Pick::Last {
             let own = flat.take(&t_sel)?;
-            if max {
+            if pick == Pick::Prod {
+                own.mul(&v_sel)?
+            } else if max {
                 own.binary(BinaryOp::Maximum, &v_sel)?
             } else {
                 own.binary(BinaryOp::Minimum, &v_sel)?
@@ -482,12 +484,36 @@ impl Tensor {
     }
 }
 
-/// Which contribution `scatter_pick` keeps per target.
+/// Which contribution `scatter_pick` keeps per target (`Prod`: the
+/// product of them all).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Pick {
     Max,
     Min,
     Last,
+    Prod,
+}
+
+/// The running product of `val` within each run of equal `tgt` (sorted),
+/// by doubling: after the pass with offset `k`, element `j` holds the
+/// product of its run's elements in `(j - 2k, j]`; `log2(n)` passes of
+/// elementwise work, exact for integers.
+fn segmented_product(tgt: &Tensor, val: &Tensor) -> Result<Tensor> {
+    let m = val.numel();
+    let one = val.constant(1.0)?;
+    let mut v = val.clone();
+    let mut off = 1;
+    while off < m {
+        let (k, rest) = (off as i64, (m - off) as i64);
+        let same = tgt
+            .narrow(0, k, rest)?
+            .compare(CmpOp::Eq, &tgt.narrow(0, 0, rest)?)?;
+        let prev = Tensor::where_cond(&same, &v.narrow(0, 0, rest)?, &one)?;
+        let tail = v.narrow(0, k, rest)?.mul(&prev)?;
+        v = Tensor::cat(&[v.narrow(0, 0, k)?, tail], 0)?;
+        off *= 2;
+    }
+    Ok(v)
 }
 
 /// The shape `[n, 1, 1, ...]` that broadcasts a row mask over `t` viewed as rows.

@@ -34,6 +34,10 @@ expected = {
     "scatter_reduce_amin_noself": base.scatter_reduce(0, si, sv, "amin", include_self=False),
     "scatter_reduce_mean_noself": base.scatter_reduce(0, si, sv, "mean", include_self=False),
     "scatter_reduce_2d": torch.zeros(2, 3).scatter_reduce(1, torch.tensor([[0, 0, 2], [1, 1, 1]]), torch.tensor([[1.0, 4.0, 2.0], [3.0, -1.0, 8.0]]), "amax", include_self=False),
+    "scatter_reduce_prod": base.scatter_reduce(0, si, sv, "prod"),
+    "scatter_reduce_prod_noself": base.scatter_reduce(0, si, sv, "prod", include_self=False),
+    "scatter_reduce_prod_int": torch.tensor([2, 3, 1]).scatter_reduce(0, torch.tensor([0, 0, 1, 0, 1]), torch.tensor([4, 5, 6, -1, 0]), "prod"),
+    "scatter_multiply": torch.ones(2, 4).scatter(1, torch.tensor([[3, 3, 0], [1, 1, 1]]), torch.tensor([[2.0, 5.0, 3.0], [-1.0, 4.0, 0.5]]), reduce="multiply"),
     "get_index": f[torch.tensor([1, 0, 1])], "get_mask": f[f > 0], "get_row_mask": f[torch.tensor([False, True])],
     "set_mask": g, "set_index": g2,
 }

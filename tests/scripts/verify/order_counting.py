@@ -26,6 +26,17 @@ expected = {
     "unique_consecutive": uc[0], "unique_consecutive_inverse": uc[1], "unique_consecutive_counts": uc[2],
     "unique_float": torch.unique(torch.tensor([2.5, -1.0, 2.5, 0.0])),
 }
+mx = torch.tensor([[1, 2, 2, 3, 3, 3, 0], [5, 5, 4, 4, 9, 9, 1]])
+mk = torch.tensor([[1.0, 2.0, 2.0], [3.0, 1.0, 3.0], [1.0, 2.0, 2.0]]).mode(0, True)
+ud = torch.unique(torch.tensor([[1, 2], [3, 4], [1, 2], [0, 9]]), dim=0, return_inverse=True, return_counts=True)
+ucd = torch.unique_consecutive(torch.tensor([[1, 1, 2, 1], [3, 3, 4, 3]]), dim=1, return_counts=True)
+expected.update({
+    "mode_values": torch.mode(mx).values, "mode_indices": torch.mode(mx).indices,
+    "mode_dim0_values": mk.values, "mode_dim0_indices": mk.indices,
+    "unique_dim0": ud[0], "unique_dim0_inverse": ud[1], "unique_dim0_counts": ud[2],
+    "unique_dim1": torch.unique(torch.tensor([[2, 1, 2], [5, 0, 5]]), dim=1),
+    "unique_consecutive_dim1": ucd[0], "unique_consecutive_dim1_counts": ucd[1],
+})
 expected = {k: v.tolist() for k, v in expected.items()}
 text, checked = check("order_counting.out", expected)
 print(f"{checked} results agree with PyTorch {torch.__version__}")

@@ -231,7 +231,7 @@ impl Tensor {
         let d = normalize_dim(op, dim, self.shape())?;
         let n = self.shape()[d];
         let moved = self.detach().movedim(&[d as i64], &[0])?.contiguous()?;
-        let rest = if n == 0 { 0 } else { moved.numel() / n };
+        let rest = moved.numel().checked_div(n).unwrap_or(0);
         let host = moved.to_host()?;
         let key = |i: usize| -> f64 {
             match host.get(i) {
@@ -247,17 +247,16 @@ impl Tensor {
         let cmp = |a: usize, b: usize| -> std::cmp::Ordering {
             for c in 0..rest {
                 let (i, j) = (a * rest + c, b * rest + c);
-                let o = if exact.is_empty() {
-                    key(i).total_cmp(&key(j)).then(std::cmp::Ordering::Equal)
-                } else {
+                let o = if !exact.is_empty() {
                     exact[i].cmp(&exact[j])
-                };
-                let o = if exact.is_empty() && key(i).is_nan() && key(j).is_nan() {
-                    std::cmp::Ordering::Equal
-                } else if exact.is_empty() && (key(i) == 0.0 && key(j) == 0.0) {
-                    std::cmp::Ordering::Equal
                 } else {
-                    o
+                    let (x, y) = (key(i), key(j));
+                    // NaN equals NaN and -0 equals +0; otherwise numeric order, NaN last
+                    if (x.is_nan() && y.is_nan()) || x == y {
+                        std::cmp::Ordering::Equal
+                    } else {
+                        x.total_cmp(&y)
+                    }
                 };
                 if o != std::cmp::Ordering::Equal {
                     return o;

@@ -4,6 +4,7 @@
 //! requires_grad: ..}`.
 
 use super::convert::{nested_to_tensor, ok, opts, scalar, shape, shape_of, Opts, RhaiResult};
+use super::generator::{self, ScriptGenerator};
 use super::registry::{Api, Category};
 use super::Runtime;
 use crate::core::Scalar;
@@ -235,21 +236,21 @@ fn register_random(api: &mut Api, rt: &Arc<Runtime>) {
         (
             "rand",
             false,
-            "uniform random numbers in [0, 1) from the seeded generator; opts #{dtype, device, requires_grad}",
+            "uniform random numbers in [0, 1) from the seeded generator; opts #{dtype, device, requires_grad, generator}",
             "rand_like",
             "uniform random numbers in [0, 1) of t's shape, dtype and device",
         ),
         (
             "randn",
             true,
-            "standard normal random numbers from the seeded generator; opts #{dtype, device, requires_grad}",
+            "standard normal random numbers from the seeded generator; opts #{dtype, device, requires_grad, generator}",
             "randn_like",
             "standard normal random numbers of t's shape, dtype and device",
         ),
     ] {
-        let draw = move |rt: &Runtime, s: Vec<usize>, o: Opts| {
+        let draw = move |rt: &Runtime, s: Vec<usize>, o: Opts, gen: Option<ScriptGenerator>| {
             let d = device(rt, &o);
-            o.finish(ok(rt.with_rng(|g| {
+            o.finish(ok(rt.draw_with(gen.as_ref(), |g| {
                 if normal {
                     Tensor::randn(&s, o.dtype, d, g)
                 } else {
@@ -259,19 +260,20 @@ fn register_random(api: &mut Api, rt: &Arc<Runtime>) {
         };
         let r = rt.clone();
         api.doc(doc).volatile(name, ["shape"], move |s: Dynamic| {
-            draw(&r, shape(name, &s)?, Opts::default())
+            draw(&r, shape(name, &s)?, Opts::default(), None)
         });
         let r = rt.clone();
         api.doc(doc).volatile(name, ["shape", "opts"], move |s: Dynamic, m: Map| {
-            draw(&r, shape(name, &s)?, opts(name, &m)?)
+            let (m, gen) = generator::take(name, &m)?;
+            draw(&r, shape(name, &s)?, opts(name, &m)?, gen)
         });
         let r = rt.clone();
         api.doc(doc).volatile(name, ["d0", "d1"], move |a: INT, b: INT| {
-            draw(&r, shape_of(name, &[a, b])?, Opts::default())
+            draw(&r, shape_of(name, &[a, b])?, Opts::default(), None)
         });
         let r = rt.clone();
         api.doc(doc).volatile(name, ["d0", "d1", "d2"], move |a: INT, b: INT, c: INT| {
-            draw(&r, shape_of(name, &[a, b, c])?, Opts::default())
+            draw(&r, shape_of(name, &[a, b, c])?, Opts::default(), None)
         });
         let r = rt.clone();
         api.doc(like_doc).volatile(like, ["t"], move |t: Tensor| {
@@ -280,45 +282,53 @@ fn register_random(api: &mut Api, rt: &Arc<Runtime>) {
                 device: Some(t.device()),
                 requires_grad: false,
             };
-            draw(&r, t.shape().to_vec(), o)
+            draw(&r, t.shape().to_vec(), o, None)
         });
     }
-    const RANDINT: &str = "random integers in [low, high) (low 0 by default), i64; opts #{dtype, device}";
-    let randint = |rt: &Runtime, lo: INT, hi: INT, s: Vec<usize>, o: Opts| {
+    const RANDINT: &str =
+        "random integers in [low, high) (low 0 by default), i64; opts #{dtype, device, generator}";
+    let randint = |rt: &Runtime, lo: INT, hi: INT, s: Vec<usize>, o: Opts, gen: Option<ScriptGenerator>| {
         let d = device(rt, &o);
-        o.finish(ok(rt.with_rng(|g| Tensor::randint(lo, hi, &s, o.dtype, d, g))))
+        o.finish(ok(rt.draw_with(gen.as_ref(), |g| {
+            Tensor::randint(lo, hi, &s, o.dtype, d, g)
+        })))
     };
     let r = rt.clone();
     api.doc(RANDINT).volatile(
         "randint",
         ["low", "high", "shape"],
-        move |lo: INT, hi: INT, s: Dynamic| randint(&r, lo, hi, shape("randint", &s)?, Opts::default()),
+        move |lo: INT, hi: INT, s: Dynamic| randint(&r, lo, hi, shape("randint", &s)?, Opts::default(), None),
     );
     let r = rt.clone();
     api.doc(RANDINT).volatile(
         "randint",
         ["low", "high", "shape", "opts"],
         move |lo: INT, hi: INT, s: Dynamic, m: Map| {
-            randint(&r, lo, hi, shape("randint", &s)?, opts("randint", &m)?)
+            let (m, gen) = generator::take("randint", &m)?;
+            randint(&r, lo, hi, shape("randint", &s)?, opts("randint", &m)?, gen)
         },
     );
     let r = rt.clone();
     api.doc(RANDINT)
         .volatile("randint", ["high", "shape"], move |hi: INT, s: Dynamic| {
-            randint(&r, 0, hi, shape("randint", &s)?, Opts::default())
+            randint(&r, 0, hi, shape("randint", &s)?, Opts::default(), None)
         });
-    const RANDPERM: &str = "a random permutation of 0..n (i64); opts #{dtype, device}";
-    let randperm = |rt: &Runtime, n: INT, o: Opts| {
+    const RANDPERM: &str = "a random permutation of 0..n (i64); opts #{dtype, device, generator}";
+    let randperm = |rt: &Runtime, n: INT, o: Opts, gen: Option<ScriptGenerator>| {
         let d = device(rt, &o);
-        o.finish(ok(rt.with_rng(|g| Tensor::randperm(n, o.dtype, d, g))))
+        o.finish(ok(
+            rt.draw_with(gen.as_ref(), |g| Tensor::randperm(n, o.dtype, d, g))
+        ))
     };
     let r = rt.clone();
-    api.doc(RANDPERM)
-        .volatile("randperm", ["n"], move |n: INT| randperm(&r, n, Opts::default()));
+    api.doc(RANDPERM).volatile("randperm", ["n"], move |n: INT| {
+        randperm(&r, n, Opts::default(), None)
+    });
     let r = rt.clone();
     api.doc(RANDPERM)
         .volatile("randperm", ["n", "opts"], move |n: INT, m: Map| {
-            randperm(&r, n, opts("randperm", &m)?)
+            let (m, gen) = generator::take("randperm", &m)?;
+            randperm(&r, n, opts("randperm", &m)?, gen)
         });
 }
 

@@ -32,6 +32,7 @@ pub mod creation;
 pub mod dist;
 pub mod files;
 pub mod functional;
+pub mod generator;
 pub mod inplace;
 pub mod kwargs;
 pub mod linalg;
@@ -262,6 +263,7 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     order::register(engine);
     linalg::register(engine);
     select::register(engine, runtime);
+    generator::register(engine);
     sampling::register(engine, runtime);
     inplace::register(engine);
 }

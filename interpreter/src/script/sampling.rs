@@ -3,6 +3,7 @@
 //! engine's seeded generator (registered volatile).
 
 use super::convert::{ok, operand, script_error, tensor_list, RhaiResult};
+use super::generator;
 use super::kwargs::{register as kw, Form};
 use super::registry::{Api, Category};
 use super::Runtime;
@@ -21,9 +22,15 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         "bernoulli",
         "1 with probability p (each element of t), else 0",
         ["p"],
-        &[],
+        &["generator"],
         Form::Random,
-        move |[p], _| ok(r.with_rng(|g| p.bernoulli(g))),
+        move |[p], k| {
+            ok(
+                r.draw_with(generator::from_kwargs(&k, "bernoulli")?.as_ref(), |g| {
+                    p.bernoulli(g)
+                }),
+            )
+        },
     );
     let r = rt.clone();
     api.doc("normal samples with tensor (or number) means and stds, broadcast together")
@@ -47,14 +54,14 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         "multinomial",
         "num_samples category indices per row of non-negative weights [n] or [m, n] (i64); option replacement (false)",
         ["weights"],
-        &["num_samples", "replacement"],
+        &["num_samples", "replacement", "generator"],
         Form::Random,
         move |[w], k| {
             let n = k
                 .opt_int("num_samples")?
                 .ok_or_else(|| script_error("multinomial: num_samples is required"))?;
             let replacement = k.flag("replacement", false)?;
-            ok(r.with_rng(|g| w.multinomial(n, replacement, g)))
+            ok(r.draw_with(generator::from_kwargs(&k, "multinomial")?.as_ref(), |g| w.multinomial(n, replacement, g)))
         },
     );
     let r = rt.clone();
@@ -63,7 +70,7 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         "randint_like",
         "integers in [low, high) of t's shape and dtype (low 0 when only high is given)",
         ["t"],
-        &["low", "high"],
+        &["low", "high", "generator"],
         Form::Random,
         move |[t], k| {
             let (lo, hi) = match (k.opt_int("low")?, k.opt_int("high")?) {
@@ -71,7 +78,11 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
                 (Some(l), Some(h)) => (l, h),
                 _ => return Err(script_error("randint_like: high is required")),
             };
-            ok(r.with_rng(|g| t.randint_like(lo, hi, g)))
+            ok(
+                r.draw_with(generator::from_kwargs(&k, "randint_like")?.as_ref(), |g| {
+                    t.randint_like(lo, hi, g)
+                }),
+            )
         },
     );
     let r = rt.clone();
@@ -80,11 +91,15 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         "uniform_",
         "fills t in place with U(from, to) samples (0, 1), outside autograd; returns t",
         ["t"],
-        &["from", "to"],
+        &["from", "to", "generator"],
         Form::Random,
         move |[t], k| {
             let (a, b) = (k.number("from", 0.0)?, k.number("to", 1.0)?);
-            ok(r.with_rng(|g| t.uniform_(a, b, g)))
+            ok(
+                r.draw_with(generator::from_kwargs(&k, "uniform_")?.as_ref(), |g| {
+                    t.uniform_(a, b, g)
+                }),
+            )
         },
     );
     let r = rt.clone();
@@ -93,11 +108,13 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         "normal_",
         "fills t in place with N(mean, std²) samples (0, 1), outside autograd; returns t",
         ["t"],
-        &["mean", "std"],
+        &["mean", "std", "generator"],
         Form::Random,
         move |[t], k| {
             let (m, s) = (k.number("mean", 0.0)?, k.number("std", 1.0)?);
-            ok(r.with_rng(|g| t.normal_(m, s, g)))
+            ok(r.draw_with(generator::from_kwargs(&k, "normal_")?.as_ref(), |g| {
+                t.normal_(m, s, g)
+            }))
         },
     );
     let r = rt.clone();
@@ -106,11 +123,15 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         "exponential_",
         "fills t in place with exponential samples of rate lambd (1); returns t",
         ["t"],
-        &["lambd"],
+        &["lambd", "generator"],
         Form::Random,
         move |[t], k| {
             let l = k.number("lambd", 1.0)?;
-            ok(r.with_rng(|g| t.exponential_(l, g)))
+            ok(
+                r.draw_with(generator::from_kwargs(&k, "exponential_")?.as_ref(), |g| {
+                    t.exponential_(l, g)
+                }),
+            )
         },
     );
     let r = rt.clone();
@@ -119,11 +140,15 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         "bernoulli_",
         "fills t in place with 1 (probability p, 0.5) or 0; returns t",
         ["t"],
-        &["p"],
+        &["p", "generator"],
         Form::Random,
         move |[t], k| {
             let p = k.number("p", 0.5)?;
-            ok(r.with_rng(|g| t.bernoulli_(p, g)))
+            ok(
+                r.draw_with(generator::from_kwargs(&k, "bernoulli_")?.as_ref(), |g| {
+                    t.bernoulli_(p, g)
+                }),
+            )
         },
     );
     api.category(Category::Training);

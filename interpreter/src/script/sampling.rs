@@ -51,6 +51,16 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     let r = rt.clone();
     kw(
         api,
+        "poisson",
+        "Poisson samples with the rates in t (its float dtype); option generator",
+        ["rates"],
+        &["generator"],
+        Form::Random,
+        move |[t], k| ok(r.draw_with(generator::from_kwargs(&k, "poisson")?.as_ref(), |g| t.poisson(g))),
+    );
+    let r = rt.clone();
+    kw(
+        api,
         "multinomial",
         "num_samples category indices per row of non-negative weights [n] or [m, n] (i64); option replacement (false)",
         ["weights"],

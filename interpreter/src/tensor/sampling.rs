@@ -11,7 +11,7 @@
 use super::autograd::no_grad;
 use super::{DType, Generator, Tensor};
 use crate::core::error::{Error, Result};
-use crate::core::op::{CmpOp, ReduceOp};
+use crate::core::op::{BinaryOp, CmpOp, ReduceOp};
 use crate::core::Scalar;
 
 impl Tensor {
@@ -20,11 +20,121 @@ impl Tensor {
         Tensor::rand(self.shape(), Some(self.dtype().to_float()), self.device(), gen)
     }
 
+    /// Standard normal draws of this tensor's shape, in f64.
+    fn randn_like_f64(&self, gen: &mut Generator) -> Result<Tensor> {
+        Tensor::randn(self.shape(), Some(DType::F64), self.device(), gen)
+    }
+
+    /// The logical negation of a bool tensor.
+    fn negated(&self) -> Result<Tensor> {
+        self.compare_scalar(CmpOp::Eq, Scalar::Int(0), false)
+    }
+
     /// 1 with probability `p` (each element of this tensor), else 0, in
     /// this tensor's float dtype (`torch.bernoulli(p)`).
     pub fn bernoulli(&self, gen: &mut Generator) -> Result<Tensor> {
         let p = self.to_float()?;
         p.uniform_like(gen)?.compare(CmpOp::Lt, &p)?.to_dtype(p.dtype())
+    }
+
+    /// Poisson samples with the rates in this tensor (`torch.poisson`), in
+    /// its float dtype. Rates below 10 by inverting the cumulative
+    /// distribution (summed over its first 48 terms, past which the mass is
+    /// below 1e-15); larger ones by Hörmann's transformed rejection (PTRS),
+    /// in 16 rounds of fresh uniforms with no sync (each round accepts
+    /// over 90 %; what is left after 16, with probability below 1e-16 an
+    /// element, takes the rounded normal approximation). Both branches are
+    /// elementwise work on uniform draws, so a seed gives the same samples
+    /// on every device. A negative rate gives NaN; no gradient flows.
+    pub fn poisson(&self, gen: &mut Generator) -> Result<Tensor> {
+        let out_dtype = self.dtype().to_float();
+        let lam = self.detach().to_dtype(DType::F64)?;
+        let f = |v: f64| lam.constant(v);
+        // small rates: count the k with F(k) < u
+        let u = lam.uniform_like(gen)?;
+        let mut p = lam.neg()?.exp()?;
+        let mut cdf = p.clone();
+        let mut small = cdf.compare(CmpOp::Lt, &u)?.to_dtype(DType::F64)?;
+        for k in 1..48 {
+            p = p.mul(&lam)?.div_scalar(k as f64)?;
+            cdf = cdf.add(&p)?;
+            small = small.add(&cdf.compare(CmpOp::Lt, &u)?.to_dtype(DType::F64)?)?;
+        }
+        // large rates: PTRS (the rate clamped to 10 where it is smaller, so the
+        // constants stay finite; those elements take the small branch)
+        let big = lam.maximum_scalar(10.0)?;
+        let slam = big.sqrt()?;
+        let loglam = big.log()?;
+        let b = slam.mul_scalar(2.53)?.add_scalar(0.931)?;
+        let a = b.mul_scalar(0.02483)?.add_scalar(-0.059)?;
+        let inv_alpha = b
+            .sub_scalar(3.4)?
+            .reciprocal()?
+            .mul_scalar(1.1328)?
+            .add_scalar(1.1239)?;
+        let vr = b
+            .sub_scalar(2.0)?
+            .reciprocal()?
+            .mul_scalar(-3.6224)?
+            .add_scalar(0.9277)?;
+        let mut large = big.floor()?;
+        // nothing accepted yet (NaN rates count as done: they stay NaN)
+        let mut done = lam.compare(CmpOp::Ne, &lam)?;
+        for _ in 0..16 {
+            let uu = lam.uniform_like(gen)?.sub_scalar(0.5)?;
+            let v = lam.uniform_like(gen)?;
+            let us = uu.abs()?.neg()?.add_scalar(0.5)?;
+            let k = a
+                .mul_scalar(2.0)?
+                .div(&us)?
+                .add(&b)?
+                .mul(&uu)?
+                .add(&big)?
+                .add_scalar(0.43)?
+                .floor()?;
+            let quick = us
+                .compare_scalar(CmpOp::Ge, Scalar::Float(0.07), false)?
+                .binary(BinaryOp::BitAnd, &v.compare(CmpOp::Le, &vr)?)?;
+            let lhs = v
+                .log()?
+                .add(&inv_alpha.log()?)?
+                .sub(&a.div(&us.mul(&us)?)?.add(&b)?.log()?)?;
+            let rhs = big
+                .neg()?
+                .add(&k.mul(&loglam)?)?
+                .sub(&k.add_scalar(1.0)?.lgamma()?)?;
+            let reject = k.compare_scalar(CmpOp::Lt, Scalar::Float(0.0), false)?.binary(
+                BinaryOp::BitOr,
+                &us.compare_scalar(CmpOp::Lt, Scalar::Float(0.013), false)?
+                    .binary(BinaryOp::BitAnd, &v.compare(CmpOp::Gt, &us)?)?,
+            )?;
+            let slow = reject
+                .negated()?
+                .binary(BinaryOp::BitAnd, &lhs.compare(CmpOp::Le, &rhs)?)?;
+            let accept = quick.binary(BinaryOp::BitOr, &slow)?;
+            let take = accept.binary(BinaryOp::BitAnd, &done.negated()?)?;
+            large = Tensor::where_cond(&take, &k, &large)?;
+            done = done.binary(BinaryOp::BitOr, &accept)?;
+        }
+        // the rounded normal approximation for whatever was never accepted
+        let approx = lam
+            .randn_like_f64(gen)?
+            .mul(&slam)?
+            .add(&big)?
+            .round()?
+            .maximum_scalar(0.0)?;
+        let large = Tensor::where_cond(&done, &large, &approx)?;
+        let out = Tensor::where_cond(
+            &lam.compare_scalar(CmpOp::Lt, Scalar::Float(10.0), false)?,
+            &small,
+            &large,
+        )?;
+        let out = Tensor::where_cond(
+            &lam.compare_scalar(CmpOp::Lt, Scalar::Float(0.0), false)?,
+            &f(f64::NAN)?,
+            &out,
+        )?;
+        out.to_dtype(out_dtype)
     }
 
     /// Normal samples with means `mean` and standard deviations `std`

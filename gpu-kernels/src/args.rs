@@ -180,6 +180,11 @@ args! {
 
     /// `sort_gather_*`: the sorted values and their i64 positions.
     SortGatherArgs [x, idx, y, yi] { rows: u32, len: u32, padded: u32 }
+
+    /// `sort_search_*`: for each of `rows × m` values, its insertion point
+    /// in its row of `n` sorted elements (one row for all when `shared`),
+    /// after equal ones when `right`.
+    SortSearchArgs [seq, v, out] { rows: u32, m: u32, n: u32, shared: u32, right: u32 }
 }
 
 #[cfg(test)]

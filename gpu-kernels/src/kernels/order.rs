@@ -16,6 +16,9 @@
 //!   sort last. Stages within 2048 keys run in shared memory
 //!   (`sort_local`), wider steps one launch each (`sort_global`);
 //!   `sort_keys_*` and `sort_gather_*` convert in and out.
+//! - Searching (`sort_search_*`): a binary search of each value's key in
+//!   its sorted row, one thread per value (`searchsorted`, `bucketize`,
+//!   multinomial draws).
 
 use crate::device::{block_xyz, dims, for_each_index, shared, sync_threads, thread_xy};
 use crate::elem::{Elem, BF16, F16};
@@ -528,6 +531,29 @@ macro_rules! sort_ends {
                     let p = *idx.add((r * a.padded + j) as usize);
                     *y.add(i as usize) = *x.add((r * a.len + p) as usize);
                     *yi.add(i as usize) = p as i64;
+                });
+            }
+            #[export_name = crate::kernel_name!(sort_search, $tn)]
+            unsafe extern "ptx-kernel" fn search(
+                seq: *const $t,
+                v: *const $t,
+                out: *mut i64,
+                a: crate::args::SortSearchArgs,
+            ) {
+                for_each_index(a.rows * a.m, |i| {
+                    let base = if a.shared != 0 { 0 } else { (i / a.m) * a.n } as usize;
+                    let key = (*v.add(i as usize)).key();
+                    let (mut lo, mut hi) = (0u32, a.n);
+                    while lo < hi {
+                        let mid = lo + (hi - lo) / 2;
+                        let k = (*seq.add(base + mid as usize)).key();
+                        if k < key || (a.right != 0 && k == key) {
+                            lo = mid + 1;
+                        } else {
+                            hi = mid;
+                        }
+                    }
+                    *out.add(i as usize) = lo as i64;
                 });
             }
         };

@@ -426,6 +426,35 @@ impl Storage {
         }
     }
 
+    /// For each of `rows` dense rows of `m` values (`self`), its insertion
+    /// point (i64) in the matching dense row of `n` sorted elements of
+    /// `seq` (one row for all when `shared`), after equal ones when
+    /// `right`; both of one dtype.
+    pub fn search_sorted(
+        &self,
+        seq: &Storage,
+        rows: usize,
+        m: usize,
+        n: usize,
+        shared: bool,
+        right: bool,
+    ) -> Result<Storage> {
+        gate(self, "searchsorted", DType::I64, rows * m)?;
+        match (self, seq) {
+            (Storage::Cpu(v), Storage::Cpu(s)) => Ok(Storage::Cpu(cpu::search_sorted(
+                v,
+                s,
+                (rows, m, n),
+                shared,
+                right,
+            )?)),
+            (Storage::Cuda(v), Storage::Cuda(s)) => {
+                Ok(Storage::Cuda(v.search_sorted(s, rows, m, n, shared, right)?))
+            }
+            _ => Err(mixed("searchsorted")),
+        }
+    }
+
     /// Softmax or log-softmax along `dim`; contiguous output.
     pub fn softmax(&self, l: &Layout, dim: usize, log: bool) -> Result<Storage> {
         gate(

@@ -7,7 +7,7 @@
 
 use super::{DType, Tensor};
 use crate::core::error::{Error, Result};
-use crate::core::op::{CmpOp, ReduceOp};
+use crate::core::op::CmpOp;
 use crate::core::shape::normalize_dim;
 use crate::core::Scalar;
 
@@ -75,13 +75,23 @@ impl Tensor {
                 ),
             ));
         }
-        let cmp = if right { CmpOp::Le } else { CmpOp::Lt };
-        // seq [..., 1, n] against values [..., m, 1]
-        let seq = self.unsqueeze(-2)?;
-        let v = values.unsqueeze(-1)?;
-        seq.compare(cmp, &v)?
-            .to_dtype(DType::I64)?
-            .reduce(ReduceOp::Sum, Some(&[-1]), false)
+        self.same_device(OP, values)?;
+        // both in their promoted dtype, dense, values as rows of m
+        let dtype = super::elementwise::result_type(self, values);
+        let seq = self.to_dtype(dtype)?.dense()?;
+        let v = values.to_dtype(dtype)?.dense()?;
+        let n = seq.shape()[seq.ndim() - 1];
+        let (rows, m) = if values.ndim() == 0 {
+            (1, 1)
+        } else {
+            let m = v.shape()[v.ndim() - 1];
+            (v.numel().checked_div(m).unwrap_or(0), m)
+        };
+        let shared = seq.ndim() == 1;
+        let out = v
+            .storage()
+            .search_sorted(&seq.storage(), rows, m, n, shared, right)?;
+        Tensor::from_storage(OP, out, values.shape())
     }
 
     /// The bucket of each value among the sorted 1-D `boundaries`

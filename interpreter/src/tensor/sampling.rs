@@ -187,18 +187,19 @@ impl Tensor {
             let total = cdf.narrow(1, n as i64 - 1, 1)?;
             let u = Tensor::rand(&[rows, num_samples as usize], Some(DType::F64), w.device(), gen)?
                 .mul(&total)?;
-            // the first category whose cumulative weight exceeds u
-            let below = cdf.unsqueeze(1)?.compare(CmpOp::Le, &u.unsqueeze(2)?)?;
-            below
-                .to_dtype(DType::I64)?
-                .reduce(ReduceOp::Sum, Some(&[2]), false)?
-                .minimum_scalar(n as i64 - 1)?
+            // the first category whose cumulative weight exceeds u (a binary search)
+            cdf.searchsorted(&u, true)?.minimum_scalar(n as i64 - 1)?
         } else {
             // argmax of log w - log(-log u) is a draw; its top k a draw without replacement
             let u = Tensor::rand(w.shape(), Some(DType::F64), w.device(), gen)?;
             let gumbel = u.maximum_scalar(1e-300)?.log()?.neg()?.log()?.neg()?;
             let keys = w.log()?.add(&gumbel)?;
-            keys.topk(num_samples, 1, true)?.swap_remove(1)
+            if num_samples == 1 {
+                // one draw: the argmax, a reduction instead of a selection
+                keys.reduce(ReduceOp::ArgMax, Some(&[1]), true)?
+            } else {
+                keys.topk(num_samples, 1, true)?.swap_remove(1)
+            }
         };
         if self.ndim() == 1 {
             out.squeeze(Some(&[0]))

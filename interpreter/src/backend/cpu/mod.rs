@@ -25,7 +25,7 @@ pub use linalg::MatmulDims;
 pub(crate) use loss::{cross_entropy, cross_entropy_backward};
 pub(crate) use nn::{layer_norm, softmax};
 pub(crate) use optim::{adam_step, sgd_step};
-pub(crate) use order::{scan, sort};
+pub(crate) use order::{scan, search_sorted, sort};
 pub(crate) use random::{rand_int, rand_normal, rand_uniform};
 pub(crate) use reduce::reduce;
 

@@ -147,3 +147,40 @@ pub fn sort(s: &CpuStorage, rows: usize, len: usize, descending: bool) -> Result
     });
     Ok((values, CpuStorage::I64(order)))
 }
+
+/// For each of `rows` dense rows of `m` values (`v`), its insertion point
+/// (i64) in the matching dense row of `n` sorted elements of `seq` (one row
+/// for all when `shared`), after equal ones when `right`: a binary search
+/// over the sort keys, as the GPU's.
+pub fn search_sorted(
+    v: &CpuStorage,
+    seq: &CpuStorage,
+    (rows, m, n): (usize, usize, usize),
+    shared: bool,
+    right: bool,
+) -> Result<CpuStorage> {
+    let float = v.dtype().is_float();
+    let keys = |s: &CpuStorage| -> Vec<u64> {
+        with_storage!(s, x: T => x
+            .par_iter()
+            .map(|e| {
+                if float {
+                    kiln_kernels::sort_key::float_key(e.to_f64())
+                } else {
+                    kiln_kernels::sort_key::int_key(e.to_i64())
+                }
+            })
+            .collect())
+    };
+    let (vk, sk) = (keys(v), keys(seq));
+    let out: Vec<i64> = (0..rows * m)
+        .into_par_iter()
+        .map(|i| {
+            let base = if shared { 0 } else { (i / m.max(1)) * n };
+            let row = &sk[base..base + n];
+            let key = vk[i];
+            row.partition_point(|&k| k < key || (right && k == key)) as i64
+        })
+        .collect();
+    Ok(CpuStorage::I64(out))
+}

@@ -79,4 +79,36 @@ impl CudaStorage {
         )?;
         Ok((y, yi))
     }
+
+    /// For each of `rows` dense rows of `m` values (`self`), its insertion
+    /// point (i64) in the matching dense row of `n` sorted elements of
+    /// `seq` (one row for all when `shared`), after equal ones when `right`.
+    pub fn search_sorted(
+        &self,
+        seq: &CudaStorage,
+        rows: usize,
+        m: usize,
+        n: usize,
+        shared: bool,
+        right: bool,
+    ) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let (r, mm) = count("searchsorted", rows, m)?;
+        let (_, nn) = count("searchsorted", if shared { 1 } else { rows }, n)?;
+        let out = CudaStorage::alloc(DType::I64, rows * m)?;
+        if rows * m == 0 {
+            return Ok(out);
+        }
+        kernels::search(
+            rt,
+            self.dtype,
+            (r, mm, nn),
+            shared,
+            right,
+            seq.ptr(),
+            self.ptr(),
+            out.ptr(),
+        )?;
+        Ok(out)
+    }
 }

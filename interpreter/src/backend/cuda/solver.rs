@@ -269,6 +269,40 @@ trait Lapack: Copy {
         ldb: c_int,
         batch: c_int,
     ) -> blas::cublasStatus_t;
+    unsafe fn gesvdj_batched_size(
+        h: sol::cusolverDnHandle_t,
+        jobz: sol::cusolverEigMode_t,
+        m: c_int,
+        n: c_int,
+        a: *const Self,
+        lda: c_int,
+        s: *const Self,
+        u: *const Self,
+        ldu: c_int,
+        v: *const Self,
+        ldv: c_int,
+        lw: *mut c_int,
+        p: sol::gesvdjInfo_t,
+        batch: c_int,
+    ) -> sol::cusolverStatus_t;
+    unsafe fn gesvdj_batched(
+        h: sol::cusolverDnHandle_t,
+        jobz: sol::cusolverEigMode_t,
+        m: c_int,
+        n: c_int,
+        a: *mut Self,
+        lda: c_int,
+        s: *mut Self,
+        u: *mut Self,
+        ldu: c_int,
+        v: *mut Self,
+        ldv: c_int,
+        w: *mut Self,
+        lw: c_int,
+        info: *mut c_int,
+        p: sol::gesvdjInfo_t,
+        batch: c_int,
+    ) -> sol::cusolverStatus_t;
     #[allow(clippy::too_many_arguments)]
     unsafe fn trsm(
         h: blas::cublasHandle_t,
@@ -290,7 +324,7 @@ macro_rules! lapack {
     ($t:ty, $dt:expr, $getrf_size:ident, $getrf:ident, $getrs:ident, $potrf_size:ident, $potrf:ident,
      $geqrf_size:ident, $geqrf:ident, $orgqr_size:ident, $orgqr:ident, $gesvdj_size:ident, $gesvdj:ident,
      $syevd_size:ident, $syevd:ident, $trsm:ident, $getrf_b:ident, $getrs_b:ident, $potrf_b:ident,
-     $trsm_b:ident) => {
+     $trsm_b:ident, $gesvdj_b_size:ident, $gesvdj_b:ident) => {
         impl Lapack for $t {
             const DTYPE: DType = $dt;
             const ONE: Self = 1.0;
@@ -521,6 +555,46 @@ macro_rules! lapack {
             ) -> blas::cublasStatus_t {
                 blas::$trsm_b(h, side, u, t, d, m, n, alpha, a, lda, b, ldb, batch)
             }
+            unsafe fn gesvdj_batched_size(
+                h: sol::cusolverDnHandle_t,
+                jobz: sol::cusolverEigMode_t,
+                m: c_int,
+                n: c_int,
+                a: *const Self,
+                lda: c_int,
+                s: *const Self,
+                u: *const Self,
+                ldu: c_int,
+                v: *const Self,
+                ldv: c_int,
+                lw: *mut c_int,
+                p: sol::gesvdjInfo_t,
+                batch: c_int,
+            ) -> sol::cusolverStatus_t {
+                sol::$gesvdj_b_size(h, jobz, m, n, a, lda, s, u, ldu, v, ldv, lw, p, batch)
+            }
+            unsafe fn gesvdj_batched(
+                h: sol::cusolverDnHandle_t,
+                jobz: sol::cusolverEigMode_t,
+                m: c_int,
+                n: c_int,
+                a: *mut Self,
+                lda: c_int,
+                s: *mut Self,
+                u: *mut Self,
+                ldu: c_int,
+                v: *mut Self,
+                ldv: c_int,
+                w: *mut Self,
+                lw: c_int,
+                info: *mut c_int,
+                p: sol::gesvdjInfo_t,
+                batch: c_int,
+            ) -> sol::cusolverStatus_t {
+                sol::$gesvdj_b(
+                    h, jobz, m, n, a, lda, s, u, ldu, v, ldv, w, lw, info, p, batch,
+                )
+            }
             unsafe fn trsm(
                 h: blas::cublasHandle_t,
                 side: blas::cublasSideMode_t,
@@ -561,7 +635,9 @@ lapack!(
     cublasSgetrfBatched,
     cublasSgetrsBatched,
     cusolverDnSpotrfBatched,
-    cublasStrsmBatched
+    cublasStrsmBatched,
+    cusolverDnSgesvdjBatched_bufferSize,
+    cusolverDnSgesvdjBatched
 );
 lapack!(
     f64,
@@ -583,7 +659,9 @@ lapack!(
     cublasDgetrfBatched,
     cublasDgetrsBatched,
     cusolverDnDpotrfBatched,
-    cublasDtrsmBatched
+    cublasDtrsmBatched,
+    cusolverDnDgesvdjBatched_bufferSize,
+    cusolverDnDgesvdjBatched
 );
 
 /// Checks a cuSOLVER status.
@@ -921,31 +999,37 @@ impl CudaStorage {
         Ok((r, q))
     }
 
-    /// See [`Storage::svd`].
+    /// See [`Storage::svd`]. The vectors are always computed (cuSOLVER's
+    /// Jacobi SVD wants them) and dropped when not asked for; batches of
+    /// matrices up to 32 × 32 go through one `gesvdjBatched` call.
     pub(crate) fn svd(&self, m: Mats, full: bool, vectors: bool) -> Result<SvdParts> {
         const OP: &str = "svd";
         let rt = CudaRuntime::get()?;
         let (rows, cols) = (m.rows, m.cols);
         let k = rows.min(cols);
-        let (uc, vc) = match (vectors, full) {
-            (false, _) => (0, 0),
-            (true, true) => (rows, cols),
-            (true, false) => (k, k),
-        };
+        let (uc, vc) = if full { (rows, cols) } else { (k, k) };
         let a = self.copy_dense(m.numel())?;
         let s = CudaStorage::alloc(self.dtype, m.batch * k)?;
-        let u = CudaStorage::full(self.dtype, m.batch * rows * uc, crate::core::Scalar::Int(0))?;
-        let v = CudaStorage::full(self.dtype, m.batch * cols * vc, crate::core::Scalar::Int(0))?;
+        let mut u = CudaStorage::full(self.dtype, m.batch * rows * uc, crate::core::Scalar::Int(0))?;
+        let mut v = CudaStorage::full(self.dtype, m.batch * cols * vc, crate::core::Scalar::Int(0))?;
         let info = CudaStorage::full(DType::I32, m.batch, crate::core::Scalar::Int(0))?;
-        let parts = |s: CudaStorage, u: CudaStorage, v: CudaStorage, info: CudaStorage| SvdParts {
-            s: Storage::Cuda(s),
-            u: Storage::Cuda(u),
-            v: Storage::Cuda(v),
-            info: Storage::Cuda(info),
+        let parts = |s: CudaStorage, u: CudaStorage, v: CudaStorage, info: CudaStorage| -> Result<SvdParts> {
+            let (u, v) = if vectors {
+                (u, v)
+            } else {
+                (
+                    CudaStorage::alloc(self.dtype, 0)?,
+                    CudaStorage::alloc(self.dtype, 0)?,
+                )
+            };
+            Ok(SvdParts {
+                s: Storage::Cuda(s),
+                u: Storage::Cuda(u),
+                v: Storage::Cuda(v),
+                info: Storage::Cuda(info),
+            })
         };
         if m.numel() == 0 {
-            let mut u = u;
-            let mut v = v;
             let one = CudaStorage::full(self.dtype, 1, crate::core::Scalar::Int(1))?;
             for (buf, n, c) in [(&mut u, rows, uc), (&mut v, cols, vc)] {
                 if n.min(c) > 0 {
@@ -954,13 +1038,19 @@ impl CudaStorage {
                     buf.copy_from(&diag, &one, &src)?;
                 }
             }
-            return Ok(parts(s, u, v, info));
+            return parts(s, u, v, info);
         }
         let (mr, mc) = (dim(OP, rows)?, dim(OP, cols)?);
-        let jobz = if vectors {
-            sol::cusolverEigMode_t::CUSOLVER_EIG_MODE_VECTOR
+        let jobz = sol::cusolverEigMode_t::CUSOLVER_EIG_MODE_VECTOR;
+        let batched = m.batch >= BATCHED_MIN && rows <= 32 && cols <= 32;
+        // the batched routine makes square U and V: thin results are their first k columns
+        let (ub, vb) = if batched && !full {
+            (
+                CudaStorage::alloc(self.dtype, m.batch * rows * rows)?,
+                CudaStorage::alloc(self.dtype, m.batch * cols * cols)?,
+            )
         } else {
-            sol::cusolverEigMode_t::CUSOLVER_EIG_MODE_NOVECTOR
+            (u.clone(), v.clone())
         };
         let econ = c_int::from(!full);
         float!(OP, self.dtype, T => {
@@ -971,20 +1061,33 @@ impl CudaStorage {
             unsafe {
                 ok("cusolverDnCreateGesvdjInfo", sol::cusolverDnCreateGesvdjInfo(&mut params))?;
                 let run = || -> Result<()> {
-                    let up = |b: usize| if uc == 0 { std::ptr::null_mut() } else { u.elem::<T>(b * rows * uc) };
-                    let vp = |b: usize| if vc == 0 { std::ptr::null_mut() } else { v.elem::<T>(b * cols * vc) };
                     let mut lw: c_int = 0;
+                    if batched {
+                        let nb = dim(OP, m.batch)?;
+                        ok(
+                            "cusolverDnXgesvdjBatched_bufferSize",
+                            T::gesvdj_batched_size(h, jobz, mr, mc, a.elem::<T>(0), mr, s.elem::<T>(0), ub.elem::<T>(0), mr,
+                                vb.elem::<T>(0), mc, &mut lw, params, nb),
+                        )?;
+                        let work = Self::workspace::<T>(lw)?;
+                        return ok(
+                            "cusolverDnXgesvdjBatched",
+                            T::gesvdj_batched(h, jobz, mr, mc, a.elem::<T>(0), mr, s.elem::<T>(0), ub.elem::<T>(0), mr,
+                                vb.elem::<T>(0), mc, work.elem::<T>(0), lw, info.elem::<c_int>(0), params, nb),
+                        );
+                    }
                     ok(
                         "cusolverDnXgesvdj_bufferSize",
-                        T::gesvdj_size(h, jobz, econ, mr, mc, a.elem::<T>(0), mr, s.elem::<T>(0), up(0), mr,
-                            vp(0), mc, &mut lw, params),
+                        T::gesvdj_size(h, jobz, econ, mr, mc, a.elem::<T>(0), mr, s.elem::<T>(0), u.elem::<T>(0), mr,
+                            v.elem::<T>(0), mc, &mut lw, params),
                     )?;
                     let work = Self::workspace::<T>(lw)?;
                     for b in 0..m.batch {
                         ok(
                             "cusolverDnXgesvdj",
                             T::gesvdj(h, jobz, econ, mr, mc, a.elem::<T>(b * rows * cols), mr, s.elem::<T>(b * k),
-                                up(b), mr, vp(b), mc, work.elem::<T>(0), lw, info.elem::<c_int>(b), params),
+                                u.elem::<T>(b * rows * uc), mr, v.elem::<T>(b * cols * vc), mc, work.elem::<T>(0), lw,
+                                info.elem::<c_int>(b), params),
                         )?;
                     }
                     Ok(())
@@ -994,7 +1097,14 @@ impl CudaStorage {
                 r?;
             }
         });
-        Ok(parts(s, u, v, info))
+        if batched && !full {
+            for (dst, src, n) in [(&mut u, &ub, rows), (&mut v, &vb, cols)] {
+                let to = Layout::from_parts(vec![m.batch, k, n], vec![n * k, n, 1], 0);
+                let from = Layout::from_parts(vec![m.batch, k, n], vec![n * n, n, 1], 0);
+                dst.copy_from(&to, src, &from)?;
+            }
+        }
+        parts(s, u, v, info)
     }
 
     /// See [`Storage::eigh`].

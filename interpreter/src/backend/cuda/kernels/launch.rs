@@ -146,6 +146,7 @@ kernel_args!(
     SortLocalArgs,
     SortGlobalArgs,
     SortGatherArgs,
+    SortSearchArgs,
 );
 
 /// The one call into the driver: `f` on `grid` × `block` with `shared`

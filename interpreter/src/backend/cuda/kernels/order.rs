@@ -9,7 +9,8 @@ use crate::core::op::ScanOp;
 use crate::core::DType;
 use cudarc::driver::sys;
 use kiln_kernels::args::{
-    ScanApplyArgs, ScanCarryArgs, ScanTotalsArgs, SortGatherArgs, SortGlobalArgs, SortKeysArgs, SortLocalArgs,
+    ScanApplyArgs, ScanCarryArgs, ScanTotalsArgs, SortGatherArgs, SortGlobalArgs, SortKeysArgs,
+    SortLocalArgs, SortSearchArgs,
 };
 
 /// Threads of a scan block and elements of one chunk (the kernels' constants).
@@ -148,4 +149,32 @@ pub fn sort(
 /// The padded row length of a sort: the next power of two (at least 2).
 pub fn sort_padded(len: u32) -> u32 {
     len.max(2).next_power_of_two()
+}
+
+/// For each of `rows × m` values in `v`, its insertion point in its row of
+/// `n` sorted elements of `seq` (one row for all when `shared`), after equal
+/// ones when `right`, into the i64 `out`.
+#[allow(clippy::too_many_arguments)]
+pub fn search(
+    rt: &CudaRuntime,
+    dtype: DType,
+    (rows, m, n): (u32, u32, u32),
+    shared: bool,
+    right: bool,
+    seq: sys::CUdeviceptr,
+    v: sys::CUdeviceptr,
+    out: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::SortSearch(dtype))?;
+    let a = SortSearchArgs {
+        rows,
+        m,
+        n,
+        shared: shared as u32,
+        right: right as u32,
+    };
+    // SAFETY: `seq` holds `n` (shared) or `rows * n` elements and `v`, `out`
+    // `rows * m`, all dense and of `dtype` (i64 for `out`), as the caller's
+    // storages were allocated.
+    unsafe { launch(rt, f, rows * m, [seq, v, out], a) }
 }

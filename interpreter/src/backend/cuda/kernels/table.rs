@@ -96,6 +96,8 @@ pub enum Kernel {
     SortGlobal,
     /// `sort_gather_<dtype>`: sorted values and positions
     SortGather(DType),
+    /// `sort_search_<dtype>`: binary searches in sorted rows
+    SortSearch(DType),
 }
 
 /// The reductions with dense float kernels (value-only, one accumulator).
@@ -306,6 +308,7 @@ impl Kernel {
             Kernel::SortLocal => "sort_local",
             Kernel::SortGlobal => "sort_global",
             Kernel::SortGather(d) => by_dtype!(d, sort_gather),
+            Kernel::SortSearch(d) => by_dtype!(d, sort_search),
         }
     }
 
@@ -357,6 +360,7 @@ impl Kernel {
             Kernel::SortLocal => size_of::<SortLocalArgs>(),
             Kernel::SortGlobal => size_of::<SortGlobalArgs>(),
             Kernel::SortGather(_) => size_of::<SortGatherArgs>(),
+            Kernel::SortSearch(_) => size_of::<SortSearchArgs>(),
         }
     }
 
@@ -389,7 +393,8 @@ impl Kernel {
             | Kernel::SortKeys(_)
             | Kernel::SortLocal
             | Kernel::SortGlobal
-            | Kernel::SortGather(_) => 12,
+            | Kernel::SortGather(_)
+            | Kernel::SortSearch(_) => 12,
         }
     }
 
@@ -442,7 +447,7 @@ impl Kernel {
             if d != DType::Bool {
                 v.push(Kernel::ScatterAdd(d));
             }
-            v.extend([Kernel::SortKeys(d), Kernel::SortGather(d)]);
+            v.extend([Kernel::SortKeys(d), Kernel::SortGather(d), Kernel::SortSearch(d)]);
             for op in ScanOp::ALL {
                 if op.computes_in(d) {
                     v.extend([

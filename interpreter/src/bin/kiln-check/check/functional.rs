@@ -147,6 +147,15 @@ impl Checker {
             ("topk", |t| joined_pair(t.topk(5, 1, true))),
             ("kthvalue", |t| joined_pair(t.kthvalue(3, 0, false))),
             ("median", |t| joined_pair(t.median_dim(1, false, false))),
+            ("mode", |t| joined_pair(t.mode(1, false))),
+            ("searchsorted rows", |t| {
+                let sorted = t.sort(1, false)?.swap_remove(0);
+                sorted.searchsorted(&t.narrow(1, 0, 9)?, false)
+            }),
+            ("searchsorted right, shared", |t| {
+                let seq = t.select(0, 0)?.sort(0, false)?.swap_remove(0);
+                seq.searchsorted(t, true)
+            }),
             // selection (`tensor/select.rs`)
             ("nonzero", |t| t.nonzero()),
             ("masked_select", |t| {

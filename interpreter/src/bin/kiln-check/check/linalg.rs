@@ -71,7 +71,7 @@ impl Checker {
             ("lu_factor LU", |t| Ok(dominant(t)?.lu_factor()?[0].clone())),
             ("lu_factor pivots", |t| Ok(t.lu_factor_ex()?[1].clone())),
             ("lu_solve", |t| {
-                let f = t.lu_factor()?;
+                let f = dominant(t)?.lu_factor()?;
                 f[0].lu_solve(&f[1], &t.narrow(-1, 0, 2)?, true, true)
             }),
             ("qr |R|", |t| t.qr("reduced")?[1].abs()),

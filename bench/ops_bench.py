@@ -50,3 +50,6 @@ report("svd 1024^2", per_call(lambda: torch.linalg.svd(big, full_matrices=False)
 report("cholesky 512x32x32", per_call(lambda: torch.linalg.cholesky(m @ m.mT), 5))
 sub = big[:256, :256]
 report("eigh 256^2", per_call(lambda: torch.linalg.eigh(sub + sub.mT), 3))
+seq = torch.randn(65536, device=dev).sort()[0]
+queries = torch.randn(1048576, device=dev)
+report("searchsorted 2^20 in 2^16", per_call(lambda: torch.searchsorted(seq, queries), 20))

@@ -31,6 +31,10 @@ fn inverses_determinants_and_solves() {
         ("det", &[&[3, 3]], |x| dominant(&x[0], 3)?.det()),
         ("det of a general matrix", &[&[3, 3]], |x| x[0].det()),
         ("det batched", &[&[2, 2, 2]], |x| dominant(&x[0], 2)?.det()),
+        ("det of a singular matrix", &[&[2, 3]], |x| {
+            // the last row repeats the first: det is 0, its gradient is not
+            Tensor::cat(&[x[0].clone(), x[0].narrow(0, 0, 1)?], 0)?.det()
+        }),
         ("slogdet", &[&[3, 3]], |x| {
             dominant(&x[0], 3)?.slogdet()?[1].clone().mul_scalar(1.0)
         }),

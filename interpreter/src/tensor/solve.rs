@@ -5,8 +5,9 @@
 //! `cholesky_inverse`, `lu_solve`, `lstsq`, `pinv`, `matrix_rank`,
 //! `matrix_power`, `cond` and `multi_dot`, as `torch.linalg` defines them.
 //!
-//! Gradients: `inv`, `det`, `slogdet`, `solve` and `solve_triangular` by
-//! PyTorch's formulas; the rest through the ops they are made of.
+//! Gradients: `inv`, `slogdet`, `solve` and `solve_triangular` by
+//! PyTorch's formulas, `det` through the SVD (so it holds for singular
+//! matrices too); the rest through the ops they are made of.
 
 use super::autograd::{self, functions::sum_to, Saved};
 use super::factor::{batch_dims, check_info, check_matrices, identity_like, lapack_in, lapack_out, singular};
@@ -134,13 +135,9 @@ impl Tensor {
         if !autograd::needs_grad(&[self]) {
             return Ok(d);
         }
-        let (xs, ds) = (Saved::new(self), Saved::new(&d));
+        let xs = Saved::new(self);
         Ok(autograd::record(OP, &[self], d, move |g, _| {
-            // gA = g det A^-T
-            let (a, d) = (xs.get(OP)?, ds.get(OP)?);
-            let inv_t = inverse_unchecked(a)?.mt()?;
-            let scale = g.mul(d)?.unsqueeze(-1)?.unsqueeze(-1)?;
-            Ok(vec![Some(inv_t.mul(&scale)?)])
+            Ok(vec![Some(det_backward(xs.get(OP)?, g)?)])
         }))
     }
 
@@ -600,6 +597,39 @@ impl Tensor {
     fn sum_dims_keep(&self) -> Result<Tensor> {
         self.reduce(ReduceOp::Sum, Some(&[-1]), true)
     }
+}
+
+/// The determinant's gradient, `g · adj(A)ᵀ`, through the SVD so that it
+/// holds for singular matrices too: with `A = U S Vh`,
+/// `adj(A)ᵀ = det(U) det(Vh) · U diag(∏_{j≠i} s_j) Vh`, the products of
+/// all singular values but one taken from both ends (exact with zeros).
+fn det_backward(a: &Tensor, g: &Tensor) -> Result<Tensor> {
+    autograd::forward(|| -> Result<Tensor> {
+        let f = a.svd(false)?;
+        let (u, s, vh) = (&f[0], &f[1], &f[2]);
+        let n = s.shape()[s.ndim() - 1] as i64;
+        if n == 0 {
+            return a.zeros_like();
+        }
+        let one = s
+            .narrow(-1, 0, 1)?
+            .constant(1.0)?
+            .broadcast_to(s.narrow(-1, 0, 1)?.shape())?;
+        let before = Tensor::cat(&[one.clone(), s.cumprod(-1, None)?.narrow(-1, 0, n - 1)?], -1)?;
+        let from_end = s.flip(&[-1])?.cumprod(-1, None)?.flip(&[-1])?;
+        let after = Tensor::cat(&[from_end.narrow(-1, 1, n - 1)?, one], -1)?;
+        let others = before.mul(&after)?;
+        // det(U) det(Vh) is ±1: the sign of each orthogonal factor's LU
+        let det_sign = |m: &Tensor| -> Result<Tensor> {
+            let (diag, rows) = m.lu_diag("det")?;
+            diag.sign()?
+                .reduce(ReduceOp::Prod, Some(&[-1]), false)?
+                .mul(&rows)
+        };
+        let sign = det_sign(u)?.mul(&det_sign(vh)?)?;
+        let scale = g.mul(&sign)?.unsqueeze(-1)?.unsqueeze(-1)?;
+        u.mul(&others.unsqueeze(-2)?)?.matmul(vh)?.mul(&scale)
+    })
 }
 
 /// `A⁻¹` without the singularity check (NaN or inf for singular input),

@@ -91,6 +91,12 @@ fn factorizations() {
             let f = x[0].qr("reduced")?;
             f[0].sum()?.mul(&f[1].sum()?)
         }),
+        ("qr wide Q", &[3, 5], |x| Ok(x[0].qr("reduced")?[0].clone())),
+        ("qr wide R", &[3, 5], |x| Ok(x[0].qr("reduced")?[1].clone())),
+        ("qr wide complete both", &[2, 4], |x| {
+            let f = x[0].qr("complete")?;
+            f[0].sum()?.mul(&f[1].sum()?)
+        }),
         ("svdvals", &[3, 4], |x| x[0].svdvals()),
         ("svd S", &[4, 3], |x| Ok(x[0].svd(false)?[1].clone())),
         ("svd U (tall)", &[4, 3], |x| {

@@ -7,8 +7,8 @@
 //! that is not positive-definite, no convergence) are read back from the
 //! device and raised as errors, as PyTorch does.
 //!
-//! Gradients (PyTorch's formulas): `cholesky`, `qr` (tall or square
-//! inputs), `svd` (each of U, S, Vh recorded with its own share of the
+//! Gradients (PyTorch's formulas): `cholesky`, `qr` (complete mode needs
+//! rows ≤ columns), `svd` (each of U, S, Vh recorded with its own share of the
 //! gradient, which is linear in the three), `eigh` (eigenvalues and
 //! eigenvectors likewise). Like PyTorch's, the vector gradients are
 //! undefined for repeated eigenvalues or singular values.
@@ -267,21 +267,39 @@ fn record_qr(a: &Tensor, out: Tensor, other: Tensor, is_q: bool, complete: bool)
         return Ok(out);
     }
     let (m, n) = (a.shape()[a.ndim() - 2], a.shape()[a.ndim() - 1]);
-    if m < n || (complete && m > n) {
+    if complete && m > n {
         return Err(Error::invalid(
             "qr",
             format!(
-                "the gradient of qr is defined for tall or square inputs in mode \"reduced\" (and square ones in mode \"complete\"); got shape {:?}",
+                "the gradient of qr in mode \"complete\" is defined when rows <= columns (Q's extra columns are not determined by A); got shape {:?}",
                 a.shape()
             ),
         ));
     }
-    let (o, x) = (Saved::new(&out), Saved::new(&other));
+    let (o, x, xa) = (Saved::new(&out), Saved::new(&other), Saved::new(a));
     Ok(autograd::record("qr", &[a], out, move |g, _| {
         let (out, other) = (o.get("qr")?, x.get("qr")?);
         let (q, r) = if is_q { (out, other) } else { (other, out) };
         let (gq, gr) = if is_q { (Some(g), None) } else { (None, Some(g)) };
-        Ok(vec![Some(qr_backward(q, r, gq, gr)?)])
+        if m >= n {
+            return Ok(vec![Some(qr_backward(q, r, gq, gr)?)]);
+        }
+        // wide: A = [X Y] with X = Q R1 square, Y = Q R2; X's gradient sees
+        // Y's part of R through Q
+        let y = xa.get("qr")?.narrow(-1, m as i64, (n - m) as i64)?;
+        let r1 = r.narrow(-1, 0, m as i64)?;
+        let (gx, gy) = match gr {
+            Some(gr) => {
+                let (gr1, gr2) = (
+                    gr.narrow(-1, 0, m as i64)?,
+                    gr.narrow(-1, m as i64, (n - m) as i64)?,
+                );
+                let gq_total = y.matmul(&gr2.mt()?)?;
+                (qr_backward(q, &r1, Some(&gq_total), Some(&gr1))?, q.matmul(&gr2)?)
+            }
+            None => (qr_backward(q, &r1, gq, None)?, y.zeros_like()?),
+        };
+        Ok(vec![Some(Tensor::cat(&[gx, gy], -1)?)])
     }))
 }
 

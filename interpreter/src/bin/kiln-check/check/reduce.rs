@@ -138,6 +138,30 @@ impl Checker {
             })();
             self.record("randint", dtype, "seeded", r);
         }
+        // the composed samplers: the same Philox draws through the same
+        // elementwise steps give the same samples on both sides
+        type Draw = (&'static str, fn(&Tensor, &mut Generator) -> Result<Tensor>);
+        let draws: [Draw; 5] = [
+            ("multinomial with replacement", |w, g| w.multinomial(40, true, g)),
+            ("multinomial without replacement", |w, g| {
+                w.multinomial(7, false, g)
+            }),
+            ("multinomial one draw", |w, g| w.multinomial(1, false, g)),
+            ("poisson small rates", |w, g| w.mul_scalar(8.0)?.poisson(g)),
+            ("poisson large rates", |w, g| {
+                w.mul_scalar(300.0)?.add_scalar(10.0)?.poisson(g)
+            }),
+        ];
+        for dtype in [DType::F32, DType::F64] {
+            for (name, draw) in draws {
+                let r = (|| {
+                    let w = Tensor::rand(&[64, 500], Some(dtype), Device::Cpu, &mut Generator::new(3))?;
+                    let (mut g1, mut g2) = (Generator::new(77), Generator::new(77));
+                    Ok((draw(&w, &mut g1)?, draw(&w.to_device(gpu())?, &mut g2)?))
+                })();
+                self.record(name, dtype, "seeded", r);
+            }
+        }
     }
 
     pub(super) fn matmul(&mut self) {

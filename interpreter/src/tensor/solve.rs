@@ -483,6 +483,12 @@ impl Tensor {
             self,
             !matches!(p, None | Some(NormOrd::P(2.0)) | Some(NormOrd::P(-2.0))),
         )?;
+        if self.numel() == 0 {
+            return Err(Error::shape(
+                OP,
+                format!("the condition number needs non-empty matrices, got shape {:?}", self.shape()),
+            ));
+        }
         match p {
             None | Some(NormOrd::P(2.0)) | Some(NormOrd::P(-2.0)) => {
                 let s = self.svdvals()?;
@@ -669,6 +675,39 @@ mod tests {
         assert!(
             (4.0 * x[0] + 3.0 * x[1] - 1.0).abs() < 1e-12 && (6.0 * x[0] + 3.0 * x[1] - 2.0).abs() < 1e-12
         );
+    }
+
+    #[test]
+    fn empty_matrices_give_empty_results_or_clear_errors() {
+        for shape in [&[0usize, 0][..], &[2, 0, 0], &[0, 3], &[3, 0], &[0, 2, 2]] {
+            let a = Tensor::zeros(shape, Some(DType::F64), Device::Cpu).unwrap();
+            let square = shape[shape.len() - 1] == shape[shape.len() - 2];
+            // every op returns or fails with its own name; none panics
+            let results: Vec<(&str, Result<Vec<Tensor>>)> = vec![
+                ("inv", a.inv().map(|t| vec![t])),
+                ("det", a.det().map(|t| vec![t])),
+                ("slogdet", a.slogdet()),
+                ("cholesky", a.cholesky(false).map(|t| vec![t])),
+                ("qr", a.qr("complete")),
+                ("svd", a.svd(true)),
+                ("eigh", a.eigh("L")),
+                ("pinv", a.pinv(None, None, false).map(|t| vec![t])),
+                ("matrix_rank", a.matrix_rank(None, None, false).map(|t| vec![t])),
+                ("lstsq", a.lstsq(&a, None, None)),
+                ("cond", a.cond(None).map(|t| vec![t])),
+            ];
+            for (op, r) in results {
+                if let Err(e) = r {
+                    let e = e.to_string();
+                    assert!(e.starts_with(op), "{op} on {shape:?}: {e}");
+                    assert!(!square || op == "cond", "{op} of square empty matrices {shape:?} failed: {e}");
+                }
+            }
+        }
+        // the determinant of an empty matrix is 1, its inverse empty
+        let a = Tensor::zeros(&[2, 0, 0], Some(DType::F64), Device::Cpu).unwrap();
+        assert_eq!(a.det().unwrap().to_vec::<f64>().unwrap(), vec![1.0, 1.0]);
+        assert_eq!(a.inv().unwrap().shape(), &[2, 0, 0]);
     }
 
     #[test]

@@ -161,6 +161,12 @@ impl Tensor {
                 }
             }
             NormOrd::P(p) if p == 2.0 || p == -2.0 => {
+                if x.numel() == 0 {
+                    return Err(Error::shape(
+                        OP,
+                        format!("ord {p} needs non-empty matrices, got shape {:?}", self.shape()),
+                    ));
+                }
                 let s = x.svdvals()?;
                 let out = match ord {
                     NormOrd::Nuc => s.reduce(ReduceOp::Sum, Some(&[-1]), false)?,

@@ -89,6 +89,49 @@ fn shared(api: &mut Api) {
     );
     kw(
         api,
+        "cholesky_ex",
+        "torch.linalg.cholesky_ex: [L, info] without the check (info: the first leading minor that is not positive-definite, 0 if none)",
+        ["a"],
+        &["upper"],
+        Form::Plain,
+        |[a], k| tensor_array(a.cholesky_ex(k.flag("upper", false)?)),
+    );
+    kw(
+        api,
+        "inv_ex",
+        "torch.linalg.inv_ex: [inverse, info] without the singularity check",
+        ["a"],
+        &[],
+        Form::Plain,
+        |[a], _| tensor_array(a.inv_ex()),
+    );
+    kw(
+        api,
+        "lu",
+        "torch.linalg.lu: [P, L, U] with A = P L U (partial pivoting; P built from the pivots on the host)",
+        ["a"],
+        &["pivot"],
+        Form::Plain,
+        |[a], k| {
+            if !k.flag("pivot", true)? {
+                return Err(script_error(
+                    "lu: pivot=false is not supported (LU without pivoting is unstable)",
+                ));
+            }
+            tensor_array(a.lu())
+        },
+    );
+    kw(
+        api,
+        "lu_unpack",
+        "torch.lu_unpack: [P, L, U] from lu_factor's [LU, pivots]",
+        ["lu", "pivots"],
+        &[],
+        Form::Plain,
+        |[lu, p], _| tensor_array(lu.lu_unpack(&p)),
+    );
+    kw(
+        api,
         "cholesky",
         "torch.linalg.cholesky: the lower factor L of a symmetric positive-definite A = L Lᵀ (Lᵀ when upper)",
         ["a"],

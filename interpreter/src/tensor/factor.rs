@@ -113,7 +113,18 @@ pub(crate) fn check_info(
     what: impl Fn(i32) -> String,
 ) -> Result<()> {
     let n = info.len();
-    let codes = Tensor::from_storage(op, info, &[n])?.to_vec::<i32>()?;
+    check_info_of(op, &Tensor::from_storage(op, info, &[n])?, a, what)
+}
+
+/// [`check_info`] for `info` already a tensor (any shape, one i32 per matrix).
+pub(crate) fn check_info_of(
+    op: &'static str,
+    info: &Tensor,
+    a: &Tensor,
+    what: impl Fn(i32) -> String,
+) -> Result<()> {
+    let n = info.numel();
+    let codes = info.to_vec::<i32>()?;
     if let Some((i, &code)) = codes.iter().enumerate().find(|(_, c)| **c != 0) {
         let nd = a.ndim();
         let which = if nd > 2 && n > 1 {
@@ -193,21 +204,96 @@ impl Tensor {
         Ok(vec![lu, Tensor::from_storage(OP, piv, &pshape)?])
     }
 
+    /// `torch.lu_unpack(LU, pivots)`: `[P, L, U]` with `A = P L U`, from
+    /// the packed factors of [`lu_factor`](Tensor::lu_factor). The row
+    /// permutation is built from the pivots on the host (they are read
+    /// back: a sync on CUDA, small as the pivots are).
+    pub fn lu_unpack(&self, pivots: &Tensor) -> Result<Vec<Tensor>> {
+        const OP: &str = "lu_unpack";
+        check_matrices(OP, self, false)?;
+        let (batch, m, n) = batch_dims(self);
+        let k = m.min(n);
+        let mut pshape = batch.clone();
+        pshape.push(k);
+        if pivots.shape() != pshape.as_slice() || !matches!(pivots.dtype(), DType::I32 | DType::I64) {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "pivots must be integers of shape {pshape:?} for LU of shape {:?}, got {} {:?}",
+                    self.shape(),
+                    pivots.dtype(),
+                    pivots.shape()
+                ),
+            ));
+        }
+        let eye = Tensor::eye(m, k, Some(self.dtype()), self.device())?;
+        let l = self.narrow(-1, 0, k as i64)?.tril(-1)?.add(&eye)?;
+        let u = self.narrow(-2, 0, k as i64)?.triu(0)?;
+        // P[perm[i], i] = 1, perm the rows in the order the swaps leave them
+        let piv = pivots.to_dtype(DType::I64)?.to_vec::<i64>()?;
+        let count = numel(&batch);
+        let mut p = vec![0.0f64; count * m * m];
+        for b in 0..count {
+            let mut perm: Vec<usize> = (0..m).collect();
+            for (i, &q) in piv[b * k..(b + 1) * k].iter().enumerate() {
+                let q = usize::try_from(q - 1).ok().filter(|&q| q < m).ok_or_else(|| {
+                    Error::invalid(OP, format!("pivot {q} at position {i} is outside 1..={m}"))
+                })?;
+                perm.swap(i, q);
+            }
+            for (i, &row) in perm.iter().enumerate() {
+                p[b * m * m + row * m + i] = 1.0;
+            }
+        }
+        let mut shape = batch;
+        shape.extend([m, m]);
+        let p = Tensor::from_host(
+            &crate::core::HostValues::Float(p),
+            &shape,
+            self.dtype(),
+            self.device(),
+        )?;
+        Ok(vec![p, l, u])
+    }
+
+    /// `torch.linalg.lu`: `[P, L, U]` with `A = P L U` (partial pivoting).
+    pub fn lu(&self) -> Result<Vec<Tensor>> {
+        let f = self.lu_factor_ex()?;
+        f[0].lu_unpack(&f[1])
+    }
+
     /// `torch.linalg.cholesky`: the lower factor `L` of a symmetric
     /// positive-definite `A = L Lᵀ` (`Lᵀ` when `upper`).
     pub fn cholesky(&self, upper: bool) -> Result<Tensor> {
+        self.cholesky_with(upper, true).map(|(l, _)| l)
+    }
+
+    /// `torch.linalg.cholesky_ex`: `[L, info]` without the check (`info`
+    /// is the order of the first leading minor that is not
+    /// positive-definite, 0 when the factorization succeeded).
+    pub fn cholesky_ex(&self, upper: bool) -> Result<Vec<Tensor>> {
+        let (l, info) = self.cholesky_with(upper, false)?;
+        Ok(vec![l, info])
+    }
+
+    /// The Cholesky factor and the i32 `info`, raising a failure as an
+    /// error when `check`.
+    fn cholesky_with(&self, upper: bool, check: bool) -> Result<(Tensor, Tensor)> {
         const OP: &str = "cholesky";
         check_matrices(OP, self, true)?;
-        let l = autograd::forward(|| -> Result<Tensor> {
-            let (batch, n, _) = batch_dims(self);
+        let (batch, n, _) = batch_dims(self);
+        let (l, info) = autograd::forward(|| -> Result<(Tensor, Tensor)> {
             let (buf, mats) = lapack_in(self)?;
             let (l, info) = buf.storage().cholesky(mats.batch, n)?;
-            check_info(OP, info, self, |c| {
-                format!(
-                    "the input is not positive-definite (the leading minor of order {c} is not positive-definite)"
-                )
-            })?;
-            lapack_out(OP, l, &batch, n, n)?.tril(0)
+            let info = Tensor::from_storage(OP, info, &batch)?;
+            if check {
+                check_info_of(OP, &info, self, |c| {
+                    format!(
+                        "the input is not positive-definite (the leading minor of order {c} is not positive-definite)"
+                    )
+                })?;
+            }
+            Ok((lapack_out(OP, l, &batch, n, n)?.tril(0)?, info))
         })?;
         let l = if autograd::needs_grad(&[self]) {
             let ls = Saved::new(&l);
@@ -217,11 +303,7 @@ impl Tensor {
         } else {
             l
         };
-        if upper {
-            l.mt()
-        } else {
-            Ok(l)
-        }
+        Ok((if upper { l.mt()? } else { l }, info))
     }
 
     /// `torch.linalg.qr`: `[Q, R]` with `mode` "reduced" (Q `m × k`, R

@@ -98,6 +98,25 @@ impl Tensor {
         }))
     }
 
+    /// `torch.linalg.inv_ex`: `[inverse, info]` without the singularity
+    /// check (`info` the first zero pivot, 1-based; the inverse is then
+    /// not finite). No gradient.
+    pub fn inv_ex(&self) -> Result<Vec<Tensor>> {
+        const OP: &str = "inv";
+        check_matrices(OP, self, true)?;
+        autograd::forward(|| {
+            let (batch, n, _) = batch_dims(self);
+            let (abuf, mats) = lapack_in(self)?;
+            let (lu, piv, info) = abuf.storage().lu_factor(mats)?;
+            let (bbuf, _) = lapack_in(&identity_like(self, &batch, n)?)?;
+            let x = lu.lu_solve(&piv, &bbuf.storage(), mats.batch, n, n, false)?;
+            Ok(vec![
+                lapack_out(OP, x, &batch, n, n)?,
+                Tensor::from_storage(OP, info, &batch)?,
+            ])
+        })
+    }
+
     /// The LU diagonal's product parts: `(diag(U), sign of the row order)`.
     fn lu_diag(&self, op: &'static str) -> Result<(Tensor, Tensor)> {
         check_matrices(op, self, true)?;
@@ -486,7 +505,10 @@ impl Tensor {
         if self.numel() == 0 {
             return Err(Error::shape(
                 OP,
-                format!("the condition number needs non-empty matrices, got shape {:?}", self.shape()),
+                format!(
+                    "the condition number needs non-empty matrices, got shape {:?}",
+                    self.shape()
+                ),
             ));
         }
         match p {
@@ -700,7 +722,10 @@ mod tests {
                 if let Err(e) = r {
                     let e = e.to_string();
                     assert!(e.starts_with(op), "{op} on {shape:?}: {e}");
-                    assert!(!square || op == "cond", "{op} of square empty matrices {shape:?} failed: {e}");
+                    assert!(
+                        !square || op == "cond",
+                        "{op} of square empty matrices {shape:?} failed: {e}"
+                    );
                 }
             }
         }

@@ -22,7 +22,13 @@ u, sv, vh = L.svd(w, full_matrices=False)
 _, _, vh_full = L.svd(w)
 ev, evec = L.eigh(s)
 ls = L.lstsq(w.mT, torch.tensor([[1.0], [2.0], [2.0], [0.0]]), driver="gelsd")
+P, Lf, U = L.lu(a)
+lu_w, piv_w = L.lu_factor(w.mT)
+Pw, Lw, Uw = torch.lu_unpack(lu_w, piv_w)
 expected = {
+    "lu_P": P, "lu_L": Lf, "lu_U": U, "lu_unpack_PLU": Pw @ Lw @ Uw,
+    "cholesky_ex_info": L.cholesky_ex(torch.tensor([[1.0, 2.0], [2.0, 1.0]]))[1],
+    "inv_ex_info": L.inv_ex(torch.stack([s, torch.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])], 0))[1],
     "inv": L.inv(a), "inverse_batched": torch.inverse(batch), "det": L.det(a), "det_batched": L.det(batch),
     "det_singular": L.det(torch.tensor([[1.0, 2.0], [2.0, 4.0]])),
     "slogdet_sign": L.slogdet(neg)[0], "slogdet_logabs": L.slogdet(neg)[1],

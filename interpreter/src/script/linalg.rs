@@ -242,34 +242,23 @@ fn shared(api: &mut Api) {
             ))
         },
     );
-    kw(
-        api,
-        "lu_factor",
-        "torch.linalg.lu_factor: [LU, pivots] (partial pivoting; pivots 1-based int32); a singular input is an error",
-        ["a"],
-        &["pivot"],
-        Form::Plain,
-        |[a], k| {
+    for (name, doc, checked) in [
+        (
+            "lu_factor",
+            "torch.linalg.lu_factor: [LU, pivots] (partial pivoting; pivots 1-based int32); a singular input is an error",
+            true,
+        ),
+        ("lu_factor_ex", "torch.linalg.lu_factor_ex: [LU, pivots, info] without the singularity check", false),
+    ] {
+        kw(api, name, doc, ["a"], &["pivot"], Form::Plain, move |[a], k| {
             if !k.flag("pivot", true)? {
-                return Err(script_error("lu_factor: pivot=false is not supported (LU without pivoting is unstable)"));
+                return Err(script_error(format!(
+                    "{name}: pivot=false is not supported (LU without pivoting is unstable)"
+                )));
             }
-            tensor_array(a.lu_factor())
-        },
-    );
-    kw(
-        api,
-        "lu_factor_ex",
-        "torch.linalg.lu_factor_ex: [LU, pivots, info] without the singularity check",
-        ["a"],
-        &["pivot"],
-        Form::Plain,
-        |[a], k| {
-            if !k.flag("pivot", true)? {
-                return Err(script_error("lu_factor_ex: pivot=false is not supported"));
-            }
-            tensor_array(a.lu_factor_ex())
-        },
-    );
+            tensor_array(if checked { a.lu_factor() } else { a.lu_factor_ex() })
+        });
+    }
     kw(
         api,
         "lu_solve",

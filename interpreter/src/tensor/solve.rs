@@ -213,24 +213,9 @@ impl Tensor {
         if !autograd::needs_grad(&[self, b]) {
             return Ok(x);
         }
-        let (as_, xs) = (Saved::new(self), Saved::new(&x));
-        let (ashape, bshape) = (self.shape().to_vec(), b.shape().to_vec());
-        Ok(autograd::record(OP, &[self, b], x, move |g, needs| {
-            let (a, x) = (as_.get(OP)?, xs.get(OP)?);
-            // gB = A^-T g, gA = -gB Xᵀ
-            let gb = autograd::forward(|| a.lu_solve_forward(OP, g, true))?;
-            let ga = if needs[0] {
-                Some(sum_to(&gb.matmul(&x.mt()?)?.neg()?, &ashape)?)
-            } else {
-                None
-            };
-            let gb = if needs[1] {
-                Some(sum_to(&gb, &bshape)?)
-            } else {
-                None
-            };
-            Ok(vec![ga, gb])
-        }))
+        // gB = A^-T g
+        let solve_t = |a: &Tensor, g: &Tensor| autograd::forward(|| a.lu_solve_forward(OP, g, true));
+        Ok(record_solve(OP, self, b, x, solve_t, Ok))
     }
 
     /// `torch.linalg.solve_triangular`: `X` with `A X = B` (`X A = B`
@@ -271,31 +256,15 @@ impl Tensor {
         if !autograd::needs_grad(&[self, b]) {
             return Ok(x);
         }
-        let (as_, xs) = (Saved::new(self), Saved::new(&x));
-        let (ashape, bshape) = (self.shape().to_vec(), b.shape().to_vec());
-        Ok(autograd::record(OP, &[self, b], x, move |g, needs| {
-            let (a, x) = (as_.get(OP)?, xs.get(OP)?);
-            // gB = A^-T g (Aᵀ has the other triangle), gA = -gB Xᵀ on A's triangle
-            let gb = a.mt()?.solve_triangular(g, !upper, true, unitriangular)?;
-            let ga = if needs[0] {
-                let full = gb.matmul(&x.mt()?)?.neg()?;
-                let tri = match (upper, unitriangular) {
-                    (true, false) => full.triu(0)?,
-                    (true, true) => full.triu(1)?,
-                    (false, false) => full.tril(0)?,
-                    (false, true) => full.tril(-1)?,
-                };
-                Some(sum_to(&tri, &ashape)?)
-            } else {
-                None
-            };
-            let gb = if needs[1] {
-                Some(sum_to(&gb, &bshape)?)
-            } else {
-                None
-            };
-            Ok(vec![ga, gb])
-        }))
+        // gB = A^-T g (Aᵀ has the other triangle); gA keeps A's triangle
+        let solve_t = move |a: &Tensor, g: &Tensor| a.mt()?.solve_triangular(g, !upper, true, unitriangular);
+        let triangle = move |full: Tensor| match (upper, unitriangular) {
+            (true, false) => full.triu(0),
+            (true, true) => full.triu(1),
+            (false, false) => full.tril(0),
+            (false, true) => full.tril(-1),
+        };
+        Ok(record_solve(OP, self, b, x, solve_t, triangle))
     }
 
     /// `torch.triangular_solve(b, A, upper=True, transpose=False,
@@ -625,6 +594,36 @@ impl Tensor {
     fn sum_dims_keep(&self) -> Result<Tensor> {
         self.reduce(ReduceOp::Sum, Some(&[-1]), true)
     }
+}
+
+/// Records `x = A⁻¹ B` (`op` a solve of `a` and `b`): `gB = A⁻ᵀ g` by
+/// `solve_t(A, g)`, `gA = -gB Xᵀ` kept to `a`'s structure by `keep`, each
+/// summed back over broadcast batch dims.
+fn record_solve(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    x: Tensor,
+    solve_t: impl Fn(&Tensor, &Tensor) -> Result<Tensor> + Send + 'static,
+    keep: impl Fn(Tensor) -> Result<Tensor> + Send + 'static,
+) -> Tensor {
+    let (as_, xs) = (Saved::new(a), Saved::new(&x));
+    let (ashape, bshape) = (a.shape().to_vec(), b.shape().to_vec());
+    autograd::record(op, &[a, b], x, move |g, needs| {
+        let (a, x) = (as_.get(op)?, xs.get(op)?);
+        let gb = solve_t(a, g)?;
+        let ga = if needs[0] {
+            Some(sum_to(&keep(gb.matmul(&x.mt()?)?.neg()?)?, &ashape)?)
+        } else {
+            None
+        };
+        let gb = if needs[1] {
+            Some(sum_to(&gb, &bshape)?)
+        } else {
+            None
+        };
+        Ok(vec![ga, gb])
+    })
 }
 
 /// The determinant's gradient, `g · adj(A)ᵀ`, through the SVD so that it

@@ -84,6 +84,11 @@ impl Kwargs {
         }
     }
 
+    /// An optional number option.
+    pub fn opt_number(&self, key: &str) -> RhaiResult<Option<f64>> {
+        self.get(key).map(|v| number(self.op, key, v)).transpose()
+    }
+
     /// An integer option.
     pub fn int(&self, key: &str, default: i64) -> RhaiResult<i64> {
         self.get(key).map_or(Ok(default), |v| {

@@ -8,7 +8,7 @@
 //! `cholesky_inverse`, `pinverse`) are global only. Tuples come back as
 //! arrays.
 
-use super::convert::{number, ok, script_error, tensor_array, tensor_list, RhaiResult};
+use super::convert::{ok, script_error, tensor_array, tensor_list, RhaiResult};
 use super::kwargs::{register as kw, Form, Kwargs};
 use super::registry::{Api, Category};
 use super::statistics::ord_of;
@@ -29,9 +29,14 @@ pub fn register(engine: &mut Engine) {
     torch_only(&mut api);
 }
 
-/// An optional number option.
-fn opt_number(k: &Kwargs, key: &str, op: &str) -> RhaiResult<Option<f64>> {
-    k.get(key).map(|v| number(op, key, v)).transpose()
+/// The rank tolerances `atol`, `rtol` and the `hermitian` flag of `pinv`
+/// and `matrix_rank`.
+fn tolerances(k: &Kwargs) -> RhaiResult<(Option<f64>, Option<f64>, bool)> {
+    Ok((
+        k.opt_number("atol")?,
+        k.opt_number("rtol")?,
+        k.flag("hermitian", false)?,
+    ))
 }
 
 /// The functions whose global form is the `torch.linalg` one.
@@ -192,7 +197,7 @@ fn shared(api: &mut Api) {
         Form::Plain,
         |[a, b], k| {
             let driver = k.get("driver").map(|_| k.string("driver", "")).transpose()?;
-            tensor_array(a.lstsq(&b, opt_number(&k, "rcond", "lstsq")?, driver.as_deref()))
+            tensor_array(a.lstsq(&b, k.opt_number("rcond")?, driver.as_deref()))
         },
     );
     kw(
@@ -203,11 +208,8 @@ fn shared(api: &mut Api) {
         &["atol", "rtol", "hermitian"],
         Form::Plain,
         |[a], k| {
-            ok(a.pinv(
-                opt_number(&k, "atol", "pinv")?,
-                opt_number(&k, "rtol", "pinv")?,
-                k.flag("hermitian", false)?,
-            ))
+            let (atol, rtol, hermitian) = tolerances(&k)?;
+            ok(a.pinv(atol, rtol, hermitian))
         },
     );
     kw(
@@ -235,11 +237,8 @@ fn shared(api: &mut Api) {
         &["atol", "rtol", "hermitian"],
         Form::Plain,
         |[a], k| {
-            ok(a.matrix_rank(
-                opt_number(&k, "atol", "matrix_rank")?,
-                opt_number(&k, "rtol", "matrix_rank")?,
-                k.flag("hermitian", false)?,
-            ))
+            let (atol, rtol, hermitian) = tolerances(&k)?;
+            ok(a.matrix_rank(atol, rtol, hermitian))
         },
     );
     for (name, doc, checked) in [

@@ -365,10 +365,11 @@ impl Tensor {
             (Some(a), None) if a > 0.0 => 0.0,
             _ => eps * m.max(n) as f64,
         };
+        // the largest value of each row (0 for an empty row)
         let smax = if s.shape()[s.ndim() - 1] == 0 {
-            s.sum_dims_keep()?
+            s.reduce(ReduceOp::Sum, Some(&[-1]), true)?
         } else {
-            s.narrow(-1, 0, 1)?
+            s.amax(&[-1], true)?
         };
         smax.mul_scalar(rtol)?.maximum_scalar(atol.unwrap_or(0.0))
     }
@@ -382,8 +383,7 @@ impl Tensor {
             let parts = self.eigh("L")?;
             let (w, q) = (&parts[0], &parts[1]);
             let absw = w.abs()?;
-            let sorted = absw.amax(&[-1], true)?;
-            let tol = self.rank_tolerance(&sorted, atol, rtol)?;
+            let tol = self.rank_tolerance(&absw, atol, rtol)?;
             let keep = absw.compare(CmpOp::Gt, &tol)?;
             let winv = Tensor::where_cond(&keep, &w.reciprocal()?, &w.zeros_like()?)?;
             return q.mul(&winv.unsqueeze(-2)?)?.matmul(&q.mt()?);
@@ -402,14 +402,7 @@ impl Tensor {
         const OP: &str = "matrix_rank";
         check_matrices(OP, self, hermitian)?;
         let s = if hermitian {
-            let w = self.eigvalsh("L")?.abs()?;
-            let desc = w.amax(&[-1], true)?;
-            let tol = self.rank_tolerance(&desc, atol, rtol)?;
-            return w.compare(CmpOp::Gt, &tol)?.to_dtype(DType::I64)?.reduce(
-                ReduceOp::Sum,
-                Some(&[-1]),
-                false,
-            );
+            self.eigvalsh("L")?.abs()?
         } else {
             self.svdvals()?
         };
@@ -588,11 +581,6 @@ impl Tensor {
             acc = acc.matmul(t)?;
         }
         Ok(acc)
-    }
-
-    /// Sum over the last dim, kept (a 0 for empty rows).
-    fn sum_dims_keep(&self) -> Result<Tensor> {
-        self.reduce(ReduceOp::Sum, Some(&[-1]), true)
     }
 }
 

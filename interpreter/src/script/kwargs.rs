@@ -71,6 +71,11 @@ impl Kwargs {
         i.and_then(|i| self.values[i].as_ref()).filter(|d| !d.is_unit())
     }
 
+    /// True when `key` was given (and is not `()`).
+    pub fn has(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
     /// A number option.
     pub fn number(&self, key: &str, default: f64) -> RhaiResult<f64> {
         self.get(key).map_or(Ok(default), |v| number(self.op, key, v))
@@ -100,6 +105,33 @@ impl Kwargs {
     /// An optional integer option.
     pub fn opt_int(&self, key: &str) -> RhaiResult<Option<i64>> {
         self.get(key).map(|_| self.int(key, 0)).transpose()
+    }
+
+    /// An int-or-ints option (`3` or `[3, 5]`), as PyTorch's size tuples.
+    pub fn ints(&self, key: &str, default: &[i64]) -> RhaiResult<Vec<i64>> {
+        self.get(key)
+            .map_or(Ok(default.to_vec()), |v| super::convert::ints(self.op, key, v))
+    }
+
+    /// An int-or-ints option without a default: an error when absent.
+    pub fn required_ints(&self, key: &str) -> RhaiResult<Vec<i64>> {
+        match self.get(key) {
+            Some(v) => super::convert::ints(self.op, key, v),
+            None => Err(script_error(format!("{}: option '{key}' is required", self.op))),
+        }
+    }
+
+    /// A number-or-numbers option (`2.0` or `[2.0, 1.5]`), absent as `None`.
+    pub fn opt_numbers(&self, key: &str) -> RhaiResult<Option<Vec<f64>>> {
+        let Some(v) = self.get(key) else { return Ok(None) };
+        match v.clone().try_cast::<rhai::Array>() {
+            Some(a) => a
+                .iter()
+                .map(|x| number(self.op, key, x))
+                .collect::<RhaiResult<Vec<_>>>()
+                .map(Some),
+            None => number(self.op, key, v).map(|x| Some(vec![x])),
+        }
     }
 
     /// A bool option.

@@ -27,6 +27,7 @@
 //! optimizer back on.
 
 pub mod autograd;
+pub mod cnn;
 pub mod convert;
 pub mod creation;
 pub mod dist;
@@ -259,6 +260,7 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     progress::register(engine, runtime);
     optim::register(engine);
     functional::register(engine, runtime);
+    cnn::register(engine, runtime);
     losses::register(engine);
     order::register(engine);
     linalg::register(engine);

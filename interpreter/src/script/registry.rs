@@ -44,6 +44,8 @@ pub enum Category {
     Linalg,
     /// `softmax`, `log_softmax`, `layer_norm`.
     Nn,
+    /// Convolution, pooling, batch/group norm, `interpolate`.
+    Cnn,
     /// `cross_entropy` and the fused optimizer steps.
     Training,
     /// `requires_grad`, `backward`, `no_grad`, ...
@@ -64,7 +66,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in listing order.
-    pub const ALL: [Category; 17] = [
+    pub const ALL: [Category; 18] = [
         Category::Creation,
         Category::Properties,
         Category::Operators,
@@ -74,6 +76,7 @@ impl Category {
         Category::Reductions,
         Category::Linalg,
         Category::Nn,
+        Category::Cnn,
         Category::Training,
         Category::Autograd,
         Category::Conversions,
@@ -96,6 +99,7 @@ impl Category {
             Category::Reductions => "reductions",
             Category::Linalg => "linalg",
             Category::Nn => "nn",
+            Category::Cnn => "cnn",
             Category::Training => "training",
             Category::Autograd => "autograd",
             Category::Conversions => "conversions",

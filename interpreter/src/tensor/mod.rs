@@ -6,6 +6,7 @@
 
 pub mod activation;
 pub mod autograd;
+pub mod cnn;
 pub mod contraction;
 pub mod counting;
 pub mod creation;

@@ -302,6 +302,41 @@ fn train_digits_reaches_97_percent() {
 }
 
 #[test]
+fn train_digits_cnn_reaches_98_percent() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let weights = std::env::temp_dir().join(format!("kiln-digits-cnn-{}.safetensors", std::process::id()));
+    let o = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .current_dir(root)
+        .args([
+            "--device",
+            "cpu",
+            "scripts/train_digits_cnn.rhai",
+            "--epochs",
+            "6",
+        ])
+        .args(["--out", weights.to_str().unwrap()])
+        .env_remove("KILN_DEVICE")
+        .env("KILN_PROGRESS", "off")
+        .output()
+        .expect("run kiln");
+    std::fs::remove_file(&weights).ok();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let last = |key: &str| -> f64 {
+        let line = out
+            .lines()
+            .rev()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no '{key}' in {out}"));
+        line[key.len()..].trim().parse().unwrap()
+    };
+    let acc = last("final test accuracy");
+    assert!(acc >= 0.98, "accuracy {acc}:\n{out}");
+    // the running statistics travel with the weights
+    assert_eq!(last("reloaded test accuracy"), acc, "{out}");
+}
+
+#[test]
 fn iris_reaches_90_percent() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let o = Command::new(env!("CARGO_BIN_EXE_kiln"))

@@ -39,18 +39,26 @@ fn convolutions() {
         ("conv2d with bias", &[&[2, 3, 5, 4], &[4, 3, 3, 2], &[4]], |x| {
             x[0].conv(&x[1], Some(&x[2]), 2, &ConvOptions::default())
         }),
-        ("conv2d strided padded dilated", &[&[1, 2, 6, 7], &[3, 2, 2, 3]], |x| {
-            let o = conv_opts(&[2, 1], ConvPadding::Explicit(vec![1, 2]), &[2, 1], 1, "zeros");
-            x[0].conv(&x[1], None, 2, &o)
-        }),
+        (
+            "conv2d strided padded dilated",
+            &[&[1, 2, 6, 7], &[3, 2, 2, 3]],
+            |x| {
+                let o = conv_opts(&[2, 1], ConvPadding::Explicit(vec![1, 2]), &[2, 1], 1, "zeros");
+                x[0].conv(&x[1], None, 2, &o)
+            },
+        ),
         ("conv2d groups", &[&[2, 4, 4, 4], &[6, 2, 2, 2], &[6]], |x| {
             let o = conv_opts(&[1], ConvPadding::Explicit(vec![1]), &[1], 2, "zeros");
             x[0].conv(&x[1], Some(&x[2]), 2, &o)
         }),
-        ("conv2d depthwise same reflect", &[&[1, 3, 5, 5], &[3, 1, 3, 3]], |x| {
-            let o = conv_opts(&[1], ConvPadding::Same, &[1], 3, "reflect");
-            x[0].conv(&x[1], None, 2, &o)
-        }),
+        (
+            "conv2d depthwise same reflect",
+            &[&[1, 3, 5, 5], &[3, 1, 3, 3]],
+            |x| {
+                let o = conv_opts(&[1], ConvPadding::Same, &[1], 3, "reflect");
+                x[0].conv(&x[1], None, 2, &o)
+            },
+        ),
         ("conv2d circular", &[&[1, 2, 4, 3], &[2, 2, 3, 2]], |x| {
             let o = conv_opts(&[1], ConvPadding::Explicit(vec![1]), &[1], 1, "circular");
             x[0].conv(&x[1], None, 2, &o)
@@ -92,8 +100,12 @@ fn convolutions() {
             };
             x[0].conv_transpose(&x[1], None, 3, &o)
         }),
-        ("unfold", &[&[2, 2, 4, 5]], |x| x[0].im2col(&[2, 3], &[1, 2], &[1], &[2, 1])),
-        ("fold", &[&[1, 8, 6]], |x| x[0].col2im(&[3, 4], &[2, 2], &[1], &[0, 1], &[1, 2])),
+        ("unfold", &[&[2, 2, 4, 5]], |x| {
+            x[0].im2col(&[2, 3], &[1, 2], &[1], &[2, 1])
+        }),
+        ("fold", &[&[1, 8, 6]], |x| {
+            x[0].col2im(&[3, 4], &[2, 2], &[1], &[0, 1], &[1, 2])
+        }),
     ]);
 }
 
@@ -110,25 +122,43 @@ fn pool(kernel: &[i64], stride: &[i64], padding: &[i64], dilation: &[i64], ceil_
 #[test]
 fn pooling() {
     run(&[
-        ("max_pool2d", &[&[2, 2, 5, 6]], |x| Ok(x[0].max_pool(2, &pool(&[2], &[], &[0], &[1], false), false)?.0)),
+        ("max_pool2d", &[&[2, 2, 5, 6]], |x| {
+            Ok(x[0].max_pool(2, &pool(&[2], &[], &[0], &[1], false), false)?.0)
+        }),
         ("max_pool2d padded ceil", &[&[1, 2, 6, 5]], |x| {
             Ok(x[0].max_pool(2, &pool(&[3], &[2], &[1], &[1], true), true)?.0)
         }),
         ("max_pool2d dilated overlapping", &[&[1, 1, 6, 6]], |x| {
-            Ok(x[0].max_pool(2, &pool(&[2, 3], &[1], &[0, 1], &[2, 1], false), false)?.0)
+            Ok(x[0]
+                .max_pool(2, &pool(&[2, 3], &[1], &[0, 1], &[2, 1], false), false)?
+                .0)
         }),
-        ("max_pool1d", &[&[2, 3, 8]], |x| Ok(x[0].max_pool(1, &pool(&[3], &[2], &[1], &[1], false), false)?.0)),
-        ("max_pool3d", &[&[1, 1, 4, 4, 4]], |x| Ok(x[0].max_pool(3, &pool(&[2], &[], &[0], &[1], false), false)?.0)),
-        ("avg_pool2d", &[&[2, 2, 5, 6]], |x| x[0].avg_pool(2, &pool(&[2], &[], &[0], &[1], false), true, None)),
-        ("avg_pool2d padded ceil without pad count", &[&[1, 2, 6, 5]], |x| {
-            x[0].avg_pool(2, &pool(&[3], &[2], &[1], &[1], true), false, None)
+        ("max_pool1d", &[&[2, 3, 8]], |x| {
+            Ok(x[0].max_pool(1, &pool(&[3], &[2], &[1], &[1], false), false)?.0)
         }),
+        ("max_pool3d", &[&[1, 1, 4, 4, 4]], |x| {
+            Ok(x[0].max_pool(3, &pool(&[2], &[], &[0], &[1], false), false)?.0)
+        }),
+        ("avg_pool2d", &[&[2, 2, 5, 6]], |x| {
+            x[0].avg_pool(2, &pool(&[2], &[], &[0], &[1], false), true, None)
+        }),
+        (
+            "avg_pool2d padded ceil without pad count",
+            &[&[1, 2, 6, 5]],
+            |x| x[0].avg_pool(2, &pool(&[3], &[2], &[1], &[1], true), false, None),
+        ),
         ("avg_pool1d divisor_override", &[&[1, 2, 7]], |x| {
             x[0].avg_pool(1, &pool(&[3], &[2], &[1], &[1], false), true, Some(2))
         }),
-        ("adaptive_avg_pool2d", &[&[2, 2, 5, 7]], |x| x[0].adaptive_avg_pool(2, &[Some(3), Some(4)])),
-        ("adaptive_avg_pool1d", &[&[1, 2, 10]], |x| x[0].adaptive_avg_pool(1, &[Some(4)])),
-        ("adaptive_max_pool2d", &[&[1, 2, 5, 7]], |x| Ok(x[0].adaptive_max_pool(2, &[Some(3), None], true)?.0)),
+        ("adaptive_avg_pool2d", &[&[2, 2, 5, 7]], |x| {
+            x[0].adaptive_avg_pool(2, &[Some(3), Some(4)])
+        }),
+        ("adaptive_avg_pool1d", &[&[1, 2, 10]], |x| {
+            x[0].adaptive_avg_pool(1, &[Some(4)])
+        }),
+        ("adaptive_max_pool2d", &[&[1, 2, 5, 7]], |x| {
+            Ok(x[0].adaptive_max_pool(2, &[Some(3), None], true)?.0)
+        }),
         ("adaptive_max_pool3d", &[&[1, 1, 3, 4, 5]], |x| {
             Ok(x[0].adaptive_max_pool(3, &[Some(2)], false)?.0)
         }),
@@ -139,20 +169,45 @@ fn pooling() {
 fn normalisation_and_resampling() {
     run(&[
         ("batch_norm training", &[&[4, 3, 2, 2], &[3], &[3]], |x| {
-            let running = RunningStats { mean: None, var: None };
+            let running = RunningStats {
+                mean: None,
+                var: None,
+            };
             x[0].batch_norm(running, Some(&x[1]), Some(&x[2]), true, 0.1, 1e-5)
         }),
         ("batch_norm eval", &[&[3, 2, 4], &[2]], |x| {
-            let (m, v) = (Tensor::zeros(&[2], Some(x[0].dtype()), x[0].device())?, Tensor::ones(&[2], Some(x[0].dtype()), x[0].device())?);
-            let running = RunningStats { mean: Some(&m.add_scalar(0.3)?), var: Some(&v.mul_scalar(2.0)?) };
+            let (m, v) = (
+                Tensor::zeros(&[2], Some(x[0].dtype()), x[0].device())?,
+                Tensor::ones(&[2], Some(x[0].dtype()), x[0].device())?,
+            );
+            let running = RunningStats {
+                mean: Some(&m.add_scalar(0.3)?),
+                var: Some(&v.mul_scalar(2.0)?),
+            };
             x[0].batch_norm(running, Some(&x[1]), None, false, 0.1, 1e-5)
         }),
-        ("group_norm", &[&[2, 4, 3], &[4], &[4]], |x| x[0].group_norm(2, Some(&x[1]), Some(&x[2]), 1e-5)),
+        ("group_norm", &[&[2, 4, 3], &[4], &[4]], |x| {
+            x[0].group_norm(2, Some(&x[1]), Some(&x[2]), 1e-5)
+        }),
         ("instance_norm", &[&[2, 3, 5]], |x| {
-            x[0].instance_norm(RunningStats { mean: None, var: None }, None, None, true, 0.1, 1e-5)
+            x[0].instance_norm(
+                RunningStats {
+                    mean: None,
+                    var: None,
+                },
+                None,
+                None,
+                true,
+                0.1,
+                1e-5,
+            )
         }),
         ("interpolate bilinear", &[&[1, 2, 3, 4]], |x| {
-            x[0].interpolate(&InterpolateOptions { size: Some(vec![5, 7]), mode: "bilinear".into(), ..Default::default() })
+            x[0].interpolate(&InterpolateOptions {
+                size: Some(vec![5, 7]),
+                mode: "bilinear".into(),
+                ..Default::default()
+            })
         }),
         ("interpolate bicubic align_corners", &[&[1, 1, 4, 4]], |x| {
             x[0].interpolate(&InterpolateOptions {
@@ -163,10 +218,18 @@ fn normalisation_and_resampling() {
             })
         }),
         ("interpolate nearest", &[&[1, 2, 3, 3]], |x| {
-            x[0].interpolate(&InterpolateOptions { scale_factor: Some(vec![2.0, 1.5]), mode: "nearest".into(), ..Default::default() })
+            x[0].interpolate(&InterpolateOptions {
+                scale_factor: Some(vec![2.0, 1.5]),
+                mode: "nearest".into(),
+                ..Default::default()
+            })
         }),
         ("interpolate trilinear", &[&[1, 1, 2, 3, 2]], |x| {
-            x[0].interpolate(&InterpolateOptions { size: Some(vec![3, 4, 3]), mode: "trilinear".into(), ..Default::default() })
+            x[0].interpolate(&InterpolateOptions {
+                size: Some(vec![3, 4, 3]),
+                mode: "trilinear".into(),
+                ..Default::default()
+            })
         }),
         ("pixel_shuffle", &[&[1, 8, 2, 3]], |x| x[0].pixel_shuffle(2)),
         ("pixel_unshuffle", &[&[1, 2, 4, 6]], |x| x[0].pixel_unshuffle(2)),

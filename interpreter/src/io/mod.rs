@@ -1,6 +1,6 @@
 //! Reading and writing tensors in file formats, independent of Rhai:
 //! [`csv`] (numeric tables, optionally gzip-compressed), [`npy`] (NumPy's
-//! `.npy`), [`safetensors`] (named tensors), over the element codecs in
+//! `.npy`), [`idx`] (MNIST's IDX), [`safetensors`] (named tensors), over the element codecs in
 //! [`raw`]. Every file access of this layer goes through one [`FileAccess`],
 //! so an embedder can switch file I/O off in one place. Loaders build CPU
 //! tensors and move them to the device asked for; savers copy device
@@ -16,6 +16,7 @@
 //! endless input or a decompression bomb stops early with an error.
 
 pub mod csv;
+pub mod idx;
 pub mod npy;
 pub mod raw;
 pub mod safetensors;

@@ -1,4 +1,4 @@
-//! File functions: `load_csv`, `load_csv_with_header`, `load_npy`,
+//! File functions: `load_csv`, `load_csv_with_header`, `load_npy`, `load_idx`,
 //! `save_npy`, `load_safetensors`, `save_safetensors`. They convert
 //! arguments and call [`crate::io`], which does every file access through the
 //! runtime's [`crate::io::FileAccess`] (off: each call is an error).
@@ -103,6 +103,16 @@ fn with_dtype(t: Tensor, dtype: Option<DType>) -> RhaiResult<Tensor> {
     }
 }
 
+fn load_idx(rt: &Runtime, path: &str, m: &Map) -> RhaiResult<Tensor> {
+    let o = opts("load_idx", m)?;
+    let t = ok(crate::io::idx::load(
+        rt.files(),
+        Path::new(path),
+        o.device.unwrap_or_else(|| rt.device()),
+    ))?;
+    with_dtype(t, o.dtype)
+}
+
 fn load_npy(rt: &Runtime, path: &str, m: &Map) -> RhaiResult<Tensor> {
     let o = opts("load_npy", m)?;
     let t = ok(crate::io::npy::load(
@@ -184,6 +194,15 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
             );
         }
     }
+    const IDX: &str = "a tensor from an IDX file (MNIST, Fashion-MNIST; .gz too): u8 images/labels as u8; opts #{dtype, device}";
+    let r = rt.clone();
+    api.doc(IDX)
+        .volatile("load_idx", ["path"], move |p: &str| load_idx(&r, p, &Map::new()));
+    let r = rt.clone();
+    api.doc(IDX)
+        .volatile("load_idx", ["path", "opts"], move |p: &str, m: Map| {
+            load_idx(&r, p, &m)
+        });
     const NPY: &str = "a tensor from a .npy file; opts #{dtype, device}";
     let r = rt.clone();
     api.doc(NPY)

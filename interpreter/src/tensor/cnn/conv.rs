@@ -210,17 +210,18 @@ impl Tensor {
                 (before, after)
             }
         };
-        let mode =
-            match opts.padding_mode.as_str() {
-                "zeros" => "constant",
-                m @ ("reflect" | "replicate" | "circular") => m,
-                other => return Err(Error::invalid(
+        let mode = match opts.padding_mode.as_str() {
+            "zeros" => "constant",
+            m @ ("reflect" | "replicate" | "circular") => m,
+            other => {
+                return Err(Error::invalid(
                     op,
                     format!(
                         "unknown padding_mode \"{other}\" (expected zeros, reflect, replicate or circular)"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         let xp = pad_spatial(&x, &before, &after, mode, 0.0)?;
         let win = xp.spatial_windows(op, &w)?;
         let o = dims_i64(&win.shape()[2..2 + n]);

@@ -229,7 +229,7 @@ impl Tensor {
         let last: Vec<i64> = (0..n).map(|i| -1 - i as i64).collect();
         let sums = win.reduce(ReduceOp::Sum, Some(&last), false)?;
         let out = match divisor_override {
-            Some(d) if d == 0 => return Err(Error::invalid(op, "divisor_override must not be zero")),
+            Some(0) => return Err(Error::invalid(op, "divisor_override must not be zero")),
             Some(d) => sums.div_scalar(d as f64)?,
             None => {
                 let spatial = &x.shape()[2..];

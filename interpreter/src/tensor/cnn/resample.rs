@@ -100,7 +100,7 @@ impl Tensor {
                         ))
                     }
                 };
-                if f.iter().any(|&v| !(v > 0.0) || !v.is_finite()) {
+                if f.iter().any(|&v| v.is_nan() || v <= 0.0 || !v.is_finite()) {
                     return Err(Error::invalid(
                         OP,
                         format!("scale_factor must be positive, got {f:?}"),

@@ -69,18 +69,16 @@ impl Tensor {
         let n = w.dims();
         let spatial = &self.shape()[self.ndim() - n..];
         let o = w.positions(spatial);
-        for i in 0..n {
-            if o[i] < 1 {
-                return Err(Error::shape(
-                    op,
-                    format!(
-                        "the input's spatial size {spatial:?} is smaller than the kernel {:?} with dilation {:?} (shape {:?})",
-                        w.kernel,
-                        w.dilation,
-                        self.shape()
-                    ),
-                ));
-            }
+        if o.iter().any(|&v| v < 1) {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "the (padded) input's spatial size {spatial:?} is smaller than the kernel {:?} with dilation {:?} (shape {:?})",
+                    w.kernel,
+                    w.dilation,
+                    self.shape()
+                ),
+            ));
         }
         let out = self.windows_view(op, w, &o)?;
         if !autograd::needs_grad(&[self]) {
@@ -99,8 +97,8 @@ impl Tensor {
         let lead = self.ndim() - n;
         let mut shape = l.shape()[..lead].to_vec();
         let mut strides = l.strides()[..lead].to_vec();
-        for i in 0..n {
-            shape.push(o[i] as usize);
+        for (i, &oi) in o.iter().enumerate() {
+            shape.push(oi as usize);
             strides.push(l.strides()[lead + i] * w.stride[i] as usize);
         }
         for i in 0..n {

@@ -6,6 +6,7 @@
 //! this module holds the harness (inputs, layouts, tolerances, the record
 //! of each case) and the groups `--group` selects.
 
+mod cnn;
 mod dense;
 mod elementwise;
 mod functional;
@@ -185,7 +186,7 @@ fn gpu() -> Device {
 }
 
 /// The case groups, in the order [`run`] runs them.
-pub const GROUPS: [&str; 14] = [
+pub const GROUPS: [&str; 15] = [
     "unary",
     "binary",
     "casts",
@@ -199,6 +200,7 @@ pub const GROUPS: [&str; 14] = [
     "rearrange",
     "functional",
     "linalg",
+    "cnn",
     "collectives",
 ];
 
@@ -227,6 +229,7 @@ pub fn run_groups(groups: &[&str]) -> Vec<Case> {
             "rearrange" => c.rearrange(),
             "functional" => c.functional(),
             "linalg" => c.linalg(),
+            "cnn" => c.cnn(),
             "collectives" => c.collectives(),
             _ => c.training(),
         }

@@ -1,0 +1,236 @@
+//! The convolutional family (`tensor/cnn`) on both backends, for every
+//! float dtype and the layouts an image batch comes in (contiguous NCHW,
+//! channels-last as a permuted view, a sliced batch, an expanded batch):
+//! convolutions and their transposes, pooling (with indices), batch, group
+//! and instance norm, interpolation, pixel shuffle, unfold/fold, and the
+//! input gradients of convolution and max pooling. Weights are `sin(k·i)`,
+//! made on each side from the same formula.
+
+use super::*;
+use kiln::tensor::cnn::conv::{ConvOptions, ConvPadding, ConvTransposeOptions};
+use kiln::tensor::cnn::norm::RunningStats;
+use kiln::tensor::cnn::pool::PoolOptions;
+use kiln::tensor::cnn::resample::InterpolateOptions;
+
+/// `sin(k·i)` of `shape`, in `like`'s dtype on its device.
+fn param(shape: &[usize], k: f64, like: &Tensor) -> Result<Tensor> {
+    let n: usize = shape.iter().product();
+    Tensor::arange(
+        Scalar::Float(0.0),
+        Scalar::Float(n as f64),
+        Scalar::Float(1.0),
+        Some(DType::F64),
+        like.device(),
+    )?
+    .mul_scalar(k)?
+    .sin()?
+    .reshape(&shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?
+    .to_dtype(like.dtype())
+}
+
+/// Image batches `[4, 6, 9, 10]` in four layouts.
+fn image_layouts() -> Vec<(&'static str, Vec<usize>, View)> {
+    vec![
+        ("contiguous", vec![4, 6, 9, 10], |t| Ok(t.clone())),
+        ("channels_last", vec![4, 9, 10, 6], |t| t.permute(&[0, 3, 1, 2])),
+        ("sliced", vec![8, 6, 9, 10], |t| t.slice(0, Some(1), None, 2)),
+        ("expanded", vec![1, 6, 9, 10], |t| t.expand(&[4, 6, 9, 10])),
+    ]
+}
+
+fn conv(stride: &[i64], padding: ConvPadding, dilation: &[i64], groups: i64, mode: &str) -> ConvOptions {
+    ConvOptions {
+        stride: stride.to_vec(),
+        padding,
+        dilation: dilation.to_vec(),
+        groups,
+        padding_mode: mode.into(),
+    }
+}
+
+fn pool(kernel: i64, stride: i64, padding: i64, ceil_mode: bool) -> PoolOptions {
+    PoolOptions {
+        kernel: vec![kernel],
+        stride: vec![stride],
+        padding: vec![padding],
+        dilation: vec![1],
+        ceil_mode,
+    }
+}
+
+fn resize(size: &[i64], mode: &str, align_corners: Option<bool>) -> InterpolateOptions {
+    InterpolateOptions {
+        size: Some(size.to_vec()),
+        mode: mode.into(),
+        align_corners,
+        ..Default::default()
+    }
+}
+
+/// The input gradient of `sum(f(x)²)`.
+fn input_grad(x: &Tensor, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    let x = x.detach();
+    x.set_requires_grad(true)?;
+    f(&x)?.to_dtype(DType::F64)?.pow_scalar(2.0)?.sum()?.backward()?;
+    x.grad()
+        .ok_or_else(|| kiln::Error::invalid("check", "no gradient"))
+}
+
+impl Checker {
+    /// Each convolutional op on both backends from the same input.
+    pub(super) fn cnn(&mut self) {
+        type Op = (&'static str, fn(&Tensor) -> Result<Tensor>);
+        let ops: Vec<Op> = vec![
+            ("conv2d 3x3 padded with bias", |x| {
+                let o = conv(&[1], ConvPadding::Explicit(vec![1]), &[1], 1, "zeros");
+                x.conv(&param(&[8, 6, 3, 3], 0.7, x)?, Some(&param(&[8], 1.1, x)?), 2, &o)
+            }),
+            ("conv2d strided dilated grouped", |x| {
+                let o = conv(&[2, 1], ConvPadding::Explicit(vec![1, 2]), &[2, 1], 2, "zeros");
+                x.conv(&param(&[4, 3, 3, 2], 0.3, x)?, None, 2, &o)
+            }),
+            ("conv2d depthwise same reflect", |x| {
+                let o = conv(&[1], ConvPadding::Same, &[1], 6, "reflect");
+                x.conv(&param(&[6, 1, 3, 3], 0.9, x)?, None, 2, &o)
+            }),
+            ("conv2d 1x1 stride 2", |x| {
+                let o = conv(&[2], ConvPadding::Valid, &[1], 1, "zeros");
+                x.conv(&param(&[5, 6, 1, 1], 0.4, x)?, None, 2, &o)
+            }),
+            ("conv1d circular", |x| {
+                let o = conv(&[1], ConvPadding::Explicit(vec![2]), &[1], 1, "circular");
+                x.flatten(2, 3)?.conv(&param(&[3, 6, 5], 0.2, x)?, None, 1, &o)
+            }),
+            ("conv3d", |x| {
+                let o = conv(&[1, 2, 1], ConvPadding::Explicit(vec![0, 1, 1]), &[1], 1, "zeros");
+                x.reshape(&[4, 3, 2, 9, 10])?
+                    .conv(&param(&[2, 3, 2, 3, 3], 0.6, x)?, None, 3, &o)
+            }),
+            ("conv_transpose2d", |x| {
+                let o = ConvTransposeOptions {
+                    stride: vec![2],
+                    padding: vec![1],
+                    output_padding: vec![1],
+                    groups: 2,
+                    dilation: vec![1],
+                };
+                x.conv_transpose(&param(&[6, 2, 3, 3], 0.5, x)?, Some(&param(&[4], 0.8, x)?), 2, &o)
+            }),
+            ("max_pool2d ceil", |x| {
+                Ok(x.max_pool(2, &pool(3, 2, 1, true), false)?.0)
+            }),
+            ("max_pool2d indices", |x| {
+                x.max_pool(2, &pool(3, 2, 1, false), true)?
+                    .1
+                    .ok_or_else(|| kiln::Error::invalid("check", "no indices"))
+            }),
+            ("avg_pool2d without pad count", |x| {
+                x.avg_pool(2, &pool(3, 2, 1, true), false, None)
+            }),
+            ("adaptive_avg_pool2d", |x| {
+                x.adaptive_avg_pool(2, &[Some(4), Some(3)])
+            }),
+            ("adaptive_max_pool2d", |x| {
+                Ok(x.adaptive_max_pool(2, &[Some(4), Some(3)], false)?.0)
+            }),
+            ("batch_norm training", |x| {
+                let (m, v) = (param(&[6], 0.0, x)?, param(&[6], 0.0, x)?.add_scalar(1.0)?);
+                let stats = RunningStats {
+                    mean: Some(&m),
+                    var: Some(&v),
+                };
+                let y = x.batch_norm(
+                    stats,
+                    Some(&param(&[6], 1.0, x)?),
+                    Some(&param(&[6], 2.0, x)?),
+                    true,
+                    0.1,
+                    1e-5,
+                )?;
+                // the running statistics' update is part of the result
+                Tensor::cat(&[y.flatten(0, -1)?, m, v], 0)
+            }),
+            ("batch_norm eval", |x| {
+                let (m, v) = (param(&[6], 0.5, x)?, param(&[6], 0.7, x)?.abs()?.add_scalar(0.5)?);
+                x.batch_norm(
+                    RunningStats {
+                        mean: Some(&m),
+                        var: Some(&v),
+                    },
+                    None,
+                    None,
+                    false,
+                    0.1,
+                    1e-5,
+                )
+            }),
+            ("group_norm", |x| {
+                x.group_norm(3, Some(&param(&[6], 1.0, x)?), Some(&param(&[6], 2.0, x)?), 1e-5)
+            }),
+            ("instance_norm", |x| {
+                x.instance_norm(
+                    RunningStats {
+                        mean: None,
+                        var: None,
+                    },
+                    None,
+                    None,
+                    true,
+                    0.1,
+                    1e-5,
+                )
+            }),
+            ("interpolate bilinear", |x| {
+                x.interpolate(&resize(&[13, 7], "bilinear", None))
+            }),
+            ("interpolate bicubic align_corners", |x| {
+                x.interpolate(&resize(&[5, 14], "bicubic", Some(true)))
+            }),
+            ("interpolate nearest", |x| {
+                x.interpolate(&resize(&[13, 7], "nearest", None))
+            }),
+            ("pixel_shuffle", |x| {
+                x.pixel_shuffle(1)?.narrow(1, 0, 4)?.pixel_shuffle(2)
+            }),
+            ("unfold", |x| x.im2col(&[3, 2], &[1, 2], &[1], &[2, 1])),
+            ("fold of unfold", |x| {
+                x.im2col(&[3, 3], &[1], &[1], &[1])?
+                    .col2im(&[9, 10], &[3, 3], &[1], &[1], &[1])
+            }),
+            ("conv2d input grad", |x| {
+                input_grad(x, |x| {
+                    let o = conv(&[2], ConvPadding::Explicit(vec![1]), &[1], 2, "zeros");
+                    x.conv(&param(&[4, 3, 3, 3], 0.3, x)?, None, 2, &o)
+                })
+            }),
+            ("max_pool2d input grad", |x| {
+                input_grad(x, |x| Ok(x.max_pool(2, &pool(3, 2, 1, false), false)?.0))
+            }),
+            ("conv_transpose2d input grad", |x| {
+                input_grad(x, |x| {
+                    let o = ConvTransposeOptions {
+                        stride: vec![2],
+                        ..Default::default()
+                    };
+                    x.conv_transpose(&param(&[6, 3, 2, 2], 0.5, x)?, None, 2, &o)
+                })
+            }),
+        ];
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            for (layout, shape, view) in image_layouts() {
+                let x = match input(&mut self.gen, &shape, dtype, false).and_then(|t| view(&t)) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        self.record("cnn input", dtype, layout, Err(e));
+                        continue;
+                    }
+                };
+                for (name, op) in &ops {
+                    let r = self.both(&x, op);
+                    // sums of up to 54 products: a few ulps of the dtype per term
+                    self.record_scaled(name, dtype, layout, r, 20.0);
+                }
+            }
+        }
+    }
+}

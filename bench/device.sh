@@ -25,6 +25,16 @@ if [ "${1:-}" != "--check-only" ]; then
   PYTHONUNBUFFERED=1 python3 bench/torch_bench.py > "$OUT/torch.txt" 2>&1 || tail -3 "$OUT/torch.txt"
   python3 bench/compare.py "$OUT/kiln.txt" "$OUT/torch.txt" "$OUT/bench.csv" | tee "$OUT/bench.md"
 fi
+if [ "${1:-}" = "--cnn" ] || [ "${2:-}" = "--cnn" ]; then
+  # The convolution benchmark and the Fashion-MNIST CNN (DATA: the IDX folder)
+  echo "== cnn benchmark"
+  "$BIN/kiln" bench/cnn_bench.rhai > "$OUT/cnn_kiln.txt" 2>&1 || tail -3 "$OUT/cnn_kiln.txt"
+  PYTHONUNBUFFERED=1 python3 bench/cnn_bench.py > "$OUT/cnn_torch.txt" 2>&1 || tail -3 "$OUT/cnn_torch.txt"
+  python3 bench/compare.py "$OUT/cnn_kiln.txt" "$OUT/cnn_torch.txt" "$OUT/cnn.csv" | tee "$OUT/cnn.md"
+  if [ -n "${DATA:-}" ]; then
+    KILN_PROGRESS=plain "$BIN/kiln" scripts/train_cnn.rhai "$DATA" 2>&1 | grep -v "^train:" | tail -20 | tee "$OUT/train_cnn.txt"
+  fi
+fi
 if [ "${1:-}" = "--golden" ] || [ "${2:-}" = "--golden" ]; then
   # The golden scripts again, on the GPU: output must match the CPU's golden files
   # once the device suffix is taken out.

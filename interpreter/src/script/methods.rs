@@ -11,6 +11,7 @@ use super::registry::{Api, Category};
 use super::Runtime;
 use crate::core::op::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::core::{DType, Device};
+use crate::tensor::cnn::memory_format::MemoryFormat;
 use crate::tensor::Tensor;
 use rhai::{Array, Dynamic, Engine, FLOAT, INT};
 use std::sync::Arc;
@@ -67,6 +68,14 @@ fn register_properties(api: &mut Api) {
         });
     api.doc("true when the elements are dense in row-major order")
         .func("is_contiguous", ["t"], |t: &mut Tensor| t.is_contiguous());
+    api.doc("true when the elements are dense in that memory format's order")
+        .func(
+            "is_contiguous",
+            ["t", "memory_format"],
+            |t: &mut Tensor, f: &str| {
+                ok(MemoryFormat::parse("is_contiguous", f).map(|f| t.is_contiguous_format(f)))
+            },
+        );
     api.doc("true when a and b are views of the same memory").func(
         "shares_storage",
         ["a", "b"],
@@ -204,6 +213,10 @@ fn register_views(api: &mut Api) {
     );
     api.doc("t itself when dense, else a dense copy")
         .func("contiguous", ["t"], |t: Tensor| ok(t.contiguous()));
+    api.doc("t in a memory format: \"contiguous_format\", \"channels_last\" (4-D, NHWC in memory) or \"channels_last_3d\"")
+        .func("contiguous", ["t", "memory_format"], |t: Tensor, f: &str| {
+            ok(MemoryFormat::parse("contiguous", f).and_then(|f| t.contiguous_format(f)))
+        });
     api.doc("a copy with its own memory (stays in the autograd graph)")
         .func("clone", ["t"], |t: Tensor| ok(t.clone_data()));
     const CAT: &str = "tensors joined along an existing dim (0 by default)";
@@ -587,6 +600,33 @@ fn register_conversions(api: &mut Api) {
             ))),
         }
     });
+    api.doc("t moved and converted by a map of device, dtype and memory_format")
+        .func(
+            "to",
+            ["t", "opts"],
+            |t: Tensor, m: rhai::Map| -> RhaiResult<Tensor> {
+                let mut t = t;
+                for (k, v) in m {
+                    let s = v
+                        .clone()
+                        .into_string()
+                        .map_err(|ty| script_error(format!("to: option '{k}' must be a string, got {ty}")))?;
+                    t = match k.as_str() {
+                        "device" => ok(Device::parse(&s).and_then(|d| t.to_device(d)))?,
+                        "dtype" => ok(DType::parse(&s).and_then(|d| t.to_dtype(d)))?,
+                        "memory_format" => {
+                            ok(MemoryFormat::parse("to", &s).and_then(|f| t.contiguous_format(f)))?
+                        }
+                        other => {
+                            return Err(script_error(format!(
+                                "to: unknown option '{other}' (expected device, dtype, memory_format)"
+                            )))
+                        }
+                    };
+                }
+                Ok(t)
+            },
+        );
     api.doc("t on other's device with other's dtype").func(
         "to",
         ["t", "other"],

@@ -8,9 +8,11 @@
 //!   over the windows;
 //! - [`pool`]: max, average and adaptive pooling;
 //! - [`norm`]: batch, group and instance normalisation;
-//! - [`resample`]: `interpolate`, `pixel_shuffle`, channel dropout.
+//! - [`resample`]: `interpolate`, `pixel_shuffle`, channel dropout;
+//! - [`memory_format`]: channels-last layouts of image batches.
 
 pub mod conv;
+pub mod memory_format;
 pub mod norm;
 pub mod pool;
 pub mod resample;

@@ -7,8 +7,8 @@
 
 use super::{batched, pad_spatial, per_dim_min};
 use crate::core::error::{Error, Result};
-use crate::core::op::BinaryOp;
-use crate::tensor::{autograd, Layout, Tensor};
+use crate::core::index::{scatter_dtype, Along};
+use crate::tensor::{autograd, DType, Layout, Tensor};
 
 /// Window positions along one dim of `size` elements.
 pub(crate) fn positions(size: i64, kernel: i64, dilation: i64, stride: i64) -> i64 {
@@ -60,6 +60,69 @@ impl Windows {
             })
             .collect()
     }
+}
+
+/// Overlapping windows `cols [*lead, *O, *k]` summed into a new tensor of
+/// `shape` (`[*lead, *spatial]`) in one scatter-add: every window element
+/// goes to its flat position in the plane, from a small host table of those
+/// positions (`[*O, *k]`, shared by all `lead` planes through zero strides).
+fn scatter_windows(
+    op: &'static str,
+    cols: &Tensor,
+    shape: &[usize],
+    spatial: &[usize],
+    w: &Windows,
+    o: &[i64],
+) -> Result<Tensor> {
+    let n = w.dims();
+    let lead = cols.ndim() - 2 * n;
+    let acc = scatter_dtype(cols.dtype()).unwrap_or(DType::F32);
+    let plane: usize = spatial.iter().product();
+    let mut flat_shape = shape[..lead].to_vec();
+    flat_shape.push(plane);
+    let dest = Tensor::zeros(&flat_shape, Some(acc), cols.device())?;
+    // plane position of window element (o, k): Σ (o_i·stride_i + k_i·dilation_i)·inner_i
+    let mut inner = vec![1i64; n];
+    for i in (0..n.saturating_sub(1)).rev() {
+        inner[i] = inner[i + 1] * spatial[i + 1] as i64;
+    }
+    let positions: i64 = o.iter().product();
+    let mut table = Vec::with_capacity((positions * w.volume()) as usize);
+    for p in 0..positions {
+        let mut rest = p;
+        let mut base = 0;
+        for i in (0..n).rev() {
+            base += (rest % o[i]) * w.stride[i] * inner[i];
+            rest /= o[i];
+        }
+        for k in 0..w.volume() {
+            let mut rest = k;
+            let mut off = 0;
+            for i in (0..n).rev() {
+                off += (rest % w.kernel[i]) * w.dilation[i] * inner[i];
+                rest /= w.kernel[i];
+            }
+            table.push(base + off);
+        }
+    }
+    let idx = Tensor::from_vec(table, &[(positions * w.volume()) as usize], cols.device())?;
+    let table_strides = Layout::contiguous(&cols.shape()[lead..]).strides().to_vec();
+    let mut li_strides = vec![0usize; lead];
+    li_strides.extend(table_strides);
+    let li = Layout::from_parts(cols.shape().to_vec(), li_strides, 0);
+    let mut ld_strides = dest.layout().strides()[..lead].to_vec();
+    ld_strides.extend(std::iter::repeat_n(0, 2 * n));
+    let ld = Layout::from_parts(cols.shape().to_vec(), ld_strides, 0);
+    let along = Along {
+        op,
+        dim: lead,
+        shape: flat_shape,
+        stride: 1,
+    };
+    dest.storage_mut()
+        .scatter_add_(&ld, &along, &idx.storage(), &li, &cols.storage(), cols.layout())?;
+    dest.reshape(&shape.iter().map(|&v| v as i64).collect::<Vec<_>>())?
+        .to_dtype(cols.dtype())
 }
 
 impl Tensor {
@@ -133,25 +196,12 @@ impl Tensor {
         let mut shape = self.shape()[..lead].to_vec();
         shape.extend_from_slice(spatial);
         let out = autograd::forward(|| -> Result<Tensor> {
+            if !w.disjoint(&o) {
+                return scatter_windows(op, self, &shape, spatial, w, &o);
+            }
+            // each element has its own place: one strided copy
             let z = Tensor::zeros(&shape, Some(self.dtype()), self.device())?;
-            let view = z.windows_view(op, w, &o)?;
-            if w.disjoint(&o) {
-                view.copy_(self)?;
-                return Ok(z);
-            }
-            // one strided add per kernel offset: each touches distinct elements
-            let volume = w.volume();
-            for flat in 0..volume {
-                let (mut dst, mut src, mut rest) = (view.clone(), self.clone(), flat);
-                for i in (0..n).rev() {
-                    let j = rest % w.kernel[i];
-                    rest /= w.kernel[i];
-                    let d = (lead + n + i) as i64;
-                    dst = dst.select(d, j)?;
-                    src = src.select(d, j)?;
-                }
-                dst.binary_(BinaryOp::Add, &src)?;
-            }
+            z.windows_view(op, w, &o)?.copy_(self)?;
             Ok(z)
         })?;
         if !autograd::needs_grad(&[self]) {

@@ -235,3 +235,47 @@ fn normalisation_and_resampling() {
         ("pixel_unshuffle", &[&[1, 2, 4, 6]], |x| x[0].pixel_unshuffle(2)),
     ]);
 }
+
+#[test]
+fn spatial_transformers_and_the_rest() {
+    run(&[
+        (
+            "grid_sample bilinear zeros",
+            &[&[1, 2, 4, 5], &[1, 3, 2, 2]],
+            |x| x[0].grid_sample(&x[1].mul_scalar(1.2)?, "bilinear", "zeros", false),
+        ),
+        (
+            "grid_sample bilinear border align_corners",
+            &[&[2, 1, 3, 4], &[2, 2, 3, 2]],
+            |x| x[0].grid_sample(&x[1].mul_scalar(1.3)?, "bilinear", "border", true),
+        ),
+        (
+            "grid_sample bilinear reflection",
+            &[&[1, 2, 4, 3], &[1, 2, 2, 2]],
+            |x| x[0].grid_sample(&x[1].mul_scalar(1.4)?, "bilinear", "reflection", false),
+        ),
+        ("grid_sample nearest", &[&[1, 2, 4, 4], &[1, 2, 3, 2]], |x| {
+            x[0].grid_sample(&x[1].mul_scalar(0.9)?, "nearest", "zeros", false)
+        }),
+        ("affine_grid", &[&[2, 2, 3]], |x| {
+            x[0].affine_grid(&[2, 1, 3, 4], false)
+        }),
+        ("affine_grid 3-D", &[&[1, 3, 4]], |x| {
+            x[0].affine_grid(&[1, 1, 2, 3, 2], true)
+        }),
+        ("lp_pool2d", &[&[1, 2, 4, 4]], |x| {
+            x[0].abs()?
+                .add_scalar(0.2)?
+                .lp_pool(2, 3.0, &pool(&[2], &[], &[0], &[1], false))
+        }),
+        ("max_unpool2d", &[&[1, 2, 4, 4]], |x| {
+            let o = pool(&[2], &[], &[0], &[1], false);
+            let (v, i) = x[0].max_pool(2, &o, true)?;
+            v.max_unpool(2, &i.expect("indices"), &o, None)
+        }),
+        ("local_response_norm", &[&[2, 5, 3]], |x| {
+            x[0].local_response_norm(3, 0.5, 0.75, 1.0)
+        }),
+        ("channel_shuffle", &[&[1, 6, 2]], |x| x[0].channel_shuffle(2)),
+    ]);
+}

@@ -27,6 +27,7 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     }
     register_norms(api);
     register_resampling(api);
+    register_transformers(api);
 }
 
 /// `[values, indices]` when indices were asked for, else the values.
@@ -204,6 +205,45 @@ fn register_pool(api: &mut Api, n: usize) {
             ))
         },
     );
+    const LP: [&str; 3] = ["lp_pool1d", "lp_pool2d", "lp_pool3d"];
+    const UNPOOL: [&str; 3] = ["max_unpool1d", "max_unpool2d", "max_unpool3d"];
+    kw(
+        api,
+        LP[n - 1],
+        "(Σ x^p)^(1/p) over each window: norm_type p, kernel_size, then options stride (kernel_size), ceil_mode",
+        ["input"],
+        &["norm_type", "kernel_size", "stride", "ceil_mode"],
+        Form::WithOptions,
+        move |[x], k| {
+            let opts = PoolOptions {
+                kernel: k.required_ints("kernel_size")?,
+                stride: k.ints("stride", &[])?,
+                padding: vec![0],
+                dilation: vec![1],
+                ceil_mode: k.flag("ceil_mode", false)?,
+            };
+            ok(x.lp_pool(n, k.required_number("norm_type")?, &opts))
+        },
+    );
+    kw(
+        api,
+        UNPOOL[n - 1],
+        "the values put back at the indices of max pooling (zeros elsewhere): indices, kernel_size, then options stride, padding, output_size",
+        ["input", "indices"],
+        &["kernel_size", "stride", "padding", "output_size"],
+        Form::WithOptions,
+        move |[x, i], k| {
+            let opts = PoolOptions {
+                kernel: k.required_ints("kernel_size")?,
+                stride: k.ints("stride", &[])?,
+                padding: k.ints("padding", &[0])?,
+                dilation: vec![1],
+                ceil_mode: false,
+            };
+            let size = if k.has("output_size") { Some(k.ints("output_size", &[])?) } else { None };
+            ok(x.max_unpool(n, &i, &opts, size.as_deref()))
+        },
+    );
     kw(
         api,
         AAVG[n - 1],
@@ -286,6 +326,22 @@ fn register_norms(api: &mut Api) {
     );
     kw(
         api,
+        "local_response_norm",
+        "x / (k + alpha · mean of x² over size neighbouring channels)^beta; size, then options alpha (1e-4), beta (0.75), k (1)",
+        ["input"],
+        &["size", "alpha", "beta", "k"],
+        Form::WithOptions,
+        |[x], k| {
+            ok(x.local_response_norm(
+                k.int("size", 1)?,
+                k.number("alpha", 1e-4)?,
+                k.number("beta", 0.75)?,
+                k.number("k", 1.0)?,
+            ))
+        },
+    );
+    kw(
+        api,
         "instance_norm",
         "F.instance_norm: each channel of each sample normalised over its positions; options running_mean, running_var, weight, bias, use_input_stats (true), momentum (0.1), eps (1e-5)",
         ["input"],
@@ -332,6 +388,62 @@ fn register_resampling(api: &mut Api) {
             };
             ok(x.interpolate(&opts))
         },
+    );
+    for (name, mode, doc) in [
+        ("upsample", "", "interpolate under its older name (same options)"),
+        (
+            "upsample_nearest",
+            "nearest",
+            "interpolate with mode \"nearest\"; options size, scale_factor",
+        ),
+        (
+            "upsample_bilinear",
+            "bilinear",
+            "interpolate with mode \"bilinear\" and align_corners true; options size, scale_factor",
+        ),
+    ] {
+        kw(
+            api,
+            name,
+            doc,
+            ["input"],
+            &["size", "scale_factor", "mode", "align_corners"],
+            Form::WithOptions,
+            move |[x], k| {
+                let size = if k.has("size") {
+                    Some(k.ints("size", &[])?)
+                } else {
+                    None
+                };
+                let opts = InterpolateOptions {
+                    size,
+                    scale_factor: k.opt_numbers("scale_factor")?,
+                    mode: if mode.is_empty() {
+                        k.string("mode", "nearest")?
+                    } else {
+                        mode.to_string()
+                    },
+                    align_corners: if mode == "bilinear" {
+                        Some(true)
+                    } else if k.has("align_corners") {
+                        Some(k.flag("align_corners", false)?)
+                    } else {
+                        None
+                    },
+                    recompute_scale_factor: false,
+                };
+                ok(x.interpolate(&opts))
+            },
+        );
+    }
+    kw(
+        api,
+        "channel_shuffle",
+        "[N, C, *] with channels regrouped: [N, g, C/g, *] transposed to [N, C/g, g, *]",
+        ["input"],
+        &["groups"],
+        Form::WithOptions,
+        |[x], k| ok(x.channel_shuffle(k.int("groups", 1)?)),
     );
     kw(
         api,
@@ -382,6 +494,34 @@ fn register_resampling(api: &mut Api) {
                 &k.ints("dilation", &[1])?,
                 &k.ints("padding", &[0])?,
                 &k.ints("stride", &[1])?,
+            ))
+        },
+    );
+}
+
+fn register_transformers(api: &mut Api) {
+    kw(
+        api,
+        "affine_grid",
+        "F.affine_grid: theta [N, 2, 3] and size [N, C, H, W] give a sampling grid [N, H, W, 2] (3-D: theta [N, 3, 4], size [N, C, D, H, W]); option align_corners (false)",
+        ["theta"],
+        &["size", "align_corners"],
+        Form::WithOptions,
+        |[t], k| ok(t.affine_grid(&k.required_ints("size")?, k.flag("align_corners", false)?)),
+    );
+    kw(
+        api,
+        "grid_sample",
+        "F.grid_sample: input [N, C, H, W] sampled at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]); options mode (\"bilinear\", nearest), padding_mode (\"zeros\", border, reflection), align_corners (false)",
+        ["input", "grid"],
+        &["mode", "padding_mode", "align_corners"],
+        Form::Plain,
+        |[x, g], k| {
+            ok(x.grid_sample(
+                &g,
+                &k.string("mode", "bilinear")?,
+                &k.string("padding_mode", "zeros")?,
+                k.flag("align_corners", false)?,
             ))
         },
     );

@@ -15,6 +15,7 @@ def data(shape, k):
 
 x = data([2, 4, 5, 4], 0.37)
 x1 = data([2, 3, 9], 0.29)
+grid = data([2, 3, 6, 2], 0.53) * 1.3
 rm, rv = torch.zeros(4), torch.ones(4)
 bn_train = F.batch_norm(x, rm, rv, data([4], 1.0), data([4], 2.0), training=True, momentum=0.2)
 mi = F.max_pool2d(x, 3, stride=2, padding=1, return_indices=True)
@@ -68,6 +69,17 @@ expected = {
     "unfold": F.unfold(x, [2, 3], dilation=[2, 1], padding=1, stride=[1, 2]),
     "fold": F.fold(data([2, 12, 12], 0.3), [5, 6], [2, 3], stride=[2, 1], padding=[1, 0]),
     "dropout2d_eval": F.dropout2d(x, 0.5, False),
+    "grid_sample_bilinear": F.grid_sample(x, grid, align_corners=False),
+    "grid_sample_border_align": F.grid_sample(x, grid, padding_mode="border", align_corners=True),
+    "grid_sample_reflection": F.grid_sample(x, grid, padding_mode="reflection", align_corners=False),
+    "grid_sample_nearest": F.grid_sample(x, grid, mode="nearest", align_corners=False),
+    "affine_grid": F.affine_grid(data([2, 2, 3], 0.7), [2, 3, 4, 5], align_corners=False),
+    "affine_grid_align": F.affine_grid(data([2, 2, 3], 0.7), [2, 3, 4, 5], align_corners=True),
+    "lp_pool2d": F.lp_pool2d(x.abs() + 0.1, 2.0, 2),
+    "max_unpool2d": F.max_unpool2d(mi[0], mi[1], 3, stride=2, padding=1, output_size=[5, 4]),
+    "local_response_norm": F.local_response_norm(x, 3),
+    "channel_shuffle": F.channel_shuffle(data([1, 6, 2, 2], 0.3), 3),
+    "upsample_bilinear": F.upsample_bilinear(x, scale_factor=2),
 }
 expected = {k: v.tolist() for k, v in expected.items()}
 text, checked = check("cnn_functional.out", expected, rtol=1e-10, atol=1e-12)

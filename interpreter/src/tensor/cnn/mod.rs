@@ -9,9 +9,11 @@
 //! - [`pool`]: max, average and adaptive pooling;
 //! - [`norm`]: batch, group and instance normalisation;
 //! - [`resample`]: `interpolate`, `pixel_shuffle`, channel dropout;
+//! - [`grid`]: `affine_grid` and `grid_sample` (spatial transformers);
 //! - [`memory_format`]: channels-last layouts of image batches.
 
 pub mod conv;
+pub mod grid;
 pub mod memory_format;
 pub mod norm;
 pub mod pool;

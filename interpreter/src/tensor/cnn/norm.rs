@@ -248,3 +248,35 @@ fn normalize_rows(x: &Tensor, rows: &[i64], eps: f64) -> Result<Tensor> {
     let shape: Vec<i64> = x.shape().iter().map(|&v| v as i64).collect();
     y.reshape(&shape)
 }
+
+impl Tensor {
+    /// `F.local_response_norm(input, size, alpha, beta, k)`: each value
+    /// divided by `(k + alpha · mean of x² over size neighbouring
+    /// channels)^beta` (zero padding counted, as PyTorch).
+    pub fn local_response_norm(&self, size: i64, alpha: f64, beta: f64, k: f64) -> Result<Tensor> {
+        const OP: &str = "local_response_norm";
+        check_input(OP, self)?;
+        if self.ndim() < 3 || size < 1 {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "expects an input of at least 3 dims and size >= 1, got shape {:?} and size {size}",
+                    self.shape()
+                ),
+            ));
+        }
+        let (nb, c) = (self.shape()[0] as i64, self.shape()[1] as i64);
+        let sq = self.mul(self)?.reshape(&[nb, 1, c, -1])?;
+        let padded = sq.pad(&[0, 0, size / 2, (size - 1) / 2], "constant", 0.0)?;
+        let opts = super::pool::PoolOptions {
+            kernel: vec![size, 1],
+            stride: vec![1],
+            padding: vec![0],
+            dilation: vec![1],
+            ceil_mode: false,
+        };
+        let shape: Vec<i64> = self.shape().iter().map(|&v| v as i64).collect();
+        let div = padded.avg_pool(2, &opts, true, None)?.reshape(&shape)?;
+        self.div(&div.mul_scalar(alpha)?.add_scalar(k)?.pow_scalar(beta)?)
+    }
+}

@@ -410,3 +410,96 @@ fn adaptive_sizes(op: &'static str, x: &Tensor, n: usize, output_size: &[Option<
     }
     Ok(out)
 }
+
+impl Tensor {
+    /// `F.lp_pool{n}d(input, norm_type, kernel_size, stride, ceil_mode)`:
+    /// `(Σ x^p)^(1/p)` over each window (PyTorch's formula through the mean).
+    pub fn lp_pool(&self, n: usize, p: f64, o: &PoolOptions) -> Result<Tensor> {
+        let op = ["lp_pool1d", "lp_pool2d", "lp_pool3d"][n.clamp(1, 3) - 1];
+        if p == 0.0 || !p.is_finite() {
+            return Err(Error::invalid(
+                op,
+                format!("norm_type must be a nonzero finite number, got {p}"),
+            ));
+        }
+        let opts = PoolOptions {
+            padding: vec![0],
+            ..o.clone()
+        };
+        let mean = self.pow_scalar(p)?.avg_pool(n, &opts, true, None)?;
+        let volume: i64 = per_dim_min(op, "kernel_size", &o.kernel, n, 1)?.iter().product();
+        mean.sign()?
+            .mul(&mean.abs()?.relu()?)?
+            .mul_scalar(volume as f64)?
+            .pow_scalar(1.0 / p)
+    }
+
+    /// `F.max_unpool{n}d(input, indices, kernel_size, stride, padding,
+    /// output_size)`: each value put back at its flat index in a zero plane
+    /// of the output size (`(in - 1)·stride - 2·padding + kernel` unless
+    /// given).
+    pub fn max_unpool(
+        &self,
+        n: usize,
+        indices: &Tensor,
+        o: &PoolOptions,
+        output_size: Option<&[i64]>,
+    ) -> Result<Tensor> {
+        let op = name(&["max_unpool1d", "max_unpool2d", "max_unpool3d"], n)?;
+        let (x, unbatched) = batched(op, self, n)?;
+        let idx = if unbatched {
+            indices.unsqueeze(0)?
+        } else {
+            indices.clone()
+        };
+        if idx.shape() != x.shape() || idx.dtype() != crate::tensor::DType::I64 {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "indices ({} {:?}) must be i64 of the input's shape {:?}",
+                    indices.dtype(),
+                    indices.shape(),
+                    self.shape()
+                ),
+            ));
+        }
+        let kernel = per_dim_min(op, "kernel_size", &o.kernel, n, 1)?;
+        let stride = if o.stride.is_empty() {
+            kernel.clone()
+        } else {
+            per_dim_min(op, "stride", &o.stride, n, 1)?
+        };
+        let pad = per_dim_min(op, "padding", &o.padding, n, 0)?;
+        let spatial: Vec<i64> = x.shape()[2..].iter().map(|&v| v as i64).collect();
+        let out: Vec<i64> = match output_size {
+            Some(s) => {
+                let s = if s.len() == n + 2 || s.len() == n + 1 {
+                    &s[s.len() - n..]
+                } else {
+                    s
+                };
+                per_dim_min(op, "output_size", s, n, 1)?
+            }
+            None => (0..n)
+                .map(|i| (spatial[i] - 1) * stride[i] - 2 * pad[i] + kernel[i])
+                .collect(),
+        };
+        if out.iter().any(|&v| v < 1) {
+            return Err(Error::shape(
+                op,
+                format!("output size {out:?} from input of shape {:?}", self.shape()),
+            ));
+        }
+        let (nb, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
+        let plane: i64 = out.iter().product();
+        let zeros = Tensor::zeros(
+            &[nb as usize, c as usize, plane as usize],
+            Some(x.dtype()),
+            x.device(),
+        )?;
+        let y = zeros.scatter(2, &idx.reshape(&[nb, c, -1])?, &x.reshape(&[nb, c, -1])?, None)?;
+        let mut shape = vec![nb, c];
+        shape.extend(&out);
+        unbatch(y.reshape(&shape)?, unbatched)
+    }
+}

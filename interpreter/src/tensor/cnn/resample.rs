@@ -285,3 +285,24 @@ impl Tensor {
         x.mul(&keep)
     }
 }
+
+impl Tensor {
+    /// `F.channel_shuffle(input, groups)`: `[N, C, *]` with its channels
+    /// regrouped (`[N, g, C/g, *]` transposed to `[N, C/g, g, *]`).
+    pub fn channel_shuffle(&self, groups: i64) -> Result<Tensor> {
+        const OP: &str = "channel_shuffle";
+        if self.ndim() < 3 || groups < 1 || self.shape()[1] as i64 % groups != 0 {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "input of shape {:?} needs at least 3 dims and channels divisible by groups={groups}",
+                    self.shape()
+                ),
+            ));
+        }
+        let shape: Vec<i64> = self.shape().iter().map(|&v| v as i64).collect();
+        let mut split = vec![shape[0], groups, shape[1] / groups];
+        split.extend(&shape[2..]);
+        self.reshape(&split)?.transpose(1, 2)?.reshape(&shape)
+    }
+}

@@ -197,6 +197,33 @@ impl Checker {
                 x.im2col(&[3, 3], &[1], &[1], &[1])?
                     .col2im(&[9, 10], &[3, 3], &[1], &[1], &[1])
             }),
+            ("grid_sample bilinear reflection", |x| {
+                let grid = param(&[4, 5, 7, 2], 0.37, x)?.mul_scalar(1.2)?;
+                x.grid_sample(&grid, "bilinear", "reflection", false)
+            }),
+            ("grid_sample nearest zeros", |x| {
+                let grid = param(&[4, 5, 7, 2], 0.61, x)?.mul_scalar(1.1)?;
+                x.grid_sample(&grid, "nearest", "zeros", true)
+            }),
+            ("affine_grid", |x| {
+                param(&[4, 2, 3], 0.9, x)?.affine_grid(&[4, 6, 9, 10], false)
+            }),
+            ("lp_pool2d", |x| {
+                x.abs()?.add_scalar(0.25)?.lp_pool(2, 2.0, &pool(2, 2, 0, false))
+            }),
+            ("max_unpool2d", |x| {
+                let o = pool(2, 2, 0, false);
+                let (v, i) = x.max_pool(2, &o, true)?;
+                v.max_unpool(
+                    2,
+                    &i.ok_or_else(|| kiln::Error::invalid("check", "no indices"))?,
+                    &o,
+                    None,
+                )
+            }),
+            ("local_response_norm", |x| {
+                x.local_response_norm(3, 1e-2, 0.75, 1.0)
+            }),
             ("conv2d input grad", |x| {
                 input_grad(x, |x| {
                     let o = conv(&[2], ConvPadding::Explicit(vec![1]), &[1], 2, "zeros");

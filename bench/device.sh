@@ -27,12 +27,17 @@ if [ "${1:-}" != "--check-only" ]; then
 fi
 if [ "${1:-}" = "--cnn" ] || [ "${2:-}" = "--cnn" ]; then
   # The convolution benchmark and the Fashion-MNIST CNN (DATA: the IDX folder)
-  echo "== cnn benchmark"
+  echo "== cnn differential check through cuDNN (KILN_CUDNN=1)"
+  KILN_CUDNN=1 "$BIN/kiln-check" --group cnn > "$OUT/check_cudnn.txt" 2>&1
+  grep -E "FAIL|passed," "$OUT/check_cudnn.txt" | tail -40
+  echo "== cnn benchmark (windows + cuBLAS, then cuDNN)"
   "$BIN/kiln" bench/cnn_bench.rhai > "$OUT/cnn_kiln.txt" 2>&1 || tail -3 "$OUT/cnn_kiln.txt"
+  KILN_CUDNN=1 "$BIN/kiln" bench/cnn_bench.rhai > "$OUT/cnn_kiln_cudnn.txt" 2>&1 || tail -3 "$OUT/cnn_kiln_cudnn.txt"
   PYTHONUNBUFFERED=1 python3 bench/cnn_bench.py > "$OUT/cnn_torch.txt" 2>&1 || tail -3 "$OUT/cnn_torch.txt"
   python3 bench/compare.py "$OUT/cnn_kiln.txt" "$OUT/cnn_torch.txt" "$OUT/cnn.csv" | tee "$OUT/cnn.md"
+  python3 bench/compare.py "$OUT/cnn_kiln_cudnn.txt" "$OUT/cnn_torch.txt" "$OUT/cnn_cudnn.csv" | tee "$OUT/cnn_cudnn.md"
   if [ -n "${DATA:-}" ]; then
-    KILN_PROGRESS=plain "$BIN/kiln" scripts/train_cnn.rhai "$DATA" 2>&1 | grep -v "^train:" | tail -20 | tee "$OUT/train_cnn.txt"
+    KILN_PROGRESS=plain KILN_CUDNN=1 "$BIN/kiln" scripts/train_cnn.rhai "$DATA" 2>&1 | grep -v "^train:" | tail -20 | tee "$OUT/train_cnn.txt"
   fi
 fi
 if [ "${1:-}" = "--golden" ] || [ "${2:-}" = "--golden" ]; then

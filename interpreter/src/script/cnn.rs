@@ -39,13 +39,13 @@ fn maybe_pair((values, indices): (Tensor, Option<Tensor>)) -> Dynamic {
 }
 
 /// A convolution's `padding`: ints, "same" or "valid".
-fn conv_padding(k: &Kwargs) -> RhaiResult<ConvPadding> {
+fn conv_padding(op: &str, k: &Kwargs) -> RhaiResult<ConvPadding> {
     match k.get("padding") {
         Some(v) if v.is_string() => match v.clone().into_string().unwrap_or_default().as_str() {
             "same" => Ok(ConvPadding::Same),
             "valid" => Ok(ConvPadding::Valid),
             other => Err(script_error(format!(
-                "conv: padding \"{other}\" is not one of \"same\", \"valid\" or ints"
+                "{op}: padding \"{other}\" is not one of \"same\", \"valid\" or ints"
             ))),
         },
         _ => Ok(ConvPadding::Explicit(k.ints("padding", &[0])?)),
@@ -75,7 +75,7 @@ fn register_conv(api: &mut Api, n: usize) {
         move |[x, w], k| {
             let opts = ConvOptions {
                 stride: k.ints("stride", &[1])?,
-                padding: conv_padding(&k)?,
+                padding: conv_padding(CONV[n - 1], &k)?,
                 dilation: k.ints("dilation", &[1])?,
                 groups: k.int("groups", 1)?,
                 padding_mode: k.string("padding_mode", "zeros")?,

@@ -11,6 +11,7 @@
 
 pub mod allocator;
 pub mod blas;
+mod cudnn;
 pub(crate) mod images;
 mod index;
 pub mod kernels;

@@ -31,6 +31,7 @@ pub struct CudaRuntime {
     pub(crate) staging: Mutex<Staging>,
     pub(crate) blas: Mutex<BlasHandle>,
     pub(crate) solver: Mutex<super::solver::SolverHandle>,
+    pub(crate) dnn: Mutex<super::cudnn::DnnHandle>,
     pub(crate) name: String,
     pub(crate) sm_count: u32,
     streams: Mutex<Streams>,
@@ -243,6 +244,7 @@ fn create() -> std::result::Result<CudaRuntime, String> {
                 bound: std::ptr::null_mut(),
             }),
             solver: Mutex::new(super::solver::SolverHandle::new()),
+            dnn: Mutex::new(super::cudnn::DnnHandle::new()),
             name,
             sm_count,
         })

@@ -8,6 +8,7 @@
 
 use super::windows::Windows;
 use super::{batched, check_float, pad_spatial, per_dim_min};
+use crate::backend::conv::ConvSpec;
 use crate::core::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -222,6 +223,46 @@ impl Tensor {
                 ))
             }
         };
+        if x.device().is_cuda() && super::cudnn::enabled() {
+            // cuDNN pads symmetrically with zeros: anything else is padded first
+            let symmetric = mode == "constant" && before == after;
+            let xp = if symmetric {
+                x.clone()
+            } else {
+                pad_spatial(&x, &before, &after, mode, 0.0)?
+            };
+            let pad = if symmetric { before.clone() } else { vec![0; n] };
+            let spatial = &xp.shape()[2..];
+            let out: Vec<usize> = (0..n)
+                .map(|i| {
+                    super::windows::positions(
+                        spatial[i] as i64 + 2 * pad[i],
+                        w.kernel[i],
+                        w.dilation[i],
+                        w.stride[i],
+                    ) as usize
+                })
+                .collect();
+            if out.contains(&0) {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "the (padded) input's spatial size {spatial:?} is smaller than the kernel {:?} with dilation {:?} (shape {:?})",
+                        w.kernel,
+                        w.dilation,
+                        self.shape()
+                    ),
+                ));
+            }
+            let spec = ConvSpec {
+                padding: pad.iter().map(|&p| p as usize).collect(),
+                stride: w.stride.iter().map(|&v| v as usize).collect(),
+                dilation: w.dilation.iter().map(|&v| v as usize).collect(),
+                groups: g as usize,
+            };
+            let y = add_bias(super::cudnn::conv(op, &xp, weight, &spec, &out)?, bias)?;
+            return if unbatched { y.squeeze(Some(&[0])) } else { Ok(y) };
+        }
         let xp = pad_spatial(&x, &before, &after, mode, 0.0)?;
         let win = xp.spatial_windows(op, &w)?;
         let o = dims_i64(&win.shape()[2..2 + n]);

@@ -13,6 +13,7 @@
 //! - [`memory_format`]: channels-last layouts of image batches.
 
 pub mod conv;
+pub(crate) mod cudnn;
 pub mod grid;
 pub mod memory_format;
 pub mod norm;

@@ -393,7 +393,10 @@ fn adaptive_sizes(op: &'static str, x: &Tensor, n: usize, output_size: &[Option<
         _ => {
             return Err(Error::invalid(
                 op,
-                format!("output_size must be one int or {n} ints, got {output_size:?}"),
+                format!(
+                    "output_size must be one int or {n} ints, got {}",
+                    output_size.len()
+                ),
             ))
         }
     };

@@ -37,7 +37,7 @@ if [ "${1:-}" = "--cnn" ] || [ "${2:-}" = "--cnn" ]; then
   python3 bench/compare.py "$OUT/cnn_kiln.txt" "$OUT/cnn_torch.txt" "$OUT/cnn.csv" | tee "$OUT/cnn.md"
   python3 bench/compare.py "$OUT/cnn_kiln_cudnn.txt" "$OUT/cnn_torch.txt" "$OUT/cnn_cudnn.csv" | tee "$OUT/cnn_cudnn.md"
   if [ -n "${DATA:-}" ]; then
-    KILN_PROGRESS=plain KILN_CUDNN=1 "$BIN/kiln" scripts/train_cnn.rhai "$DATA" 2>&1 | grep -v "^train:" | tail -20 | tee "$OUT/train_cnn.txt"
+    KILN_PROGRESS=plain KILN_CUDNN=1 "$BIN/kiln" --device cuda scripts/train_cnn.rhai "$DATA" 2>&1 | grep -v "^train:" | tail -20 | tee "$OUT/train_cnn.txt"
   fi
 fi
 if [ "${1:-}" = "--golden" ] || [ "${2:-}" = "--golden" ]; then

@@ -11,6 +11,7 @@ use crate::core::error::{Error, Result};
 use crate::core::index::Along;
 use crate::core::strided::{offsets, Merged};
 use crate::core::Layout;
+use rayon::prelude::*;
 
 fn ids_of<'a>(op: &'static str, s: &'a CpuStorage) -> Result<&'a [i64]> {
     i64::slice(s).ok_or_else(|| Error::invalid(op, "internal: the index must be i64"))
@@ -64,6 +65,29 @@ pub(crate) fn gather(
     }))
 }
 
+/// Elements of a scatter-add below which it runs on one thread.
+const PAR_SCATTER: usize = 1 << 16;
+
+/// The destination elements of one index of the outermost dim when the
+/// scatter-add's writes for different indices of it fall in disjoint,
+/// consecutive blocks of that size (as for the planes of a col2im), so the
+/// blocks can be summed into in parallel; `None` otherwise.
+fn disjoint_outer(ld: &Layout, a: &Along, dst_len: usize) -> Option<usize> {
+    let (shape, strides) = (ld.shape(), ld.strides());
+    if shape.len() < 2 || shape[0] < 2 || ld.numel() < PAR_SCATTER {
+        return None;
+    }
+    let step = strides[0];
+    // the furthest element one outer index reaches, past its block start
+    let reach = shape[1..]
+        .iter()
+        .zip(&strides[1..])
+        .map(|(&n, &s)| (n - 1) * s)
+        .sum::<usize>()
+        + (a.size().max(1) - 1) * a.stride;
+    (step > reach && ld.offset() + step * shape[0] <= dst_len).then_some(step)
+}
+
 /// `dst[ld(i) + idx[li(i)] * stride] += src[ls(i)]` for every element of
 /// `ls`'s shape, in logical order; `dst` holds the accumulator dtype (f32,
 /// f64, i32 or i64; integer sums wrap).
@@ -82,20 +106,39 @@ pub(crate) fn scatter_add(
     if shape.contains(&0) {
         return Ok(());
     }
-    let m = Merged::<3>::new(shape, [ld.strides(), li.strides(), ls.strides()]);
-    let (n, [sd, si, ss]) = (m.row_len(), m.row_strides());
-    let starts = [ld.offset(), li.offset(), ls.offset()];
     let stride = a.stride;
+    let split = disjoint_outer(ld, a, dst.len());
     macro_rules! run {
         ($d:expr, $A:ty, $add:expr) => {{
             let d: &mut [$A] = $d;
             with_storage!(src, sv: S => {
-                m.for_each_row(starts, 0, m.rows(), |_, [bd, bi, bs]| {
-                    for j in 0..n {
-                        let o = bd + j * sd + ids[bi + j * si] as usize * stride;
-                        d[o] = $add(d[o], cast::<S, $A>(sv[bs + j * ss]));
+                // every element of `m` from `starts`, into `out` (addressed from its start)
+                let rows = |out: &mut [$A], m: &Merged<3>, starts: [usize; 3]| {
+                    let (n, [sd, si, ss]) = (m.row_len(), m.row_strides());
+                    m.for_each_row(starts, 0, m.rows(), |_, [bd, bi, bs]| {
+                        for j in 0..n {
+                            let o = bd + j * sd + ids[bi + j * si] as usize * stride;
+                            out[o] = $add(out[o], cast::<S, $A>(sv[bs + j * ss]));
+                        }
+                    })
+                };
+                match split {
+                    Some(step) => {
+                        // each outer index writes only its own `step` elements: in parallel
+                        let m = Merged::<3>::new(&shape[1..], [&ld.strides()[1..], &li.strides()[1..], &ls.strides()[1..]]);
+                        let (i0, s0) = (li.offset(), ls.offset());
+                        let (istep, sstep) = (li.strides()[0], ls.strides()[0]);
+                        d[ld.offset()..]
+                            .par_chunks_mut(step)
+                            .take(shape[0])
+                            .enumerate()
+                            .for_each(|(k, out)| rows(out, &m, [0, i0 + k * istep, s0 + k * sstep]));
                     }
-                })
+                    None => {
+                        let m = Merged::<3>::new(shape, [ld.strides(), li.strides(), ls.strides()]);
+                        rows(d, &m, [ld.offset(), li.offset(), ls.offset()]);
+                    }
+                }
             });
             Ok(())
         }};

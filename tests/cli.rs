@@ -273,6 +273,16 @@ fn files_load_relative_to_the_working_directory() {
     assert_eq!(stdout(&o), "[1797, 65]\n");
 }
 
+/// The number after `key` on the last line of `out` that starts with it.
+fn last_value(out: &str, key: &str) -> f64 {
+    let line = out
+        .lines()
+        .rev()
+        .find(|l| l.starts_with(key))
+        .unwrap_or_else(|| panic!("no '{key}' in {out}"));
+    line[key.len()..].trim().parse().unwrap()
+}
+
 #[test]
 fn train_digits_reaches_97_percent() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
@@ -288,14 +298,7 @@ fn train_digits_reaches_97_percent() {
     std::fs::remove_file(&weights).ok();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let last = |key: &str| -> f64 {
-        let line = out
-            .lines()
-            .rev()
-            .find(|l| l.starts_with(key))
-            .unwrap_or_else(|| panic!("no '{key}' in {out}"));
-        line[key.len()..].trim().parse().unwrap()
-    };
+    let last = |key: &str| last_value(&out, key);
     let acc = last("final test accuracy");
     assert!(acc >= 0.97, "accuracy {acc}:\n{out}");
     assert_eq!(last("reloaded test accuracy"), acc, "{out}");
@@ -322,14 +325,7 @@ fn train_digits_cnn_reaches_98_percent() {
     std::fs::remove_file(&weights).ok();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let last = |key: &str| -> f64 {
-        let line = out
-            .lines()
-            .rev()
-            .find(|l| l.starts_with(key))
-            .unwrap_or_else(|| panic!("no '{key}' in {out}"));
-        line[key.len()..].trim().parse().unwrap()
-    };
+    let last = |key: &str| last_value(&out, key);
     let acc = last("final test accuracy");
     assert!(acc >= 0.98, "accuracy {acc}:\n{out}");
     // the running statistics travel with the weights

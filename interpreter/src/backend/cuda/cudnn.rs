@@ -79,6 +79,23 @@ impl DnnHandle {
     }
 }
 
+impl DnnHandle {
+    /// The algorithm and workspace bytes for geometry `k`: cached, or from
+    /// `query` (cuDNN's heuristics) the first time.
+    fn algorithm(
+        &mut self,
+        k: AlgoKey,
+        query: impl FnOnce() -> Result<(u32, usize)>,
+    ) -> Result<(u32, usize)> {
+        if let Some(&found) = self.algos.get(&k) {
+            return Ok(found);
+        }
+        let found = query()?;
+        self.algos.insert(k, found);
+        Ok(found)
+    }
+}
+
 /// A tensor descriptor, destroyed on drop.
 struct TensorDesc(ds::cudnnTensorDescriptor_t);
 impl Drop for TensorDesc {
@@ -338,36 +355,31 @@ impl CudaStorage {
         let mut dnn_lock = rt.dnn.lock().unwrap_or_else(|p| p.into_inner());
         let h = dnn_lock.on(rt.cu_stream())?;
         let k = key(Direction::Forward, dtype, [lx, lw, ly], spec);
-        let (algo, bytes) = match dnn_lock.algos.get(&k) {
-            Some(&found) => found,
-            None => {
-                let mut results: [ds::cudnnConvolutionFwdAlgoPerf_t; ALGOS] = unsafe { std::mem::zeroed() };
-                let mut count: c_int = 0;
-                // SAFETY: live descriptors; `results` holds ALGOS entries.
-                unsafe {
-                    dnn::get_convolution_forward_algorithm(
-                        h,
-                        xd.0,
-                        wd.0,
-                        cd.0,
-                        yd.0,
-                        ALGOS as c_int,
-                        &mut count,
-                        results.as_mut_ptr(),
-                    )
-                }
-                .map_err(|e| cuda_error("cudnnGetConvolutionForwardAlgorithm_v7", e))?;
-                let found = first_ok(
-                    &results,
-                    count,
-                    |p| p.status == ds::cudnnStatus_t::CUDNN_STATUS_SUCCESS,
-                    |p| p.algo as u32,
-                    |p| p.memory,
-                )?;
-                dnn_lock.algos.insert(k, found);
-                found
+        let (algo, bytes) = dnn_lock.algorithm(k, || {
+            let mut results: [ds::cudnnConvolutionFwdAlgoPerf_t; ALGOS] = unsafe { std::mem::zeroed() };
+            let mut count: c_int = 0;
+            // SAFETY: live descriptors; `results` holds ALGOS entries.
+            unsafe {
+                dnn::get_convolution_forward_algorithm(
+                    h,
+                    xd.0,
+                    wd.0,
+                    cd.0,
+                    yd.0,
+                    ALGOS as c_int,
+                    &mut count,
+                    results.as_mut_ptr(),
+                )
             }
-        };
+            .map_err(|e| cuda_error("cudnnGetConvolutionForwardAlgorithm_v7", e))?;
+            first_ok(
+                &results,
+                count,
+                |p| p.status == ds::cudnnStatus_t::CUDNN_STATUS_SUCCESS,
+                |p| p.algo as u32,
+                |p| p.memory,
+            )
+        })?;
         // SAFETY: `algo` came from cuDNN's own enumeration of this type.
         let algo: ds::cudnnConvolutionFwdAlgo_t = unsafe { std::mem::transmute(algo) };
         let (y, ws) = Self::conv_buffers(dtype, ly, bytes)?;
@@ -415,37 +427,31 @@ impl CudaStorage {
         let mut dnn_lock = rt.dnn.lock().unwrap_or_else(|p| p.into_inner());
         let h = dnn_lock.on(rt.cu_stream())?;
         let k = key(Direction::BackwardData, dtype, [lx, lw, ly], spec);
-        let (algo, bytes) = match dnn_lock.algos.get(&k) {
-            Some(&found) => found,
-            None => {
-                let mut results: [ds::cudnnConvolutionBwdDataAlgoPerf_t; ALGOS] =
-                    unsafe { std::mem::zeroed() };
-                let mut count: c_int = 0;
-                // SAFETY: live descriptors; `results` holds ALGOS entries.
-                unsafe {
-                    dnn::get_convolution_backward_data_algorithm(
-                        h,
-                        wd.0,
-                        dyd.0,
-                        cd.0,
-                        dxd.0,
-                        ALGOS as c_int,
-                        &mut count,
-                        results.as_mut_ptr(),
-                    )
-                }
-                .map_err(|e| cuda_error("cudnnGetConvolutionBackwardDataAlgorithm_v7", e))?;
-                let found = first_ok(
-                    &results,
-                    count,
-                    |p| p.status == ds::cudnnStatus_t::CUDNN_STATUS_SUCCESS,
-                    |p| p.algo as u32,
-                    |p| p.memory,
-                )?;
-                dnn_lock.algos.insert(k, found);
-                found
+        let (algo, bytes) = dnn_lock.algorithm(k, || {
+            let mut results: [ds::cudnnConvolutionBwdDataAlgoPerf_t; ALGOS] = unsafe { std::mem::zeroed() };
+            let mut count: c_int = 0;
+            // SAFETY: live descriptors; `results` holds ALGOS entries.
+            unsafe {
+                dnn::get_convolution_backward_data_algorithm(
+                    h,
+                    wd.0,
+                    dyd.0,
+                    cd.0,
+                    dxd.0,
+                    ALGOS as c_int,
+                    &mut count,
+                    results.as_mut_ptr(),
+                )
             }
-        };
+            .map_err(|e| cuda_error("cudnnGetConvolutionBackwardDataAlgorithm_v7", e))?;
+            first_ok(
+                &results,
+                count,
+                |p| p.status == ds::cudnnStatus_t::CUDNN_STATUS_SUCCESS,
+                |p| p.algo as u32,
+                |p| p.memory,
+            )
+        })?;
         // SAFETY: `algo` came from cuDNN's own enumeration of this type.
         let algo: ds::cudnnConvolutionBwdDataAlgo_t = unsafe { std::mem::transmute(algo) };
         let (dx, ws) = Self::conv_buffers(dtype, lx, bytes)?;
@@ -492,37 +498,31 @@ impl CudaStorage {
         let mut dnn_lock = rt.dnn.lock().unwrap_or_else(|p| p.into_inner());
         let h = dnn_lock.on(rt.cu_stream())?;
         let k = key(Direction::BackwardFilter, dtype, [lx, lw, ly], spec);
-        let (algo, bytes) = match dnn_lock.algos.get(&k) {
-            Some(&found) => found,
-            None => {
-                let mut results: [ds::cudnnConvolutionBwdFilterAlgoPerf_t; ALGOS] =
-                    unsafe { std::mem::zeroed() };
-                let mut count: c_int = 0;
-                // SAFETY: live descriptors; `results` holds ALGOS entries.
-                unsafe {
-                    dnn::get_convolution_backward_filter_algorithm(
-                        h,
-                        xd.0,
-                        dyd.0,
-                        cd.0,
-                        dwd.0,
-                        ALGOS as c_int,
-                        &mut count,
-                        results.as_mut_ptr(),
-                    )
-                }
-                .map_err(|e| cuda_error("cudnnGetConvolutionBackwardFilterAlgorithm_v7", e))?;
-                let found = first_ok(
-                    &results,
-                    count,
-                    |p| p.status == ds::cudnnStatus_t::CUDNN_STATUS_SUCCESS,
-                    |p| p.algo as u32,
-                    |p| p.memory,
-                )?;
-                dnn_lock.algos.insert(k, found);
-                found
+        let (algo, bytes) = dnn_lock.algorithm(k, || {
+            let mut results: [ds::cudnnConvolutionBwdFilterAlgoPerf_t; ALGOS] = unsafe { std::mem::zeroed() };
+            let mut count: c_int = 0;
+            // SAFETY: live descriptors; `results` holds ALGOS entries.
+            unsafe {
+                dnn::get_convolution_backward_filter_algorithm(
+                    h,
+                    xd.0,
+                    dyd.0,
+                    cd.0,
+                    dwd.0,
+                    ALGOS as c_int,
+                    &mut count,
+                    results.as_mut_ptr(),
+                )
             }
-        };
+            .map_err(|e| cuda_error("cudnnGetConvolutionBackwardFilterAlgorithm_v7", e))?;
+            first_ok(
+                &results,
+                count,
+                |p| p.status == ds::cudnnStatus_t::CUDNN_STATUS_SUCCESS,
+                |p| p.algo as u32,
+                |p| p.memory,
+            )
+        })?;
         // SAFETY: `algo` came from cuDNN's own enumeration of this type.
         let algo: ds::cudnnConvolutionBwdFilterAlgo_t = unsafe { std::mem::transmute(algo) };
         let (dw, ws) = Self::conv_buffers(dtype, lw, bytes)?;

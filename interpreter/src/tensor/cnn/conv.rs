@@ -7,7 +7,7 @@
 //! copy, windows).
 
 use super::windows::Windows;
-use super::{batched, check_float, pad_spatial, per_dim_min};
+use super::{batched, check_float, op_name, pad_spatial, per_dim_min, too_small};
 use crate::backend::conv::ConvSpec;
 use crate::core::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -81,14 +81,6 @@ impl Default for ConvTransposeOptions {
 
 const CONV: [&str; 3] = ["conv1d", "conv2d", "conv3d"];
 const CONV_T: [&str; 3] = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d"];
-
-/// The op name for `n` spatial dims (1 to 3).
-fn name(names: &[&'static str; 3], n: usize) -> Result<&'static str> {
-    names
-        .get(n.wrapping_sub(1))
-        .copied()
-        .ok_or_else(|| Error::invalid("conv", format!("{n} spatial dims (1 to 3 are supported)")))
-}
 
 /// Checks the weight's rank, dtype and device against the input, and the
 /// bias against `channels` outputs.
@@ -168,7 +160,7 @@ impl Tensor {
         n: usize,
         opts: &ConvOptions,
     ) -> Result<Tensor> {
-        let op = name(&CONV, n)?;
+        let op = op_name(&CONV, n)?;
         let (x, unbatched) = batched(op, self, n)?;
         check_operands(op, &x, weight, bias, n, |w| w[0])?;
         let (nb, cin) = (x.shape()[0] as i64, x.shape()[1] as i64);
@@ -244,15 +236,7 @@ impl Tensor {
                 })
                 .collect();
             if out.contains(&0) {
-                return Err(Error::shape(
-                    op,
-                    format!(
-                        "the (padded) input's spatial size {spatial:?} is smaller than the kernel {:?} with dilation {:?} (shape {:?})",
-                        w.kernel,
-                        w.dilation,
-                        self.shape()
-                    ),
-                ));
+                return Err(too_small(op, spatial, &w.kernel, &w.dilation, self.shape()));
             }
             let spec = ConvSpec {
                 padding: pad.iter().map(|&p| p as usize).collect(),
@@ -297,7 +281,7 @@ impl Tensor {
         n: usize,
         opts: &ConvTransposeOptions,
     ) -> Result<Tensor> {
-        let op = name(&CONV_T, n)?;
+        let op = op_name(&CONV_T, n)?;
         let (x, unbatched) = batched(op, self, n)?;
         let g = opts.groups;
         check_operands(op, &x, weight, bias, n, |w| w[1] * g.max(1) as usize)?;

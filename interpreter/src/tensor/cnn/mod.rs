@@ -23,6 +23,31 @@ pub mod windows;
 
 use crate::core::error::{Error, Result};
 
+/// The name of the `n`-D member of an op family (`names` for 1 to 3 spatial
+/// dims), or an error for other ranks.
+pub(crate) fn op_name(names: &[&'static str; 3], n: usize) -> Result<&'static str> {
+    names
+        .get(n.wrapping_sub(1))
+        .copied()
+        .ok_or_else(|| Error::invalid(names[0], format!("{n} spatial dims (1 to 3 are supported)")))
+}
+
+/// The error for windows that do not fit the (padded) input.
+pub(crate) fn too_small(
+    op: &'static str,
+    spatial: &[usize],
+    kernel: &[i64],
+    dilation: &[i64],
+    shape: &[usize],
+) -> Error {
+    Error::shape(
+        op,
+        format!(
+            "the (padded) input's spatial size {spatial:?} is smaller than the kernel {kernel:?} with dilation {dilation:?} (shape {shape:?})"
+        ),
+    )
+}
+
 /// A per-dimension option (`stride`, `dilation`, `kernel_size`, ...) given as
 /// one value for every spatial dim or one per dim, as PyTorch's `_ntuple`.
 pub(crate) fn per_dim(op: &'static str, what: &str, values: &[i64], n: usize) -> Result<Vec<i64>> {

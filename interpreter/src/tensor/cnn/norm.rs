@@ -42,6 +42,26 @@ fn check_channels(op: &'static str, x: &Tensor, what: &str, t: Option<&Tensor>) 
     Ok(())
 }
 
+/// The input, running statistics and affine parameters of a normalisation.
+fn check_stats(
+    op: &'static str,
+    x: &Tensor,
+    running: &RunningStats<'_>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+) -> Result<()> {
+    check_input(op, x)?;
+    for (what, t) in [
+        ("running_mean", running.mean),
+        ("running_var", running.var),
+        ("weight", weight),
+        ("bias", bias),
+    ] {
+        check_channels(op, x, what, t)?;
+    }
+    Ok(())
+}
+
 fn check_input(op: &'static str, x: &Tensor) -> Result<()> {
     if x.ndim() < 2 || !x.dtype().is_float() {
         return Err(Error::shape(
@@ -103,15 +123,7 @@ impl Tensor {
         eps: f64,
     ) -> Result<Tensor> {
         const OP: &str = "batch_norm";
-        check_input(OP, self)?;
-        for (what, t) in [
-            ("running_mean", running.mean),
-            ("running_var", running.var),
-            ("weight", weight),
-            ("bias", bias),
-        ] {
-            check_channels(OP, self, what, t)?;
-        }
+        check_stats(OP, self, &running, weight, bias)?;
         let x = self.to_dtype(compute_dtype(self))?;
         let nd = x.ndim() as i64;
         let dims: Vec<i64> = std::iter::once(0).chain(2..nd).collect();
@@ -193,15 +205,7 @@ impl Tensor {
         eps: f64,
     ) -> Result<Tensor> {
         const OP: &str = "instance_norm";
-        check_input(OP, self)?;
-        for (what, t) in [
-            ("running_mean", running.mean),
-            ("running_var", running.var),
-            ("weight", weight),
-            ("bias", bias),
-        ] {
-            check_channels(OP, self, what, t)?;
-        }
+        check_stats(OP, self, &running, weight, bias)?;
         if !use_input_stats {
             return self.batch_norm(running, weight, bias, false, momentum, eps);
         }

@@ -7,7 +7,7 @@
 //! the window view (max routes to the first maximum of each window).
 
 use super::windows::Windows;
-use super::{batched, check_float, pad_spatial, per_dim_min};
+use super::{batched, check_float, op_name, pad_spatial, per_dim_min};
 use crate::core::error::{Error, Result};
 use crate::core::op::ReduceOp;
 use crate::tensor::{autograd, Tensor};
@@ -24,13 +24,6 @@ const ADAPTIVE_MAX: [&str; 3] = [
     "adaptive_max_pool2d",
     "adaptive_max_pool3d",
 ];
-
-fn name(names: &[&'static str; 3], n: usize) -> Result<&'static str> {
-    names
-        .get(n.wrapping_sub(1))
-        .copied()
-        .ok_or_else(|| Error::invalid("pool", format!("{n} spatial dims (1 to 3 are supported)")))
-}
 
 /// The options of `max_pool` and `avg_pool` (an empty `stride` means the
 /// kernel size, PyTorch's default).
@@ -170,7 +163,7 @@ impl Tensor {
     /// `F.max_pool{n}d`: the maximum of each window, and with `indices` the
     /// flat position of that maximum in its input plane (i64).
     pub fn max_pool(&self, n: usize, o: &PoolOptions, indices: bool) -> Result<(Tensor, Option<Tensor>)> {
-        let op = name(&MAX, n)?;
+        let op = op_name(&MAX, n)?;
         let (x, unbatched) = batched(op, self, n)?;
         check_float(op, &x)?;
         let g = geometry(op, &x, n, o)?;
@@ -219,7 +212,7 @@ impl Tensor {
         count_include_pad: bool,
         divisor_override: Option<i64>,
     ) -> Result<Tensor> {
-        let op = name(&AVG, n)?;
+        let op = op_name(&AVG, n)?;
         let (x, unbatched) = batched(op, self, n)?;
         check_float(op, &x)?;
         let mut opts = o.clone();
@@ -269,7 +262,7 @@ impl Tensor {
     /// `F.adaptive_avg_pool{n}d`: the mean over windows
     /// `[floor(o·S/O), ceil((o+1)·S/O))`; a `None` size keeps the input's.
     pub fn adaptive_avg_pool(&self, n: usize, output_size: &[Option<i64>]) -> Result<Tensor> {
-        let op = name(&ADAPTIVE_AVG, n)?;
+        let op = op_name(&ADAPTIVE_AVG, n)?;
         let (x, unbatched) = batched(op, self, n)?;
         check_float(op, &x)?;
         let out = adaptive_sizes(op, &x, n, output_size)?;
@@ -302,7 +295,7 @@ impl Tensor {
         output_size: &[Option<i64>],
         indices: bool,
     ) -> Result<(Tensor, Option<Tensor>)> {
-        let op = name(&ADAPTIVE_MAX, n)?;
+        let op = op_name(&ADAPTIVE_MAX, n)?;
         let (x, unbatched) = batched(op, self, n)?;
         check_float(op, &x)?;
         let out = adaptive_sizes(op, &x, n, output_size)?;
@@ -448,7 +441,7 @@ impl Tensor {
         o: &PoolOptions,
         output_size: Option<&[i64]>,
     ) -> Result<Tensor> {
-        let op = name(&["max_unpool1d", "max_unpool2d", "max_unpool3d"], n)?;
+        let op = op_name(&["max_unpool1d", "max_unpool2d", "max_unpool3d"], n)?;
         let (x, unbatched) = batched(op, self, n)?;
         let idx = if unbatched {
             indices.unsqueeze(0)?

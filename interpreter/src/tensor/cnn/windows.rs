@@ -133,14 +133,12 @@ impl Tensor {
         let spatial = &self.shape()[self.ndim() - n..];
         let o = w.positions(spatial);
         if o.iter().any(|&v| v < 1) {
-            return Err(Error::shape(
+            return Err(super::too_small(
                 op,
-                format!(
-                    "the (padded) input's spatial size {spatial:?} is smaller than the kernel {:?} with dilation {:?} (shape {:?})",
-                    w.kernel,
-                    w.dilation,
-                    self.shape()
-                ),
+                spatial,
+                &w.kernel,
+                &w.dilation,
+                self.shape(),
             ));
         }
         let out = self.windows_view(op, w, &o)?;

@@ -6,6 +6,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 torch.backends.cudnn.benchmark = True
+# kiln's f32 convolutions use full f32 unless TF32 is asked for: compare like with like
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
 dev = "cuda"
 torch.manual_seed(0)
 
@@ -15,6 +18,7 @@ def report(name, value):
 
 
 def per_call(f, reps):
+    f()
     f()
     torch.cuda.synchronize()
     t = time.perf_counter()
@@ -45,9 +49,16 @@ for dtype, dname in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
             report(f"{tag} fwd+bwd", per_call(lambda: F.conv2d(xg, wg, stride=s, padding=p).sum().backward(), 5))
 act = torch.randn(64, 64, 112, 112, device=dev)
 report("max_pool2d 3x3 s2 64x64x112^2", per_call(lambda: F.max_pool2d(act, 3, 2, 1), 10))
+actg = act.detach().requires_grad_(True)
+report("max_pool2d 3x3 s2 64x64x112^2 fwd+bwd", per_call(lambda: F.max_pool2d(actg, 3, 2, 1).sum().backward(), 10))
 bn = torch.randn(64, 256, 56, 56, device=dev)
 rm, rv = torch.zeros(256, device=dev), torch.ones(256, device=dev)
 report("batch_norm train 64x256x56^2", per_call(lambda: F.batch_norm(bn, rm, rv, training=True), 10))
+bng = bn.detach().requires_grad_(True)
+gamma = torch.ones(256, device=dev, requires_grad=True)
+beta = torch.zeros(256, device=dev, requires_grad=True)
+report("batch_norm train 64x256x56^2 fwd+bwd",
+       per_call(lambda: F.batch_norm(bng, rm, rv, gamma, beta, training=True).sum().backward(), 10))
 
 
 class Block(nn.Module):

@@ -9,10 +9,12 @@
 //! allocate (known from the layouts), so an impossible or over-budget output
 //! is a typed error before any allocation or kernel launch.
 
+pub mod batch_norm;
 pub mod conv;
 pub mod cpu;
 pub mod cuda;
 pub mod factor;
+pub mod pool;
 
 pub use cpu::CpuStorage;
 pub use cpu::MatmulDims;

@@ -121,5 +121,20 @@ fn cuda_module(engine: &Engine) -> Module {
         });
     api.doc("whether f32 matmuls may use TF32 tensor cores")
         .volatile("allow_tf32", [], blas::allow_tf32);
+    api.doc("switches convolutions on CUDA through cuDNN (on by default; off: windows and cuBLAS), for the process")
+        .volatile("set_cudnn_enabled", ["enabled"], |on: bool| {
+            crate::tensor::cnn::cudnn::set_enabled(on);
+        });
+    api.doc("whether convolutions on CUDA go through cuDNN").volatile(
+        "cudnn_enabled",
+        [],
+        crate::tensor::cnn::cudnn::enabled,
+    );
+    api.doc("chooses each convolution geometry's cuDNN algorithms by timing them all once (off by default), for the process")
+        .volatile("set_cudnn_benchmark", ["on"], |on: bool| {
+            crate::backend::cuda::cudnn::set_benchmark(on);
+        });
+    api.doc("whether cuDNN algorithms are chosen by timing them")
+        .volatile("cudnn_benchmark", [], crate::backend::cuda::cudnn::benchmark);
     m
 }

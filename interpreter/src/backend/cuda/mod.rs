@@ -11,7 +11,7 @@
 
 pub mod allocator;
 pub mod blas;
-mod cudnn;
+pub(crate) mod cudnn;
 pub(crate) mod images;
 mod index;
 pub mod kernels;

@@ -1,22 +1,53 @@
 //! Convolutions of CUDA tensors through cuDNN (`backend/conv.rs`), with
 //! autograd: the input gradient is cuDNN's backward-data, the weight
-//! gradient its backward-filter. Switched on by `KILN_CUDNN=1`; the
-//! windows-and-GEMM path in [`super::conv`] serves every other case. Inputs
-//! go as they are when packed NCHW or NHWC (channels-last views), weights and
-//! outputs follow the input's memory order, so a channels-last network stays
-//! channels-last without copies.
+//! gradient its backward-filter. On by default (`KILN_CUDNN=0` in the
+//! environment or `cuda::set_cudnn_enabled(false)` switches it off, as
+//! `torch.backends.cudnn.enabled`); the windows-and-GEMM path in
+//! [`super::conv`] serves every other case. Inputs go as they are when
+//! packed NCHW or NHWC (channels-last views), weights and outputs follow the
+//! input's memory order, so a channels-last network stays channels-last
+//! without copies; a geometry cuDNN has no algorithm for in channels-last
+//! order is run again in NCHW order.
 
+use super::norm::RunningStats;
 use crate::backend::conv::ConvSpec;
-use crate::core::error::Result;
-use crate::core::Layout;
+use crate::backend::cuda::cudnn::NO_ALGORITHM;
+use crate::backend::pool::PoolSpec;
+use crate::core::error::{Error, Result};
+use crate::core::{DType, Layout, Scalar};
 use crate::tensor::autograd::{self, Saved};
 use crate::tensor::Tensor;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-/// True when CUDA convolutions go through cuDNN (`KILN_CUDNN=1`).
-pub(crate) fn enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("KILN_CUDNN").is_ok_and(|v| v == "1"))
+fn enabled_flag() -> &'static AtomicBool {
+    static ON: OnceLock<AtomicBool> = OnceLock::new();
+    ON.get_or_init(|| AtomicBool::new(std::env::var("KILN_CUDNN").map_or(true, |v| v != "0")))
+}
+
+/// True when CUDA convolutions go through cuDNN (the default).
+pub fn enabled() -> bool {
+    enabled_flag().load(Ordering::Relaxed)
+}
+
+/// Switches cuDNN convolutions on or off for the whole process; returns the
+/// previous setting.
+pub fn set_enabled(on: bool) -> bool {
+    enabled_flag().swap(on, Ordering::Relaxed)
+}
+
+/// True for the error of a geometry cuDNN has no algorithm for.
+fn no_algorithm(e: &Error) -> bool {
+    matches!(e, Error::InvalidArgument { msg, .. } if msg == NO_ALGORITHM)
+}
+
+/// `f(channels_last)`, run again in NCHW order when cuDNN has no algorithm
+/// for the channels-last geometry.
+fn in_order<T>(channels_last: bool, f: impl Fn(bool) -> Result<T>) -> Result<T> {
+    match f(channels_last) {
+        Err(e) if channels_last && no_algorithm(&e) => f(false),
+        r => r,
+    }
 }
 
 /// The dims of an `ndim`-D `[N, C, *S]` tensor in memory order, outermost
@@ -94,42 +125,204 @@ pub(crate) fn conv(
     spec: &ConvSpec,
     out: &[usize],
 ) -> Result<Tensor> {
-    let channels_last = x.ndim() > 3 && !x.is_contiguous() && is_packed(x, true);
-    let (xp, wp) = (packed(x, channels_last)?, packed(w, channels_last)?);
+    let channels_last = order_of(x);
     let mut y_shape = vec![x.shape()[0], w.shape()[0]];
     y_shape.extend_from_slice(out);
-    let y = autograd::forward(|| -> Result<Tensor> {
-        let ly = packed_layout(&y_shape, channels_last);
-        let s = xp
-            .storage()
-            .conv_forward(xp.layout(), &wp.storage(), wp.layout(), &ly, spec)?;
-        wrap(op, s, &y_shape, channels_last)
+    let y = autograd::forward(|| {
+        in_order(channels_last, |cl| {
+            let (xp, wp) = (packed(x, cl)?, packed(w, cl)?);
+            let ly = packed_layout(&y_shape, cl);
+            let s = xp
+                .storage()
+                .conv_forward(xp.layout(), &wp.storage(), wp.layout(), &ly, spec)?;
+            wrap(op, s, &y_shape, cl)
+        })
     })?;
     if !autograd::needs_grad(&[x, w]) {
         return Ok(y);
     }
-    let (xs, ws, spec) = (Saved::new(&xp), Saved::new(&wp), spec.clone());
+    let (xs, ws, spec) = (Saved::new(x), Saved::new(w), spec.clone());
     Ok(autograd::record(op, &[x, w], y, move |g, needs| {
         let (x, w) = (xs.get(op)?, ws.get(op)?);
-        let g = packed(g, channels_last)?;
         let gx = if needs[0] {
-            let lx = packed_layout(x.shape(), channels_last);
-            let s = g
-                .storage()
-                .conv_backward_data(g.layout(), &w.storage(), w.layout(), &lx, &spec)?;
-            Some(wrap(op, s, x.shape(), channels_last)?)
+            Some(in_order(channels_last, |cl| {
+                let (g, w) = (packed(g, cl)?, packed(w, cl)?);
+                let lx = packed_layout(x.shape(), cl);
+                let s = g
+                    .storage()
+                    .conv_backward_data(g.layout(), &w.storage(), w.layout(), &lx, &spec)?;
+                wrap(op, s, x.shape(), cl)
+            })?)
         } else {
             None
         };
         let gw = if needs[1] {
-            let lw = packed_layout(w.shape(), channels_last);
-            let s = x
-                .storage()
-                .conv_backward_filter(x.layout(), &g.storage(), g.layout(), &lw, &spec)?;
-            Some(wrap(op, s, w.shape(), channels_last)?)
+            Some(in_order(channels_last, |cl| {
+                let (g, x) = (packed(g, cl)?, packed(x, cl)?);
+                let lw = packed_layout(w.shape(), cl);
+                let s = x
+                    .storage()
+                    .conv_backward_filter(x.layout(), &g.storage(), g.layout(), &lw, &spec)?;
+                wrap(op, s, w.shape(), cl)
+            })?)
         } else {
             None
         };
         Ok(vec![gx, gw])
     }))
+}
+
+/// The memory order cuDNN gets `x` in: channels last when `x` already is.
+fn order_of(x: &Tensor) -> bool {
+    x.ndim() > 3 && !x.is_contiguous() && is_packed(x, true)
+}
+
+/// `pool(x)` of batched `x [N, C, *S]` through cuDNN, `out` the output's
+/// spatial size (cuDNN's floor-mode size for `spec`).
+pub(crate) fn pool(op: &'static str, x: &Tensor, spec: &PoolSpec, out: &[usize]) -> Result<Tensor> {
+    let cl = order_of(x);
+    let xp = packed(x, cl)?;
+    let mut y_shape = x.shape()[..2].to_vec();
+    y_shape.extend_from_slice(out);
+    let y = autograd::forward(|| {
+        let ly = packed_layout(&y_shape, cl);
+        let s = xp.storage().pool_forward(xp.layout(), &ly, spec)?;
+        wrap(op, s, &y_shape, cl)
+    })?;
+    if !autograd::needs_grad(&[x]) {
+        return Ok(y);
+    }
+    let (xs, ys, spec) = (Saved::new(&xp), Saved::new(&y.detach()), spec.clone());
+    Ok(autograd::record(op, &[x], y, move |g, _| {
+        let (x, y) = (xs.get(op)?, ys.get(op)?);
+        let g = packed(g, cl)?;
+        let lx = packed_layout(x.shape(), cl);
+        let s = g
+            .storage()
+            .pool_backward(g.layout(), &y.storage(), &x.storage(), &lx, &spec)?;
+        Ok(vec![Some(wrap(op, s, x.shape(), cl)?)])
+    }))
+}
+
+/// A per-channel tensor as cuDNN takes it: dense `[C]` of `dtype`.
+fn param(
+    t: Option<&Tensor>,
+    c: usize,
+    dtype: DType,
+    fill: f64,
+    device: crate::tensor::Device,
+) -> Result<Tensor> {
+    match t {
+        Some(t) => t.detach().to_dtype(dtype)?.dense(),
+        None => Tensor::full(&[c], Scalar::Float(fill), Some(dtype), device),
+    }
+}
+
+/// True when a running statistic can be updated by cuDNN in place: dense,
+/// of the parameter dtype.
+fn updatable(t: Option<&Tensor>, dtype: DType) -> bool {
+    t.is_none_or(|t| t.dtype() == dtype && t.is_contiguous() && t.device().is_cuda())
+}
+
+/// Batch norm of a CUDA `x [N, C, *]` while training, through cuDNN; `None`
+/// when cuDNN does not take this case (the caller composes it then).
+pub(crate) fn batch_norm_train(
+    x: &Tensor,
+    running: &RunningStats<'_>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    momentum: f64,
+    eps: f64,
+) -> Result<Option<Tensor>> {
+    const OP: &str = "batch_norm";
+    let pdt = if x.dtype() == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    // cuDNN's smallest epsilon is 1e-5; both running statistics or neither
+    if !enabled()
+        || eps < 1e-5
+        || x.ndim() > 5
+        || running.mean.is_some() != running.var.is_some()
+        || !updatable(running.mean, pdt)
+        || !updatable(running.var, pdt)
+    {
+        return Ok(None);
+    }
+    let shape = x.shape().to_vec();
+    // [N, C] is normalised as [N, C, 1]
+    let x3 = if x.ndim() == 2 { x.unsqueeze(2)? } else { x.clone() };
+    let cl = order_of(&x3);
+    let xp = packed(&x3, cl)?;
+    let c = shape[1];
+    let (w, b) = (
+        param(weight, c, pdt, 1.0, x.device())?,
+        param(bias, c, pdt, 0.0, x.device())?,
+    );
+    let (y, saved) = autograd::forward(|| -> Result<(Tensor, [Tensor; 2])> {
+        let ly = packed_layout(xp.shape(), cl);
+        let (rm, rv) = (
+            running.mean.map(|t| t.storage()),
+            running.var.map(|t| t.storage()),
+        );
+        let stats = match (&rm, &rv, running.mean, running.var) {
+            (Some(m), Some(v), Some(tm), Some(tv)) => {
+                Some([(&**m, tm.layout().offset()), (&**v, tv.layout().offset())])
+            }
+            _ => None,
+        };
+        let [y, mean, inv_std] = xp.storage().batch_norm_train(
+            xp.layout(),
+            &ly,
+            &w.storage(),
+            &b.storage(),
+            stats,
+            momentum,
+            eps,
+        )?;
+        let y = wrap(OP, y, xp.shape(), cl)?;
+        Ok((
+            y,
+            [
+                Tensor::from_storage(OP, mean, &[c])?,
+                Tensor::from_storage(OP, inv_std, &[c])?,
+            ],
+        ))
+    })?;
+    let y = y.reshape(&shape.iter().map(|&v| v as i64).collect::<Vec<_>>())?;
+    let mut inputs = vec![x];
+    inputs.extend(weight);
+    inputs.extend(bias);
+    if !autograd::needs_grad(&inputs) {
+        return Ok(Some(y));
+    }
+    let (xs, ws) = (Saved::new(&xp), Saved::new(&w));
+    let (has_w, has_b) = (weight.is_some(), bias.is_some());
+    let (wdt, bdt) = (weight.map(|t| t.dtype()), bias.map(|t| t.dtype()));
+    Ok(Some(autograd::record(OP, &inputs, y, move |g, needs| {
+        let (x, w) = (xs.get(OP)?, ws.get(OP)?);
+        let g = packed(&g.reshape(&dims_of(x.shape()))?, cl)?;
+        let [dx, dw, db] = x.storage().batch_norm_backward(
+            x.layout(),
+            &g.storage(),
+            g.layout(),
+            &w.storage(),
+            [&saved[0].storage(), &saved[1].storage()],
+            eps,
+        )?;
+        let dx = wrap(OP, dx, x.shape(), cl)?.reshape(&dims_of(&shape))?;
+        let mut grads = vec![needs[0].then_some(dx)];
+        if let (true, Some(d)) = (has_w, wdt) {
+            grads.push(Some(Tensor::from_storage(OP, dw, &[c])?.to_dtype(d)?));
+        }
+        if let (true, Some(d)) = (has_b, bdt) {
+            grads.push(Some(Tensor::from_storage(OP, db, &[c])?.to_dtype(d)?));
+        }
+        Ok(grads)
+    })))
+}
+
+fn dims_of(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&v| v as i64).collect()
 }

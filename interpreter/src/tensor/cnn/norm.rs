@@ -3,7 +3,8 @@
 //! statistics updated in place by `momentum`; the running ones otherwise),
 //! `group_norm` and `instance_norm` (through the fused `layer_norm` over
 //! each group or instance), each with an optional per-channel affine.
-//! Half-precision inputs are normalised in f32, as PyTorch does.
+//! Half-precision inputs are normalised in f32, as PyTorch does. On CUDA,
+//! batch norm while training is one cuDNN call each way (`cudnn.rs`).
 
 use crate::core::error::{Error, Result};
 use crate::core::op::ReduceOp;
@@ -124,20 +125,25 @@ impl Tensor {
     ) -> Result<Tensor> {
         const OP: &str = "batch_norm";
         check_stats(OP, self, &running, weight, bias)?;
+        let count = self.numel() / self.shape()[1].max(1);
+        if training && count <= 1 {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "expected more than 1 value per channel when training, got input of shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        if training && self.device().is_cuda() {
+            if let Some(y) = super::cudnn::batch_norm_train(self, &running, weight, bias, momentum, eps)? {
+                return Ok(y);
+            }
+        }
         let x = self.to_dtype(compute_dtype(self))?;
         let nd = x.ndim() as i64;
         let dims: Vec<i64> = std::iter::once(0).chain(2..nd).collect();
-        let count = x.numel() / x.shape()[1].max(1);
         let y = if training {
-            if count <= 1 {
-                return Err(Error::shape(
-                    OP,
-                    format!(
-                        "expected more than 1 value per channel when training, got input of shape {:?}",
-                        self.shape()
-                    ),
-                ));
-            }
             let mean = x.reduce(ReduceOp::Mean, Some(&dims), true)?;
             let var = x.reduce(ReduceOp::Var { correction: 0 }, Some(&dims), true)?;
             if let Some(rm) = running.mean {

@@ -4,10 +4,13 @@
 //! forms, whose windows `[floor(o·S/O), ceil((o+1)·S/O))` vary in size:
 //! adaptive averages are products with averaging matrices per dim, adaptive
 //! maxima gather windows padded to the longest one. Gradients flow through
-//! the window view (max routes to the first maximum of each window).
+//! the window view (max routes to the first maximum of each window). On
+//! CUDA, max and average pooling whose geometry cuDNN expresses (no
+//! dilation, floor-mode sizes, no indices) are one cuDNN call each way.
 
 use super::windows::Windows;
 use super::{batched, check_float, op_name, pad_spatial, per_dim_min};
+use crate::backend::pool::{PoolMode, PoolSpec};
 use crate::core::error::{Error, Result};
 use crate::core::op::ReduceOp;
 use crate::tensor::{autograd, Tensor};
@@ -151,6 +154,36 @@ fn max_last(flat: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok((values, best))
 }
 
+/// The pooling through cuDNN, when `x` is on CUDA and cuDNN expresses the
+/// geometry (no dilation, floor-mode output sizes); `None` otherwise.
+fn library_pool(op: &'static str, x: &Tensor, g: &Geometry, mode: PoolMode) -> Result<Option<Tensor>> {
+    if !x.device().is_cuda() || !super::cudnn::enabled() || g.w.dilation.iter().any(|&d| d != 1) {
+        return Ok(None);
+    }
+    let spatial = &x.shape()[2..];
+    let floor_sized = (0..g.out.len()).all(|i| {
+        pooled_size(
+            spatial[i] as i64,
+            g.w.kernel[i],
+            g.pad[i],
+            1,
+            g.w.stride[i],
+            false,
+        ) == g.out[i]
+    });
+    if !floor_sized {
+        return Ok(None);
+    }
+    let to_usize = |v: &[i64]| v.iter().map(|&v| v as usize).collect::<Vec<_>>();
+    let spec = PoolSpec {
+        mode,
+        window: to_usize(&g.w.kernel),
+        padding: to_usize(&g.pad),
+        stride: to_usize(&g.w.stride),
+    };
+    super::cudnn::pool(op, x, &spec, &to_usize(&g.out)).map(Some)
+}
+
 fn unbatch(t: Tensor, unbatched: bool) -> Result<Tensor> {
     if unbatched {
         t.squeeze(Some(&[0]))
@@ -167,6 +200,11 @@ impl Tensor {
         let (x, unbatched) = batched(op, self, n)?;
         check_float(op, &x)?;
         let g = geometry(op, &x, n, o)?;
+        if !indices {
+            if let Some(y) = library_pool(op, &x, &g, PoolMode::Max)? {
+                return Ok((unbatch(y, unbatched)?, None));
+            }
+        }
         let win = padded_input(&x, &g, f64::NEG_INFINITY)?.spatial_windows(op, &g.w)?;
         let last: Vec<i64> = (0..n).map(|i| -1 - i as i64).collect();
         if !indices && !autograd::needs_grad(&[self]) {
@@ -218,6 +256,16 @@ impl Tensor {
         let mut opts = o.clone();
         opts.dilation = vec![1];
         let g = geometry(op, &x, n, &opts)?;
+        if divisor_override.is_none() {
+            let mode = if count_include_pad {
+                PoolMode::AvgIncludePad
+            } else {
+                PoolMode::AvgExcludePad
+            };
+            if let Some(y) = library_pool(op, &x, &g, mode)? {
+                return unbatch(y, unbatched);
+            }
+        }
         let win = padded_input(&x, &g, 0.0)?.spatial_windows(op, &g.w)?;
         let last: Vec<i64> = (0..n).map(|i| -1 - i as i64).collect();
         let sums = win.reduce(ReduceOp::Sum, Some(&last), false)?;

@@ -3,7 +3,8 @@
 //! channels-last as a permuted view, a sliced batch, an expanded batch):
 //! convolutions and their transposes, pooling (with indices), batch, group
 //! and instance norm, interpolation, pixel shuffle, unfold/fold, and the
-//! input gradients of convolution and max pooling. Weights are `sin(k·i)`,
+//! gradients of convolution (input and weight), pooling (ties included)
+//! and batch norm (input, weight and bias). Weights are `sin(k·i)`,
 //! made on each side from the same formula.
 
 use super::*;
@@ -232,6 +233,141 @@ impl Checker {
             }),
             ("max_pool2d input grad", |x| {
                 input_grad(x, |x| Ok(x.max_pool(2, &pool(3, 2, 1, false), false)?.0))
+            }),
+            ("max_pool2d floor", |x| {
+                Ok(x.max_pool(2, &pool(3, 2, 1, false), false)?.0)
+            }),
+            ("max_pool2d input grad with ties", |x| {
+                // ReLU zeros tie inside windows: the gradient goes to one of them
+                input_grad(x, |x| Ok(x.relu()?.max_pool(2, &pool(2, 2, 0, false), false)?.0))
+            }),
+            ("avg_pool2d counting padding", |x| {
+                x.avg_pool(2, &pool(3, 2, 1, false), true, None)
+            }),
+            ("avg_pool2d input grad", |x| {
+                input_grad(x, |x| x.avg_pool(2, &pool(3, 2, 1, false), false, None))
+            }),
+            ("conv2d weight grad", |x| {
+                let w = param(&[4, 6, 3, 3], 0.3, x)?.detach();
+                w.set_requires_grad(true)?;
+                let o = conv(&[1], ConvPadding::Explicit(vec![1]), &[1], 1, "zeros");
+                x.conv(&w, None, 2, &o)?
+                    .to_dtype(DType::F64)?
+                    .pow_scalar(2.0)?
+                    .sum()?
+                    .backward()?;
+                w.grad()
+                    .ok_or_else(|| kiln::Error::invalid("check", "no gradient"))
+            }),
+            ("batch_norm training grads", |x| {
+                let x = x.detach();
+                x.set_requires_grad(true)?;
+                let (w, b) = (param(&[6], 1.0, &x)?.detach(), param(&[6], 2.0, &x)?.detach());
+                w.set_requires_grad(true)?;
+                b.set_requires_grad(true)?;
+                let stats = RunningStats {
+                    mean: None,
+                    var: None,
+                };
+                let y = x.batch_norm(stats, Some(&w), Some(&b), true, 0.1, 1e-5)?;
+                // weighted so that the input gradient is not zero
+                let k = param(y.shape(), 0.7, &y)?;
+                y.mul(&k)?.to_dtype(DType::F64)?.sum()?.backward()?;
+                let grads = [x.grad(), w.grad(), b.grad()];
+                let grads: Vec<Tensor> = grads
+                    .into_iter()
+                    .map(|g| {
+                        g.ok_or_else(|| kiln::Error::invalid("check", "no gradient"))?
+                            .flatten(0, -1)
+                    })
+                    .collect::<Result<_>>()?;
+                Tensor::cat(&grads, 0)
+            }),
+            ("conv_transpose1d", |x| {
+                let o = ConvTransposeOptions {
+                    stride: vec![2],
+                    padding: vec![1],
+                    ..Default::default()
+                };
+                x.flatten(2, 3)?
+                    .conv_transpose(&param(&[6, 2, 3], 0.5, x)?, None, 1, &o)
+            }),
+            ("conv_transpose3d", |x| {
+                let o = ConvTransposeOptions {
+                    stride: vec![1, 2, 2],
+                    ..Default::default()
+                };
+                x.reshape(&[4, 3, 2, 9, 10])?
+                    .conv_transpose(&param(&[3, 2, 2, 2, 2], 0.4, x)?, None, 3, &o)
+            }),
+            ("max_pool1d", |x| {
+                Ok(x.flatten(2, 3)?.max_pool(1, &pool(3, 2, 1, false), false)?.0)
+            }),
+            ("max_pool2d dilated", |x| {
+                let mut o = pool(2, 1, 1, false);
+                o.dilation = vec![2];
+                Ok(x.max_pool(2, &o, false)?.0)
+            }),
+            ("max_pool3d", |x| {
+                Ok(x.reshape(&[4, 3, 2, 9, 10])?
+                    .max_pool(3, &pool(2, 2, 0, false), false)?
+                    .0)
+            }),
+            ("avg_pool1d", |x| {
+                x.flatten(2, 3)?.avg_pool(1, &pool(4, 3, 2, false), true, None)
+            }),
+            ("avg_pool3d", |x| {
+                x.reshape(&[4, 3, 2, 9, 10])?
+                    .avg_pool(3, &pool(2, 1, 1, false), false, None)
+            }),
+            ("adaptive_avg_pool1d", |x| {
+                x.flatten(2, 3)?.adaptive_avg_pool(1, &[Some(7)])
+            }),
+            ("adaptive_avg_pool3d", |x| {
+                x.reshape(&[4, 3, 2, 9, 10])?
+                    .adaptive_avg_pool(3, &[Some(1), Some(4), None])
+            }),
+            ("adaptive_max_pool1d", |x| {
+                Ok(x.flatten(2, 3)?.adaptive_max_pool(1, &[Some(7)], false)?.0)
+            }),
+            ("adaptive_max_pool3d", |x| {
+                Ok(x.reshape(&[4, 3, 2, 9, 10])?
+                    .adaptive_max_pool(3, &[Some(2), Some(4), Some(3)], false)?
+                    .0)
+            }),
+            ("interpolate linear", |x| {
+                x.flatten(2, 3)?
+                    .interpolate(&resize(&[37], "linear", Some(false)))
+            }),
+            ("interpolate trilinear", |x| {
+                x.reshape(&[4, 3, 2, 9, 10])?
+                    .interpolate(&resize(&[3, 5, 12], "trilinear", Some(true)))
+            }),
+            ("interpolate area", |x| {
+                x.interpolate(&resize(&[4, 3], "area", None))
+            }),
+            ("interpolate nearest-exact", |x| {
+                x.interpolate(&resize(&[13, 7], "nearest-exact", None))
+            }),
+            ("pixel_unshuffle", |x| x.narrow(2, 0, 8)?.pixel_unshuffle(2)),
+            ("channel_shuffle", |x| x.channel_shuffle(3)),
+            ("batch_norm training 2-D and 3-D", |x| {
+                let flat = x.flatten(2, 3)?;
+                let stats = || RunningStats {
+                    mean: None,
+                    var: None,
+                };
+                let w = param(&[6], 1.3, x)?;
+                let a = flat.batch_norm(stats(), Some(&w), None, true, 0.1, 1e-5)?;
+                let b = flat.reduce(ReduceOp::Sum, Some(&[2]), false)?.batch_norm(
+                    stats(),
+                    None,
+                    Some(&w),
+                    true,
+                    0.1,
+                    1e-5,
+                )?;
+                Tensor::cat(&[a.flatten(0, -1)?, b.flatten(0, -1)?], 0)
             }),
             ("conv_transpose2d input grad", |x| {
                 input_grad(x, |x| {

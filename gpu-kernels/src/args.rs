@@ -115,6 +115,11 @@ args! {
     /// `reduce_partial_*`: pass 1 of the generic reduction, one partial state per (output, chunk).
     ReducePartialArgs [x, partial] { outer: Geometry, xo: Operand, inner: Geometry, io: Operand, chunks: u32, chunk_len: u32, op: u32 }
 
+    /// `reduce_short_*`: short lanes (a few elements per output), one thread
+    /// per output; `index_out` 1: the output is i64 (the state's integer
+    /// result), else the input's dtype.
+    ReduceShortArgs [x, y] { outer: Geometry, xo: Operand, inner: Geometry, io: Operand, op: u32, correction: u32, index_out: u32 }
+
     /// `reduce_finish_*`: pass 2, the chunks' states merged into each output.
     ReduceFinishArgs [partial, y] { outputs: u32, chunks: u32, op: u32, float: u32, correction: u32 }
 

@@ -1,6 +1,7 @@
 //! Reductions. The generic pair (`reduce_partial_*`, `reduce_finish_*`) walks any
 //! layout with an [`RState`] per warp: one warp per (output, chunk of its
-//! lane), then one warp per output. The dense float kernels handle the common
+//! lane), then one warp per output; `reduce_short_*` serves short lanes (the
+//! windows of a pooling, a small last dim) with one thread per output. The dense float kernels handle the common
 //! cases at memory bandwidth, accumulating in f32 (f64 for f64):
 //! `reduce_lanes_*` (the reduced elements of each output are adjacent: one
 //! block per row chunk) and `reduce_cols_*` (they are `inner` apart: threads
@@ -94,6 +95,52 @@ macro_rules! reduce_partial {
     };
 }
 for_all_types!(reduce_partial!());
+
+macro_rules! reduce_short {
+    ($tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = crate::kernel_name!(reduce_short, $tn)]
+            unsafe extern "ptx-kernel" fn kernel(
+                x: *const $t,
+                y: *mut u8,
+                args: crate::args::ReduceShortArgs,
+            ) {
+                let crate::args::ReduceShortArgs {
+                    outer,
+                    xo,
+                    inner,
+                    io,
+                    op,
+                    correction,
+                    index_out,
+                } = args;
+                let code = ReduceCode::from_u32(op);
+                for_each_index(outer.n, |o| {
+                    let base = outer.offset(&xo, o);
+                    let mut s = RState::init(code);
+                    let mut j = 0;
+                    while j < inner.n {
+                        let v = *x.add((base + inner.offset(&io, j)) as usize);
+                        let vi = if <$t>::FLOAT { 0 } else { v.to_i64() };
+                        s.push(code, <$t>::FLOAT, v.to_f64(), vi, j as i64);
+                        j += 1;
+                    }
+                    let (f, i) = s.finish(code, <$t>::FLOAT, correction);
+                    if index_out != 0 {
+                        *(y as *mut i64).add(o as usize) = i;
+                    } else {
+                        *(y as *mut $t).add(o as usize) = if <$t>::FLOAT {
+                            <$t>::from_f64(f)
+                        } else {
+                            <$t>::from_i64(i)
+                        };
+                    }
+                });
+            }
+        };
+    };
+}
+for_all_types!(reduce_short!());
 
 macro_rules! reduce_finish {
     ($tn:ident, $t:ty) => {

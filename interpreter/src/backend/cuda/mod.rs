@@ -408,6 +408,11 @@ impl CudaStorage {
     }
 }
 
+/// The longest lane the one-thread-per-output reduction takes.
+const SHORT_LANE: u32 = 32;
+/// The fewest outputs it takes (fewer: warps split the lanes instead).
+const SHORT_OUTPUTS: usize = 4096;
+
 impl CudaStorage {
     /// Reduces `dims` (sorted) of `l`; dense output over the kept dims.
     pub fn reduce(&self, op: ReduceOp, l: &Layout, dims: &[usize]) -> Result<CudaStorage> {
@@ -437,6 +442,24 @@ impl CudaStorage {
         let (og, [oo]) = geometry(op.name(), outer.shape(), [&outer])?;
         let (ig, [io]) = geometry(op.name(), inner.shape(), [&inner])?;
         let lane = inner.numel() as u32;
+        let (code, correction) = reduce_code(op);
+        // short lanes (pooling windows, small last dims) with many outputs:
+        // one thread per output, no partial states
+        let index_out = out_dtype == DType::I64 && out_dtype != self.dtype;
+        if lane <= SHORT_LANE && outputs >= SHORT_OUTPUTS && (out_dtype == self.dtype || index_out) {
+            kernels::reduce_short(
+                rt,
+                self.dtype,
+                (og, oo),
+                (ig, io),
+                self.ptr(),
+                code,
+                correction,
+                index_out,
+                y.ptr(),
+            )?;
+            return Ok(y);
+        }
         // Enough warps to fill the GPU: split long lanes when outputs are few.
         let target = rt.sm_count.max(1) * 64;
         let mut chunks = if (outputs as u32) >= target {
@@ -449,7 +472,6 @@ impl CudaStorage {
         chunks = lane.div_ceil(chunk_len).max(1);
         let state = std::mem::size_of::<kiln_kernels::reduce::RState>();
         let partial = CudaStorage::alloc(DType::U8, outputs * chunks as usize * state)?;
-        let (code, correction) = reduce_code(op);
         kernels::reduce_partial(
             rt,
             self.dtype,

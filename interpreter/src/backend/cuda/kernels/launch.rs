@@ -126,6 +126,7 @@ kernel_args!(
     ScatterAddArgs,
     MatmulIntArgs,
     ReducePartialArgs,
+    ReduceShortArgs,
     ReduceFinishArgs,
     LanesArgs,
     LanesFinishArgs,

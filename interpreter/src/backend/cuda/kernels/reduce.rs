@@ -10,6 +10,7 @@ use crate::core::DType;
 use cudarc::driver::sys;
 use kiln_kernels::args::{
     ColsArgs, ColsFinishArgs, LanesArgs, LanesFinishArgs, ReduceFinishArgs, ReducePartialArgs,
+    ReduceShortArgs,
 };
 use kiln_kernels::params::{Geometry, Operand};
 
@@ -45,6 +46,43 @@ pub fn reduce_partial(
                 chunks,
                 chunk_len,
                 op,
+            },
+        )
+    }
+}
+
+/// A reduction of short lanes: one thread per output walks its few elements
+/// and stores the result, `y` of the input's dtype or (`index_out`) i64.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_short(
+    rt: &CudaRuntime,
+    dtype: DType,
+    outer: (Geometry, Operand),
+    inner: (Geometry, Operand),
+    x: sys::CUdeviceptr,
+    op: u32,
+    correction: u32,
+    index_out: bool,
+    y: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::ReduceShort(dtype))?;
+    let ((og, oo), (ig, io)) = (outer, inner);
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside (`y` holds `og.n` outputs of its dtype).
+    unsafe {
+        launch(
+            rt,
+            f,
+            og.n,
+            [x, y],
+            ReduceShortArgs {
+                outer: og,
+                xo: oo,
+                inner: ig,
+                io,
+                op,
+                correction,
+                index_out: index_out as u32,
             },
         )
     }

@@ -42,6 +42,8 @@ pub enum Kernel {
     RandInt(DType),
     /// `reduce_partial_<input dtype>`
     ReducePartial(DType),
+    /// `reduce_short_<input dtype>`
+    ReduceShort(DType),
     /// `reduce_finish_<output dtype>`
     ReduceFinish(DType),
     /// `softmax_<dtype>`
@@ -282,6 +284,7 @@ impl Kernel {
             Kernel::RandNormal(d) => by_dtype!(d, rand_normal),
             Kernel::RandInt(d) => by_dtype!(d, rand_int),
             Kernel::ReducePartial(d) => by_dtype!(d, reduce_partial),
+            Kernel::ReduceShort(d) => by_dtype!(d, reduce_short),
             Kernel::ReduceFinish(d) => by_dtype!(d, reduce_finish),
             Kernel::Softmax(d) => by_dtype!(d, softmax),
             Kernel::LayerNorm(d) => by_dtype!(d, layer_norm),
@@ -337,6 +340,7 @@ impl Kernel {
             Kernel::RandUniform(_) | Kernel::RandNormal(_) => size_of::<RandArgs>(),
             Kernel::RandInt(_) => size_of::<RandIntArgs>(),
             Kernel::ReducePartial(_) => size_of::<ReducePartialArgs>(),
+            Kernel::ReduceShort(_) => size_of::<ReduceShortArgs>(),
             Kernel::ReduceFinish(_) => size_of::<ReduceFinishArgs>(),
             Kernel::Softmax(_) => size_of::<SoftmaxArgs>(),
             Kernel::LayerNorm(_) => size_of::<LayerNormArgs>(),
@@ -377,6 +381,7 @@ impl Kernel {
             Kernel::Cast(..) | Kernel::CastV(..) | Kernel::Fill(_) | Kernel::Arange(_) => 4,
             Kernel::RandUniform(_) | Kernel::RandNormal(_) | Kernel::RandInt(_) => 5,
             Kernel::ReducePartial(_)
+            | Kernel::ReduceShort(_)
             | Kernel::ReduceFinish(_)
             | Kernel::ReduceLanes(..)
             | Kernel::ReduceLanesFinish(..)
@@ -441,6 +446,7 @@ impl Kernel {
                 Kernel::Arange(d),
                 Kernel::RandInt(d),
                 Kernel::ReducePartial(d),
+                Kernel::ReduceShort(d),
                 Kernel::ReduceFinish(d),
                 Kernel::Gather(d),
             ]);

@@ -44,6 +44,27 @@ impl Checker {
                     }
                 }
             }
+            // short lanes, many outputs (one thread per output): the last
+            // dim of a dense matrix, and a strided pair of dims of a view
+            for op in ops {
+                for (what, shape) in [
+                    ("5000 short rows", vec![5000usize, 7]),
+                    ("strided short lanes", vec![3, 4000, 2]),
+                ] {
+                    let r = input(&mut self.gen, &shape, dtype, false).and_then(|x| {
+                        self.both(&x, |t| {
+                            if shape.len() == 2 {
+                                t.reduce(op, Some(&[-1]), false)
+                            } else if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+                                t.permute(&[1, 2, 0])?.reduce(op, Some(&[2]), false)
+                            } else {
+                                t.permute(&[1, 2, 0])?.reduce(op, Some(&[1, 2]), false)
+                            }
+                        })
+                    });
+                    self.record_scaled(op.name(), dtype, what, r, 10.0);
+                }
+            }
             // a long lane split across many warps
             for op in [
                 ReduceOp::Sum,

@@ -4,7 +4,8 @@
 //! is gathered into columns `[G, C/G·K, N·L]` and multiplied by the weights
 //! `[G, O/G, C/G·K]`; a transposed convolution multiplies first and sums the
 //! columns back into place (col2im). Gradients come from the parts (GEMM,
-//! copy, windows).
+//! copy, windows). On CUDA both go through cuDNN instead (`cudnn.rs`)
+//! unless it is switched off.
 
 use super::windows::Windows;
 use super::{batched, check_float, op_name, pad_spatial, per_dim_min, too_small};
@@ -330,6 +331,17 @@ impl Tensor {
                     w.stride
                 ),
             ));
+        }
+        if x.device().is_cuda() && super::cudnn::enabled() {
+            let spec = ConvSpec {
+                padding: pad.iter().map(|&p| p as usize).collect(),
+                stride: w.stride.iter().map(|&v| v as usize).collect(),
+                dilation: w.dilation.iter().map(|&v| v as usize).collect(),
+                groups: g as usize,
+            };
+            let out: Vec<usize> = out.iter().map(|&v| v as usize).collect();
+            let y = add_bias(super::cudnn::conv_transpose(op, &x, weight, &spec, &out)?, bias)?;
+            return if unbatched { y.squeeze(Some(&[0])) } else { Ok(y) };
         }
         let cg_in = cin / g;
         let positions: i64 = s.iter().product();

@@ -1,6 +1,7 @@
 //! Convolutions of CUDA tensors through cuDNN (`backend/conv.rs`), with
 //! autograd: the input gradient is cuDNN's backward-data, the weight
-//! gradient its backward-filter. On by default (`KILN_CUDNN=0` in the
+//! gradient its backward-filter; a transposed convolution is the
+//! backward-data direction, differentiated by the other two. On by default (`KILN_CUDNN=0` in the
 //! environment or `cuda::set_cudnn_enabled(false)` switches it off, as
 //! `torch.backends.cudnn.enabled`); the windows-and-GEMM path in
 //! [`super::conv`] serves every other case. Inputs go as they are when
@@ -163,6 +164,64 @@ pub(crate) fn conv(
                 let s = x
                     .storage()
                     .conv_backward_filter(x.layout(), &g.storage(), g.layout(), &lw, &spec)?;
+                wrap(op, s, w.shape(), cl)
+            })?)
+        } else {
+            None
+        };
+        Ok(vec![gx, gw])
+    }))
+}
+
+/// `conv_transpose(x, w)` of batched `x [N, C, *S]` through cuDNN: the
+/// convolution's backward-data, `out` the output's spatial size; its
+/// gradients are the forward convolution (input) and backward-filter
+/// (weight).
+pub(crate) fn conv_transpose(
+    op: &'static str,
+    x: &Tensor,
+    w: &Tensor,
+    spec: &ConvSpec,
+    out: &[usize],
+) -> Result<Tensor> {
+    let channels_last = order_of(x);
+    let mut y_shape = vec![x.shape()[0], w.shape()[1] * spec.groups];
+    y_shape.extend_from_slice(out);
+    let y = autograd::forward(|| {
+        in_order(channels_last, |cl| {
+            let (xp, wp) = (packed(x, cl)?, packed(w, cl)?);
+            let ly = packed_layout(&y_shape, cl);
+            let s = xp
+                .storage()
+                .conv_backward_data(xp.layout(), &wp.storage(), wp.layout(), &ly, spec)?;
+            wrap(op, s, &y_shape, cl)
+        })
+    })?;
+    if !autograd::needs_grad(&[x, w]) {
+        return Ok(y);
+    }
+    let (xs, ws, spec) = (Saved::new(x), Saved::new(w), spec.clone());
+    Ok(autograd::record(op, &[x, w], y, move |g, needs| {
+        let (x, w) = (xs.get(op)?, ws.get(op)?);
+        let gx = if needs[0] {
+            Some(in_order(channels_last, |cl| {
+                let (g, w) = (packed(g, cl)?, packed(w, cl)?);
+                let lx = packed_layout(x.shape(), cl);
+                let s = g
+                    .storage()
+                    .conv_forward(g.layout(), &w.storage(), w.layout(), &lx, &spec)?;
+                wrap(op, s, x.shape(), cl)
+            })?)
+        } else {
+            None
+        };
+        let gw = if needs[1] {
+            Some(in_order(channels_last, |cl| {
+                let (g, x) = (packed(g, cl)?, packed(x, cl)?);
+                let lw = packed_layout(w.shape(), cl);
+                let s = g
+                    .storage()
+                    .conv_backward_filter(g.layout(), &x.storage(), x.layout(), &lw, &spec)?;
                 wrap(op, s, w.shape(), cl)
             })?)
         } else {

@@ -83,6 +83,42 @@ impl Layout {
         true
     }
 
+    /// The dims of an `[N, C, *S]` layout in channels-last memory order,
+    /// outermost first: `N, *S, C` (NHWC for images).
+    pub fn channels_last_order(ndim: usize) -> Vec<usize> {
+        let mut order = vec![0];
+        order.extend(2..ndim);
+        if ndim > 1 {
+            order.push(1);
+        }
+        order
+    }
+
+    /// A dense layout of `shape` whose dims lie in memory in `order`
+    /// (outermost first), starting at element 0.
+    pub fn dense_in_order(shape: &[usize], order: &[usize]) -> Self {
+        let mut strides = vec![0; shape.len()];
+        let mut step = 1;
+        for &d in order.iter().rev() {
+            strides[d] = step;
+            step *= shape[d];
+        }
+        Layout::from_parts(shape.to_vec(), strides, 0)
+    }
+
+    /// True when the elements are dense with the dims in memory in `order`
+    /// (outermost first; size-1 dims ignored, the offset not looked at).
+    pub fn is_dense_in_order(&self, order: &[usize]) -> bool {
+        let mut expected = 1usize;
+        for &d in order.iter().rev() {
+            if self.shape[d] != 1 && self.strides[d] != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(self.shape[d]);
+        }
+        true
+    }
+
     /// The storage range `start..end` when the layout is contiguous.
     pub fn contiguous_range(&self) -> Option<(usize, usize)> {
         self.is_contiguous()

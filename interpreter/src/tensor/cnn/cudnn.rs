@@ -54,51 +54,21 @@ fn in_order<T>(channels_last: bool, f: impl Fn(bool) -> Result<T>) -> Result<T> 
 /// The dims of an `ndim`-D `[N, C, *S]` tensor in memory order, outermost
 /// first: NCHW, or channels last.
 fn memory_order(ndim: usize, channels_last: bool) -> Vec<usize> {
-    if !channels_last {
-        return (0..ndim).collect();
+    if channels_last {
+        Layout::channels_last_order(ndim)
+    } else {
+        (0..ndim).collect()
     }
-    let mut order = vec![0];
-    order.extend(2..ndim);
-    order.push(1);
-    order
 }
 
 /// The dense layout of `shape` in that memory order.
 fn packed_layout(shape: &[usize], channels_last: bool) -> Layout {
-    let order = memory_order(shape.len(), channels_last);
-    let mut strides = vec![0; shape.len()];
-    let mut step = 1;
-    for &d in order.iter().rev() {
-        strides[d] = step;
-        step *= shape[d];
-    }
-    Layout::from_parts(shape.to_vec(), strides, 0)
-}
-
-/// True when `t` is dense in that memory order (size-1 dims aside).
-fn is_packed(t: &Tensor, channels_last: bool) -> bool {
-    let want = packed_layout(t.shape(), channels_last);
-    t.layout().offset() == 0
-        && t.shape()
-            .iter()
-            .zip(t.layout().strides().iter().zip(want.strides()))
-            .all(|(&n, (&a, &b))| n == 1 || a == b)
+    Layout::dense_in_order(shape, &memory_order(shape.len(), channels_last))
 }
 
 /// `t` dense in that memory order (itself when it is).
 fn packed(t: &Tensor, channels_last: bool) -> Result<Tensor> {
-    if is_packed(t, channels_last) {
-        return Ok(t.clone());
-    }
-    let order: Vec<i64> = memory_order(t.ndim(), channels_last)
-        .iter()
-        .map(|&d| d as i64)
-        .collect();
-    let mut back = vec![0i64; order.len()];
-    for (i, &d) in order.iter().enumerate() {
-        back[d as usize] = i as i64;
-    }
-    t.permute(&order)?.contiguous()?.permute(&back)
+    t.dense_in_order(&memory_order(t.ndim(), channels_last))
 }
 
 /// A tensor of `shape` over a new storage laid out as `packed_layout`.
@@ -233,7 +203,10 @@ pub(crate) fn conv_transpose(
 
 /// The memory order cuDNN gets `x` in: channels last when `x` already is.
 fn order_of(x: &Tensor) -> bool {
-    x.ndim() > 3 && !x.is_contiguous() && is_packed(x, true)
+    x.ndim() > 3
+        && !x.is_contiguous()
+        && x.layout()
+            .is_dense_in_order(&Layout::channels_last_order(x.ndim()))
 }
 
 /// `pool(x)` of batched `x [N, C, *S]` through cuDNN, `out` the output's

@@ -5,6 +5,7 @@
 //! NHWC data, so every op reads it as it is; `contiguous(format)` makes one.
 
 use crate::core::error::{Error, Result};
+use crate::core::Layout;
 use crate::tensor::Tensor;
 
 /// A tensor's memory format.
@@ -43,15 +44,10 @@ impl MemoryFormat {
     }
 
     /// The dims in memory order (outermost first) for a tensor of rank `n`.
-    fn memory_order(self, n: usize) -> Vec<i64> {
+    fn memory_order(self, n: usize) -> Vec<usize> {
         match self {
-            MemoryFormat::Contiguous => (0..n as i64).collect(),
-            _ => {
-                let mut order = vec![0i64];
-                order.extend(2..n as i64);
-                order.push(1);
-                order
-            }
+            MemoryFormat::Contiguous => (0..n).collect(),
+            _ => Layout::channels_last_order(n),
         }
     }
 
@@ -81,12 +77,21 @@ impl Tensor {
         if self.is_contiguous_format(format) {
             return Ok(self.clone());
         }
-        let order = format.memory_order(self.ndim());
+        self.dense_in_order(&format.memory_order(self.ndim()))
+    }
+
+    /// This tensor dense with its dims in memory in `order` (outermost
+    /// first): itself when it already is and starts its storage, else a copy.
+    pub(crate) fn dense_in_order(&self, order: &[usize]) -> Result<Tensor> {
+        if self.layout().offset() == 0 && self.layout().is_dense_in_order(order) {
+            return Ok(self.clone());
+        }
+        let perm: Vec<i64> = order.iter().map(|&d| d as i64).collect();
         let mut back = vec![0i64; order.len()];
         for (i, &d) in order.iter().enumerate() {
-            back[d as usize] = i as i64;
+            back[d] = i as i64;
         }
-        self.permute(&order)?.contiguous()?.permute(&back)
+        self.permute(&perm)?.contiguous()?.permute(&back)
     }
 
     /// True when the elements are dense in `format`'s order (size-1 dims
@@ -95,16 +100,7 @@ impl Tensor {
         if format.rank().is_some_and(|r| r != self.ndim()) {
             return false;
         }
-        let (shape, strides) = (self.shape(), self.layout().strides());
-        let mut expected = 1usize;
-        for &d in format.memory_order(self.ndim()).iter().rev() {
-            let d = d as usize;
-            if shape[d] != 1 && strides[d] != expected {
-                return false;
-            }
-            expected *= shape[d];
-        }
-        true
+        self.layout().is_dense_in_order(&format.memory_order(self.ndim()))
     }
 }
 

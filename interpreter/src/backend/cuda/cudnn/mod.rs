@@ -189,19 +189,7 @@ fn tensor_desc(dtype: DType, l: &Layout) -> Result<TensorDesc> {
 
 /// True when `l` is dense with channels innermost (NHWC order).
 fn channels_last(l: &Layout) -> bool {
-    let (shape, strides) = (l.shape(), l.strides());
-    let n = shape.len();
-    let mut order: Vec<usize> = vec![0];
-    order.extend(2..n);
-    order.push(1);
-    let mut expected = 1;
-    for &d in order.iter().rev() {
-        if shape[d] != 1 && strides[d] != expected {
-            return false;
-        }
-        expected *= shape[d];
-    }
-    true
+    l.is_dense_in_order(&Layout::channels_last_order(l.ndim()))
 }
 
 /// The scaling factors alpha = 1, beta = 0 in the compute type.

@@ -75,3 +75,7 @@ if [ "$GOLDEN" = 1 ]; then
     echo "$(basename "$v"): cuda: $(cd tests/scripts/verify && KILN_GOLDEN_DIR="$OUT/golden-cuda" python3 "$(basename "$v")" 2>&1 | tail -1)"
   done
 fi
+# fewer files to bring back: the GPU's golden outputs in one archive
+if [ -d "$OUT/golden-cuda" ]; then
+  tar czf "$OUT/golden-cuda.tgz" -C "$OUT" golden-cuda && rm -rf "$OUT/golden-cuda"
+fi

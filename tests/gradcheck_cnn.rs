@@ -250,6 +250,16 @@ fn spatial_transformers_and_the_rest() {
             |x| x[0].grid_sample(&x[1].mul_scalar(1.3)?, "bilinear", "border", true),
         ),
         (
+            "grid_sample bicubic zeros",
+            &[&[1, 2, 4, 5], &[1, 2, 3, 2]],
+            |x| x[0].grid_sample(&x[1].mul_scalar(1.1)?, "bicubic", "zeros", false),
+        ),
+        (
+            "grid_sample bicubic reflection align_corners",
+            &[&[1, 1, 4, 4], &[1, 2, 2, 2]],
+            |x| x[0].grid_sample(&x[1].mul_scalar(1.3)?, "bicubic", "reflection", true),
+        ),
+        (
             "grid_sample bilinear reflection",
             &[&[1, 2, 4, 3], &[1, 2, 2, 2]],
             |x| x[0].grid_sample(&x[1].mul_scalar(1.4)?, "bilinear", "reflection", false),

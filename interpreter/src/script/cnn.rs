@@ -512,7 +512,7 @@ fn register_transformers(api: &mut Api) {
     kw(
         api,
         "grid_sample",
-        "F.grid_sample: input [N, C, H, W] sampled at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]); options mode (\"bilinear\", nearest), padding_mode (\"zeros\", border, reflection), align_corners (false)",
+        "F.grid_sample: input [N, C, H, W] sampled at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]); options mode (\"bilinear\", nearest, bicubic), padding_mode (\"zeros\", border, reflection), align_corners (false)",
         ["input", "grid"],
         &["mode", "padding_mode", "align_corners"],
         Form::Plain,

@@ -53,6 +53,36 @@ fn reflect(x: &Tensor, twice_low: f64, twice_high: f64) -> Result<Tensor> {
     )
 }
 
+/// The cubic convolution weights (A = -0.75) of the four taps around a
+/// position whose distance past its floor is `t`, as tensors.
+fn cubic_weights(t: &Tensor) -> Result<[Tensor; 4]> {
+    const A: f64 = -0.75;
+    // near(x) = ((A + 2)·x - (A + 3))·x² + 1 for |x| <= 1
+    let near = |x: &Tensor| -> Result<Tensor> {
+        x.mul_scalar(A + 2.0)?
+            .sub_scalar(A + 3.0)?
+            .mul(x)?
+            .mul(x)?
+            .add_scalar(1.0)
+    };
+    // far(x) = ((A·x - 5A)·x + 8A)·x - 4A for 1 < |x| < 2
+    let far = |x: &Tensor| -> Result<Tensor> {
+        x.mul_scalar(A)?
+            .sub_scalar(5.0 * A)?
+            .mul(x)?
+            .add_scalar(8.0 * A)?
+            .mul(x)?
+            .sub_scalar(4.0 * A)
+    };
+    let one_minus = t.neg()?.add_scalar(1.0)?;
+    Ok([
+        far(&t.add_scalar(1.0)?)?,
+        near(t)?,
+        near(&one_minus)?,
+        far(&one_minus.add_scalar(1.0)?)?,
+    ])
+}
+
 /// Pixel positions after the padding mode's treatment of the outside.
 fn pad_positions(x: Tensor, size: usize, mode: &str, align_corners: bool) -> Result<Tensor> {
     let hi = size as f64 - 1.0;
@@ -116,8 +146,9 @@ impl Tensor {
 
     /// `F.grid_sample(input, grid, mode, padding_mode, align_corners)`:
     /// input `[N, C, H, W]`, grid `[N, Ho, Wo, 2]` of `(x, y)` in `[-1, 1]`;
-    /// mode "bilinear" or "nearest", padding_mode "zeros", "border" or
-    /// "reflection"; result `[N, C, Ho, Wo]`.
+    /// mode "bilinear", "nearest" or "bicubic" (A = -0.75; the padding
+    /// mode applies to each of the 16 taps, as in PyTorch), padding_mode
+    /// "zeros", "border" or "reflection"; result `[N, C, Ho, Wo]`.
     pub fn grid_sample(
         &self,
         grid: &Tensor,
@@ -148,10 +179,10 @@ impl Tensor {
             ));
         }
         self.same_device(OP, grid)?;
-        if !matches!(mode, "bilinear" | "nearest") {
+        if !matches!(mode, "bilinear" | "nearest" | "bicubic") {
             return Err(Error::invalid(
                 OP,
-                format!("unknown mode \"{mode}\" (expected bilinear or nearest)"),
+                format!("unknown mode \"{mode}\" (expected bilinear, nearest or bicubic)"),
             ));
         }
         if !matches!(padding_mode, "zeros" | "border" | "reflection") {
@@ -162,18 +193,12 @@ impl Tensor {
         }
         let [n, c, h, w] = [0, 1, 2, 3].map(|i| self.shape()[i]);
         let (ho, wo) = (grid.shape()[1], grid.shape()[2]);
-        let ix = pad_positions(
+        let (gx, gy) = (
             unnormalize(&grid.select(3, 0)?, w, align_corners)?,
-            w,
-            padding_mode,
-            align_corners,
-        )?;
-        let iy = pad_positions(
             unnormalize(&grid.select(3, 1)?, h, align_corners)?,
-            h,
-            padding_mode,
-            align_corners,
-        )?;
+        );
+        let ix = pad_positions(gx.clone(), w, padding_mode, align_corners)?;
+        let iy = pad_positions(gy.clone(), h, padding_mode, align_corners)?;
         let flat = self.reshape(&[n as i64, c as i64, (h * w) as i64])?;
         // the input at integer positions (xs, ys) [N, Ho, Wo], zero outside
         let corner = |xs: &Tensor, ys: &Tensor| -> Result<Tensor> {
@@ -200,6 +225,25 @@ impl Tensor {
         };
         if mode == "nearest" {
             return corner(&ix.round()?, &iy.round()?);
+        }
+        if mode == "bicubic" {
+            // taps at floor - 1 ..= floor + 2 of the unpadded position, each
+            // tap's position padded on its own
+            let (x0, y0) = (gx.floor()?, gy.floor()?);
+            let (wx, wy) = (cubic_weights(&gx.sub(&x0)?)?, cubic_weights(&gy.sub(&y0)?)?);
+            let mut out: Option<Tensor> = None;
+            for (j, wyj) in wy.iter().enumerate() {
+                let ys = pad_positions(y0.add_scalar(j as f64 - 1.0)?, h, padding_mode, align_corners)?;
+                for (i, wxi) in wx.iter().enumerate() {
+                    let xs = pad_positions(x0.add_scalar(i as f64 - 1.0)?, w, padding_mode, align_corners)?;
+                    let term = corner(&xs, &ys)?.mul(&wxi.mul(wyj)?.unsqueeze(1)?)?;
+                    out = Some(match out {
+                        Some(acc) => acc.add(&term)?,
+                        None => term,
+                    });
+                }
+            }
+            return out.ok_or_else(|| Error::invalid(OP, "internal: no taps"));
         }
         let (x0, y0) = (ix.floor()?, iy.floor()?);
         let (x1, y1) = (x0.add_scalar(1.0)?, y0.add_scalar(1.0)?);

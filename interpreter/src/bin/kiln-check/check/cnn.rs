@@ -202,6 +202,10 @@ impl Checker {
                 let grid = param(&[4, 5, 7, 2], 0.37, x)?.mul_scalar(1.2)?;
                 x.grid_sample(&grid, "bilinear", "reflection", false)
             }),
+            ("grid_sample bicubic border", |x| {
+                let grid = param(&[4, 5, 7, 2], 0.29, x)?.mul_scalar(1.15)?;
+                x.grid_sample(&grid, "bicubic", "border", false)
+            }),
             ("grid_sample nearest zeros", |x| {
                 let grid = param(&[4, 5, 7, 2], 0.61, x)?.mul_scalar(1.1)?;
                 x.grid_sample(&grid, "nearest", "zeros", true)

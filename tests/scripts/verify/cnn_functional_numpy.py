@@ -162,9 +162,20 @@ def gs(x, g, mode, pm, ac):
     def at(n, yy, xx):
         if 0 <= xx < W and 0 <= yy < H: return x[n, :, yy, xx]
         return np.zeros(C)
+    A = -0.75
+    c1 = lambda z: ((A+2)*z-(A+3))*z*z+1; c2 = lambda z: ((A*z-5*A)*z+8*A)*z-4*A
+    def bounded(n, yy, xx):
+        # bicubic: each tap's integer position padded, then zero outside
+        return at(n, int(padpos(yy, H, pm, ac)), int(padpos(xx, W, pm, ac)))
     for n in range(N):
         for i in range(Ho):
             for j in range(Wo):
+                if mode == "bicubic":
+                    ux, uy = unnorm(g[n, i, j, 0], W, ac), unnorm(g[n, i, j, 1], H, ac)
+                    x0, y0 = math.floor(ux), math.floor(uy); tx, ty = ux - x0, uy - y0
+                    wx = [c2(tx+1), c1(tx), c1(1-tx), c2(2-tx)]; wy = [c2(ty+1), c1(ty), c1(1-ty), c2(2-ty)]
+                    out[n, :, i, j] = sum(wy[b]*wx[a]*bounded(n, y0-1+b, x0-1+a) for a in range(4) for b in range(4))
+                    continue
                 ix = padpos(unnorm(g[n, i, j, 0], W, ac), W, pm, ac); iy = padpos(unnorm(g[n, i, j, 1], H, ac), H, pm, ac)
                 if mode == "nearest":
                     out[n, :, i, j] = at(n, int(np.rint(iy)), int(np.rint(ix)))
@@ -253,6 +264,9 @@ expected = {
     "grid_sample_border_align": gs(x, grid, "bilinear", "border", True),
     "grid_sample_reflection": gs(x, grid, "bilinear", "reflection", False),
     "grid_sample_nearest": gs(x, grid, "nearest", "zeros", False),
+    "grid_sample_bicubic": gs(x, grid, "bicubic", "zeros", False),
+    "grid_sample_bicubic_border_align": gs(x, grid, "bicubic", "border", True),
+    "grid_sample_bicubic_reflection": gs(x, grid, "bicubic", "reflection", False),
     "affine_grid": ag(data([2, 2, 3], 0.7), [2, 3, 4, 5], False),
     "affine_grid_align": ag(data([2, 2, 3], 0.7), [2, 3, 4, 5], True),
     "lp_pool2d": np.sqrt(((np.abs(x) + 0.1)[:, :, :4, :4] ** 2).reshape(2, 4, 2, 2, 2, 2).sum(axis=(3, 5))),

@@ -3,7 +3,7 @@
 //! channels-last as a permuted view, a sliced batch, an expanded batch):
 //! convolutions and their transposes, pooling (with indices), batch, group
 //! and instance norm, interpolation, pixel shuffle, unfold/fold, and the
-//! gradients of convolution (input and weight), pooling (ties included)
+//! gradients of convolution (input and weight), pooling (windows of ties included)
 //! and batch norm (input, weight and bias). Weights are `sin(k·i)`,
 //! made on each side from the same formula.
 
@@ -241,9 +241,20 @@ impl Checker {
             ("max_pool2d floor", |x| {
                 Ok(x.max_pool(2, &pool(3, 2, 1, false), false)?.0)
             }),
-            ("max_pool2d input grad with ties", |x| {
-                // ReLU zeros tie inside windows: the gradient goes to one of them
-                input_grad(x, |x| Ok(x.relu()?.max_pool(2, &pool(2, 2, 0, false), false)?.0))
+            ("max_pool2d grad with ties", |x| {
+                // every window is a tie: the gradient goes to its first element
+                let t = x.mul_scalar(0.0)?.add_scalar(1.0)?.detach();
+                t.set_requires_grad(true)?;
+                t.max_pool(2, &pool(2, 2, 0, false), false)?.0.sum()?.backward()?;
+                t.grad()
+                    .ok_or_else(|| kiln::Error::invalid("check", "no gradient"))
+            }),
+            ("max_pool2d padded grad with ties", |x| {
+                let t = x.mul_scalar(0.0)?.add_scalar(-1.0)?.detach();
+                t.set_requires_grad(true)?;
+                t.max_pool(2, &pool(3, 2, 1, false), false)?.0.sum()?.backward()?;
+                t.grad()
+                    .ok_or_else(|| kiln::Error::invalid("check", "no gradient"))
             }),
             ("avg_pool2d counting padding", |x| {
                 x.avg_pool(2, &pool(3, 2, 1, false), true, None)

@@ -87,6 +87,77 @@ fn wrap(
     Tensor::from_storage(op, s, &mem_shape)?.permute(&back)
 }
 
+/// A direction of a convolution as cuDNN runs it.
+#[derive(Clone, Copy)]
+enum Pass {
+    /// `y` from `(x, w)`.
+    Forward,
+    /// `dx` from `(dy, w)`.
+    BackwardData,
+    /// `dw` from `(x, dy)`.
+    BackwardFilter,
+}
+
+/// `pass` over `(a, b)` giving a tensor of `shape`, in memory order `cl`
+/// (rerun in NCHW order when cuDNN has no algorithm for channels last).
+fn run(
+    op: &'static str,
+    pass: Pass,
+    (a, b): (&Tensor, &Tensor),
+    shape: &[usize],
+    spec: &ConvSpec,
+    cl: bool,
+) -> Result<Tensor> {
+    in_order(cl, |cl| {
+        let (a, b) = (packed(a, cl)?, packed(b, cl)?);
+        let l = packed_layout(shape, cl);
+        let (sa, sb) = (a.storage(), b.storage());
+        let s = match pass {
+            Pass::Forward => sa.conv_forward(a.layout(), &sb, b.layout(), &l, spec)?,
+            Pass::BackwardData => sa.conv_backward_data(a.layout(), &sb, b.layout(), &l, spec)?,
+            Pass::BackwardFilter => sa.conv_backward_filter(a.layout(), &sb, b.layout(), &l, spec)?,
+        };
+        wrap(op, s, shape, cl)
+    })
+}
+
+/// A convolution (`transposed`: a transposed one, whose forward is the
+/// convolution's backward-data) of batched `x [N, C, *S]` through cuDNN,
+/// output `y_shape`; the input gradient is the other of forward and
+/// backward-data, the weight gradient backward-filter.
+fn convolve(
+    op: &'static str,
+    x: &Tensor,
+    w: &Tensor,
+    spec: &ConvSpec,
+    y_shape: Vec<usize>,
+    transposed: bool,
+) -> Result<Tensor> {
+    let cl = order_of(x);
+    let (forward, input_grad) = if transposed {
+        (Pass::BackwardData, Pass::Forward)
+    } else {
+        (Pass::Forward, Pass::BackwardData)
+    };
+    let y = autograd::forward(|| run(op, forward, (x, w), &y_shape, spec, cl))?;
+    if !autograd::needs_grad(&[x, w]) {
+        return Ok(y);
+    }
+    let (xs, ws, spec) = (Saved::new(x), Saved::new(w), spec.clone());
+    Ok(autograd::record(op, &[x, w], y, move |g, needs| {
+        let (x, w) = (xs.get(op)?, ws.get(op)?);
+        let gx = needs[0]
+            .then(|| run(op, input_grad, (g, w), x.shape(), &spec, cl))
+            .transpose()?;
+        // backward-filter takes the convolution's input first: x, or g when transposed
+        let pair = if transposed { (g, x) } else { (x, g) };
+        let gw = needs[1]
+            .then(|| run(op, Pass::BackwardFilter, pair, w.shape(), &spec, cl))
+            .transpose()?;
+        Ok(vec![gx, gw])
+    }))
+}
+
 /// `conv(x, w)` of batched `x [N, C, *S]` through cuDNN, `spec`'s padding
 /// symmetric; `out` the output's spatial size.
 pub(crate) fn conv(
@@ -96,51 +167,9 @@ pub(crate) fn conv(
     spec: &ConvSpec,
     out: &[usize],
 ) -> Result<Tensor> {
-    let channels_last = order_of(x);
     let mut y_shape = vec![x.shape()[0], w.shape()[0]];
     y_shape.extend_from_slice(out);
-    let y = autograd::forward(|| {
-        in_order(channels_last, |cl| {
-            let (xp, wp) = (packed(x, cl)?, packed(w, cl)?);
-            let ly = packed_layout(&y_shape, cl);
-            let s = xp
-                .storage()
-                .conv_forward(xp.layout(), &wp.storage(), wp.layout(), &ly, spec)?;
-            wrap(op, s, &y_shape, cl)
-        })
-    })?;
-    if !autograd::needs_grad(&[x, w]) {
-        return Ok(y);
-    }
-    let (xs, ws, spec) = (Saved::new(x), Saved::new(w), spec.clone());
-    Ok(autograd::record(op, &[x, w], y, move |g, needs| {
-        let (x, w) = (xs.get(op)?, ws.get(op)?);
-        let gx = if needs[0] {
-            Some(in_order(channels_last, |cl| {
-                let (g, w) = (packed(g, cl)?, packed(w, cl)?);
-                let lx = packed_layout(x.shape(), cl);
-                let s = g
-                    .storage()
-                    .conv_backward_data(g.layout(), &w.storage(), w.layout(), &lx, &spec)?;
-                wrap(op, s, x.shape(), cl)
-            })?)
-        } else {
-            None
-        };
-        let gw = if needs[1] {
-            Some(in_order(channels_last, |cl| {
-                let (g, x) = (packed(g, cl)?, packed(x, cl)?);
-                let lw = packed_layout(w.shape(), cl);
-                let s = x
-                    .storage()
-                    .conv_backward_filter(x.layout(), &g.storage(), g.layout(), &lw, &spec)?;
-                wrap(op, s, w.shape(), cl)
-            })?)
-        } else {
-            None
-        };
-        Ok(vec![gx, gw])
-    }))
+    convolve(op, x, w, spec, y_shape, false)
 }
 
 /// `conv_transpose(x, w)` of batched `x [N, C, *S]` through cuDNN: the
@@ -154,51 +183,9 @@ pub(crate) fn conv_transpose(
     spec: &ConvSpec,
     out: &[usize],
 ) -> Result<Tensor> {
-    let channels_last = order_of(x);
     let mut y_shape = vec![x.shape()[0], w.shape()[1] * spec.groups];
     y_shape.extend_from_slice(out);
-    let y = autograd::forward(|| {
-        in_order(channels_last, |cl| {
-            let (xp, wp) = (packed(x, cl)?, packed(w, cl)?);
-            let ly = packed_layout(&y_shape, cl);
-            let s = xp
-                .storage()
-                .conv_backward_data(xp.layout(), &wp.storage(), wp.layout(), &ly, spec)?;
-            wrap(op, s, &y_shape, cl)
-        })
-    })?;
-    if !autograd::needs_grad(&[x, w]) {
-        return Ok(y);
-    }
-    let (xs, ws, spec) = (Saved::new(x), Saved::new(w), spec.clone());
-    Ok(autograd::record(op, &[x, w], y, move |g, needs| {
-        let (x, w) = (xs.get(op)?, ws.get(op)?);
-        let gx = if needs[0] {
-            Some(in_order(channels_last, |cl| {
-                let (g, w) = (packed(g, cl)?, packed(w, cl)?);
-                let lx = packed_layout(x.shape(), cl);
-                let s = g
-                    .storage()
-                    .conv_forward(g.layout(), &w.storage(), w.layout(), &lx, &spec)?;
-                wrap(op, s, x.shape(), cl)
-            })?)
-        } else {
-            None
-        };
-        let gw = if needs[1] {
-            Some(in_order(channels_last, |cl| {
-                let (g, x) = (packed(g, cl)?, packed(x, cl)?);
-                let lw = packed_layout(w.shape(), cl);
-                let s = g
-                    .storage()
-                    .conv_backward_filter(g.layout(), &x.storage(), x.layout(), &lw, &spec)?;
-                wrap(op, s, w.shape(), cl)
-            })?)
-        } else {
-            None
-        };
-        Ok(vec![gx, gw])
-    }))
+    convolve(op, x, w, spec, y_shape, true)
 }
 
 /// The memory order cuDNN gets `x` in: channels last when `x` already is.

@@ -2,7 +2,8 @@
 # Runs on the GPU machine, from the repository root, with the release binaries
 # built by bench/build-for-device.sh in .device/bin: the CPU-vs-CUDA
 # differential check, then kiln's and PyTorch's benchmarks side by side.
-# Results go to $OUT (or ./bench-out): check.txt, check.csv, bench.md, bench.csv.
+# Results go to $OUT (or ./bench-out) as one archive, results.tgz (check.txt,
+# check.csv, bench.md, bench.csv, cnn.md, ...).
 set -u
 # Flags, in any order: --check-only (no elementwise/matmul benchmarks),
 # --golden (golden scripts and verifiers on CUDA), --cnn (convolution check,
@@ -28,9 +29,11 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu
 echo "== cold start"
 bash bench/cold_start.sh | tee "$OUT/cold_start.txt"
 echo "== differential check"
-"$BIN/kiln-check" --resources --csv "$OUT/check.csv" > "$OUT/check.txt" 2>&1
+# KILN_CUDNN_DEBUG: say where cuDNN's graph API had no plan (the legacy calls run then)
+KILN_CUDNN_DEBUG=1 "$BIN/kiln-check" --resources --csv "$OUT/check.csv" > "$OUT/check.txt" 2>&1
 echo "kiln-check exit code $?"
 grep -E "FAIL|asynchrony|passed,|registers" "$OUT/check.txt" | tail -60
+echo "cuDNN graph API passed over $(grep -c "graph API" "$OUT/check.txt") times"; grep "graph API" "$OUT/check.txt" | sort | uniq -c | sort -rn | head -8
 if [ "$CHECK_ONLY" = 0 ]; then
   echo "== benchmarks"
   "$BIN/kiln" bench/kiln_bench.rhai > "$OUT/kiln.txt" 2>&1 || tail -3 "$OUT/kiln.txt"
@@ -44,10 +47,16 @@ if [ "$CNN" = 1 ]; then
   echo "== cnn differential check without cuDNN (KILN_CUDNN=0)"
   KILN_CUDNN=0 "$BIN/kiln-check" --group cnn > "$OUT/check_windows.txt" 2>&1
   grep -E "FAIL|passed," "$OUT/check_windows.txt" | tail -40
+  echo "== cnn differential check on cuDNN's legacy calls (KILN_CUDNN_LEGACY=1)"
+  KILN_CUDNN_LEGACY=1 "$BIN/kiln-check" --group cnn > "$OUT/check_legacy.txt" 2>&1
+  grep -E "FAIL|passed," "$OUT/check_legacy.txt" | tail -40
   echo "== cnn benchmark"
   "$BIN/kiln" bench/cnn_bench.rhai > "$OUT/cnn_kiln.txt" 2>&1 || tail -3 "$OUT/cnn_kiln.txt"
   PYTHONUNBUFFERED=1 python3 bench/cnn_bench.py > "$OUT/cnn_torch.txt" 2>&1 || tail -3 "$OUT/cnn_torch.txt"
   python3 bench/compare.py "$OUT/cnn_kiln.txt" "$OUT/cnn_torch.txt" "$OUT/cnn.csv" | tee "$OUT/cnn.md"
+  echo "== cnn benchmark on cuDNN's legacy calls (KILN_CUDNN_LEGACY=1)"
+  KILN_CUDNN_LEGACY=1 "$BIN/kiln" bench/cnn_bench.rhai > "$OUT/cnn_kiln_legacy.txt" 2>&1 || tail -3 "$OUT/cnn_kiln_legacy.txt"
+  python3 bench/compare.py "$OUT/cnn_kiln_legacy.txt" "$OUT/cnn_torch.txt" "$OUT/cnn_legacy.csv" | tee "$OUT/cnn_legacy.md"
   if [ -n "${DATA:-}" ]; then
     KILN_PROGRESS=plain timeout "${TRAIN_TIMEOUT:-300}" "$BIN/kiln" --device cuda scripts/train_cnn.rhai "$DATA" 2>&1 | grep -v "^train:" | tail -20 | tee "$OUT/train_cnn.txt"
   fi
@@ -75,7 +84,6 @@ if [ "$GOLDEN" = 1 ]; then
     echo "$(basename "$v"): cuda: $(cd tests/scripts/verify && KILN_GOLDEN_DIR="$OUT/golden-cuda" python3 "$(basename "$v")" 2>&1 | tail -1)"
   done
 fi
-# fewer files to bring back: the GPU's golden outputs in one archive
-if [ -d "$OUT/golden-cuda" ]; then
-  tar czf "$OUT/golden-cuda.tgz" -C "$OUT" golden-cuda && rm -rf "$OUT/golden-cuda"
-fi
+# fewer files to bring back: everything in one archive
+tar czf results.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv results.tgz "$OUT/results.tgz"
+echo "results in $OUT/results.tgz"

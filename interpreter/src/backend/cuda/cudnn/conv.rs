@@ -1,9 +1,12 @@
-//! Convolutions through cuDNN: descriptors of filters and convolutions, the
-//! algorithm of each direction (heuristics, or timed in benchmark mode) and
-//! the forward, backward-data and backward-filter calls.
+//! Convolutions through cuDNN: each direction runs the execution plan the
+//! graph API ([`super::graph`]) chose for its geometry, or, where that API
+//! has no engine (or `KILN_CUDNN_LEGACY=1` asks for it), the legacy calls:
+//! filter and convolution descriptors, the algorithm of each direction
+//! (heuristics, or timed in benchmark mode) and `cudnnConvolution*`.
 
-use super::{at_least_4d, benchmark, channels_last, cuda_error, data_type, int, tensor_desc};
-use super::{AlgoKey, Direction, Scale, NO_ALGORITHM};
+use super::graph::{self, Geometry};
+use super::{at_least_4d, benchmark, channels_last, cuda_error, data_type, int, tensor_desc, TensorDesc};
+use super::{AlgoKey, Direction, DnnHandle, Scale, NO_ALGORITHM};
 use crate::backend::conv::ConvSpec;
 use crate::backend::cuda::blas::allow_tf32;
 use crate::backend::cuda::{CudaRuntime, CudaStorage};
@@ -11,6 +14,7 @@ use crate::core::error::{Error, Result};
 use crate::core::{DType, Layout};
 use cudarc::cudnn::{result as dnn, sys as ds};
 use std::ffi::c_int;
+use std::sync::OnceLock;
 
 /// A filter descriptor, destroyed on drop.
 struct FilterDesc(ds::cudnnFilterDescriptor_t);
@@ -129,6 +133,21 @@ fn first_ok<P>(
 
 const ALGOS: usize = 8;
 
+/// A tensor of a convolution: its storage and layout.
+type Operand<'a> = (&'a CudaStorage, &'a Layout);
+
+/// True when `KILN_CUDNN_LEGACY=1` keeps convolutions off the graph API.
+fn legacy_only() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("KILN_CUDNN_LEGACY").is_ok_and(|v| v == "1"))
+}
+
+/// True when `KILN_CUDNN_DEBUG=1` asks why the graph API was passed over.
+fn debug() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("KILN_CUDNN_DEBUG").is_ok_and(|v| v == "1"))
+}
+
 impl CudaStorage {
     /// See [`crate::backend::Storage::conv_forward`].
     pub(crate) fn conv_forward(
@@ -139,83 +158,8 @@ impl CudaStorage {
         ly: &Layout,
         spec: &ConvSpec,
     ) -> Result<CudaStorage> {
-        let rt = CudaRuntime::get()?;
-        let dtype = self.dtype;
-        let (xd, wd, yd, cd) = (
-            tensor_desc(dtype, lx)?,
-            filter_desc(dtype, lw)?,
-            tensor_desc(dtype, ly)?,
-            conv_desc(dtype, spec)?,
-        );
-        let mut dnn_lock = rt.dnn.lock().unwrap_or_else(|p| p.into_inner());
-        let h = dnn_lock.on(rt.cu_stream())?;
-        let k = key(Direction::Forward, dtype, [lx, lw, ly], spec);
-        let (algo, bytes) = dnn_lock.algorithm(k, || {
-            let mut results: [ds::cudnnConvolutionFwdAlgoPerf_t; ALGOS] = unsafe { std::mem::zeroed() };
-            let mut count: c_int = 0;
-            // SAFETY: live descriptors; `results` holds ALGOS entries.
-            if benchmark() {
-                unsafe {
-                    ds::cudnnFindConvolutionForwardAlgorithm(
-                        h,
-                        xd.0,
-                        wd.0,
-                        cd.0,
-                        yd.0,
-                        ALGOS as c_int,
-                        &mut count,
-                        results.as_mut_ptr(),
-                    )
-                }
-                .result()
-                .map_err(|e| cuda_error("cudnnFindConvolutionForwardAlgorithm", e))?;
-            } else {
-                unsafe {
-                    dnn::get_convolution_forward_algorithm(
-                        h,
-                        xd.0,
-                        wd.0,
-                        cd.0,
-                        yd.0,
-                        ALGOS as c_int,
-                        &mut count,
-                        results.as_mut_ptr(),
-                    )
-                }
-                .map_err(|e| cuda_error("cudnnGetConvolutionForwardAlgorithm_v7", e))?;
-            }
-            first_ok(
-                &results,
-                count,
-                |p| p.status == ds::cudnnStatus_t::CUDNN_STATUS_SUCCESS,
-                |p| p.algo as u32,
-                |p| p.memory,
-            )
-        })?;
-        // SAFETY: `algo` came from cuDNN's own enumeration of this type.
-        let algo: ds::cudnnConvolutionFwdAlgo_t = unsafe { std::mem::transmute(algo) };
-        let (y, ws) = Self::conv_buffers(dtype, ly, bytes)?;
-        let s = Scale::of(dtype);
-        // SAFETY: descriptors match the buffers' dtypes and layouts; the
-        // workspace holds `bytes`; the handle is held under the mutex.
-        unsafe {
-            dnn::convolution_forward(
-                h,
-                s.alpha(),
-                xd.0,
-                self.addr(lx.offset()),
-                wd.0,
-                w.addr(lw.offset()),
-                cd.0,
-                algo,
-                ws.addr(0),
-                bytes,
-                s.beta(),
-                yd.0,
-                y.addr(ly.offset()),
-            )
-        }
-        .map_err(|e| cuda_error("cudnnConvolutionForward", e))?;
+        let y = CudaStorage::alloc(self.dtype, ly.storage_extent())?;
+        convolve(Direction::Forward, [(self, lx), (w, lw), (&y, ly)], spec)?;
         Ok(y)
     }
 
@@ -228,82 +172,8 @@ impl CudaStorage {
         lx: &Layout,
         spec: &ConvSpec,
     ) -> Result<CudaStorage> {
-        let rt = CudaRuntime::get()?;
-        let dtype = self.dtype;
-        let (dyd, wd, dxd, cd) = (
-            tensor_desc(dtype, ly)?,
-            filter_desc(dtype, lw)?,
-            tensor_desc(dtype, lx)?,
-            conv_desc(dtype, spec)?,
-        );
-        let mut dnn_lock = rt.dnn.lock().unwrap_or_else(|p| p.into_inner());
-        let h = dnn_lock.on(rt.cu_stream())?;
-        let k = key(Direction::BackwardData, dtype, [lx, lw, ly], spec);
-        let (algo, bytes) = dnn_lock.algorithm(k, || {
-            let mut results: [ds::cudnnConvolutionBwdDataAlgoPerf_t; ALGOS] = unsafe { std::mem::zeroed() };
-            let mut count: c_int = 0;
-            // SAFETY: live descriptors; `results` holds ALGOS entries.
-            if benchmark() {
-                unsafe {
-                    ds::cudnnFindConvolutionBackwardDataAlgorithm(
-                        h,
-                        wd.0,
-                        dyd.0,
-                        cd.0,
-                        dxd.0,
-                        ALGOS as c_int,
-                        &mut count,
-                        results.as_mut_ptr(),
-                    )
-                }
-                .result()
-                .map_err(|e| cuda_error("cudnnFindConvolutionBackwardDataAlgorithm", e))?;
-            } else {
-                unsafe {
-                    dnn::get_convolution_backward_data_algorithm(
-                        h,
-                        wd.0,
-                        dyd.0,
-                        cd.0,
-                        dxd.0,
-                        ALGOS as c_int,
-                        &mut count,
-                        results.as_mut_ptr(),
-                    )
-                }
-                .map_err(|e| cuda_error("cudnnGetConvolutionBackwardDataAlgorithm_v7", e))?;
-            }
-            first_ok(
-                &results,
-                count,
-                |p| p.status == ds::cudnnStatus_t::CUDNN_STATUS_SUCCESS,
-                |p| p.algo as u32,
-                |p| p.memory,
-            )
-        })?;
-        // SAFETY: `algo` came from cuDNN's own enumeration of this type.
-        let algo: ds::cudnnConvolutionBwdDataAlgo_t = unsafe { std::mem::transmute(algo) };
-        let (dx, ws) = Self::conv_buffers(dtype, lx, bytes)?;
-        let s = Scale::of(dtype);
-        // SAFETY: as in `conv_forward`.
-        unsafe {
-            dnn::convolution_backward_data(
-                h,
-                s.alpha(),
-                wd.0,
-                w.addr(lw.offset()),
-                dyd.0,
-                self.addr(ly.offset()),
-                cd.0,
-                algo,
-                ws.addr(0),
-                bytes,
-                s.beta(),
-                dxd.0,
-                dx.addr(lx.offset()),
-            )
-        }
-        .map_err(|e| cuda_error("cudnnConvolutionBackwardData", e))?;
+        let dx = CudaStorage::alloc(self.dtype, lx.storage_extent())?;
+        convolve(Direction::BackwardData, [(&dx, lx), (w, lw), (self, ly)], spec)?;
         Ok(dx)
     }
 
@@ -316,50 +186,205 @@ impl CudaStorage {
         lw: &Layout,
         spec: &ConvSpec,
     ) -> Result<CudaStorage> {
-        let rt = CudaRuntime::get()?;
-        let dtype = self.dtype;
-        let (xd, dyd, dwd, cd) = (
-            tensor_desc(dtype, lx)?,
-            tensor_desc(dtype, ly)?,
-            filter_desc(dtype, lw)?,
-            conv_desc(dtype, spec)?,
-        );
-        let mut dnn_lock = rt.dnn.lock().unwrap_or_else(|p| p.into_inner());
-        let h = dnn_lock.on(rt.cu_stream())?;
-        let k = key(Direction::BackwardFilter, dtype, [lx, lw, ly], spec);
-        let (algo, bytes) = dnn_lock.algorithm(k, || {
-            let mut results: [ds::cudnnConvolutionBwdFilterAlgoPerf_t; ALGOS] = unsafe { std::mem::zeroed() };
+        let dw = CudaStorage::alloc(self.dtype, lw.storage_extent())?;
+        convolve(Direction::BackwardFilter, [(self, lx), (&dw, lw), (dy, ly)], spec)?;
+        Ok(dw)
+    }
+}
+
+/// Dims and strides as the graph API takes them (4-D at least).
+fn dims_strides(l: &Layout) -> (Vec<i64>, Vec<i64>) {
+    let (shape, strides) = at_least_4d(l);
+    (
+        shape.iter().map(|&v| v as i64).collect(),
+        strides.iter().map(|&v| v as i64).collect(),
+    )
+}
+
+/// Direction `dir` over `[input side, filter, output side]` (x or dx, w or
+/// dw, y or dy), writing the side `dir` produces.
+fn convolve(dir: Direction, t: [Operand; 3], spec: &ConvSpec) -> Result<()> {
+    let rt = CudaRuntime::get()?;
+    let dtype = t[0].0.dtype;
+    let stream = rt.cu_stream();
+    let mut dnn_lock = rt.dnn.lock().unwrap_or_else(|p| p.into_inner());
+    let h = dnn_lock.on(stream)?;
+    let k = key(dir, dtype, [t[0].1, t[1].1, t[2].1], spec);
+    if !legacy_only() {
+        let addrs = t.map(|(s, l)| s.addr(l.offset()));
+        let alignment = graph::alignment(addrs);
+        let gk = (k.clone(), alignment);
+        if !dnn_lock.plans.contains_key(&gk) {
+            let g = Geometry {
+                dtype,
+                tensors: t.map(|(_, l)| dims_strides(l)),
+                spec: spec.clone(),
+                alignment,
+                tf32: allow_tf32(),
+            };
+            // an error of the graph API leaves the legacy calls to try
+            let plan = graph::choose(h, stream, dir, &g, benchmark(), addrs).unwrap_or_else(|e| {
+                if debug() {
+                    eprintln!("kiln: cuDNN graph API passed over for {dir:?} {dtype:?}: {e}");
+                }
+                None
+            });
+            if plan.is_none() && debug() {
+                eprintln!(
+                    "kiln: cuDNN graph API has no plan for {dir:?} {dtype:?} {:?}",
+                    k.3
+                );
+            }
+            dnn_lock.plans.insert(gk.clone(), plan);
+        }
+        if let Some(plan) = &dnn_lock.plans[&gk] {
+            let ws = CudaStorage::alloc(DType::U8, plan.workspace.max(1))?;
+            return graph::execute(h, plan, addrs, ws.addr(0));
+        }
+    }
+    legacy(&mut dnn_lock, h, dir, t, k, spec)
+}
+
+/// The legacy calls for direction `dir`.
+fn legacy(
+    dnn_lock: &mut DnnHandle,
+    h: ds::cudnnHandle_t,
+    dir: Direction,
+    [(x, lx), (w, lw), (y, ly)]: [Operand; 3],
+    k: AlgoKey,
+    spec: &ConvSpec,
+) -> Result<()> {
+    let dtype = x.dtype;
+    let (xd, wd, yd, cd) = (
+        tensor_desc(dtype, lx)?,
+        filter_desc(dtype, lw)?,
+        tensor_desc(dtype, ly)?,
+        conv_desc(dtype, spec)?,
+    );
+    let s = Scale::of(dtype);
+    let (xa, wa, ya) = (x.addr(lx.offset()), w.addr(lw.offset()), y.addr(ly.offset()));
+    let workspace = |bytes: usize| CudaStorage::alloc(DType::U8, bytes.max(1));
+    match dir {
+        Direction::Forward => {
+            let (algo, bytes) = dnn_lock.algorithm(k, || forward_algorithm(h, &xd, &wd, &cd, &yd))?;
+            // SAFETY: `algo` came from cuDNN's own enumeration of this type.
+            let algo: ds::cudnnConvolutionFwdAlgo_t = unsafe { std::mem::transmute(algo) };
+            let ws = workspace(bytes)?;
+            // SAFETY: descriptors match the buffers' dtypes and layouts; the
+            // workspace holds `bytes`; the handle is held under the mutex.
+            unsafe {
+                dnn::convolution_forward(
+                    h,
+                    s.alpha(),
+                    xd.0,
+                    xa,
+                    wd.0,
+                    wa,
+                    cd.0,
+                    algo,
+                    ws.addr(0),
+                    bytes,
+                    s.beta(),
+                    yd.0,
+                    ya,
+                )
+            }
+            .map_err(|e| cuda_error("cudnnConvolutionForward", e))
+        }
+        Direction::BackwardData => {
+            let (algo, bytes) = dnn_lock.algorithm(k, || backward_data_algorithm(h, &wd, &yd, &cd, &xd))?;
+            // SAFETY: as above.
+            let algo: ds::cudnnConvolutionBwdDataAlgo_t = unsafe { std::mem::transmute(algo) };
+            let ws = workspace(bytes)?;
+            // SAFETY: as above.
+            unsafe {
+                dnn::convolution_backward_data(
+                    h,
+                    s.alpha(),
+                    wd.0,
+                    wa,
+                    yd.0,
+                    ya,
+                    cd.0,
+                    algo,
+                    ws.addr(0),
+                    bytes,
+                    s.beta(),
+                    xd.0,
+                    xa,
+                )
+            }
+            .map_err(|e| cuda_error("cudnnConvolutionBackwardData", e))
+        }
+        Direction::BackwardFilter => {
+            let (algo, bytes) = dnn_lock.algorithm(k, || backward_filter_algorithm(h, &xd, &yd, &cd, &wd))?;
+            // SAFETY: as above.
+            let algo: ds::cudnnConvolutionBwdFilterAlgo_t = unsafe { std::mem::transmute(algo) };
+            let ws = workspace(bytes)?;
+            // SAFETY: as above.
+            unsafe {
+                dnn::convolution_backward_filter(
+                    h,
+                    s.alpha(),
+                    xd.0,
+                    xa,
+                    yd.0,
+                    ya,
+                    cd.0,
+                    algo,
+                    ws.addr(0),
+                    bytes,
+                    s.beta(),
+                    wd.0,
+                    wa,
+                )
+            }
+            .map_err(|e| cuda_error("cudnnConvolutionBackwardFilter", e))
+        }
+    }
+}
+
+/// Defines the algorithm query of one direction of the legacy API: timed
+/// (`cudnnFind…`) in benchmark mode, cuDNN's heuristics otherwise; the
+/// first algorithm that works, with its workspace bytes.
+macro_rules! algorithm_query {
+    ($name:ident, $perf:ty, $find:ident, $get:ident, $get_name:literal,
+     [$a:ident: $ta:ident, $b:ident: $tb:ident, $c:ident: $tc:ident, $d:ident: $td:ident]) => {
+        fn $name(h: ds::cudnnHandle_t, $a: &$ta, $b: &$tb, $c: &$tc, $d: &$td) -> Result<(u32, usize)> {
+            // SAFETY: a plain C struct for which zero bytes are valid.
+            let mut results: [$perf; ALGOS] = unsafe { std::mem::zeroed() };
             let mut count: c_int = 0;
-            // SAFETY: live descriptors; `results` holds ALGOS entries.
             if benchmark() {
+                // SAFETY: live descriptors; `results` holds ALGOS entries.
                 unsafe {
-                    ds::cudnnFindConvolutionBackwardFilterAlgorithm(
+                    ds::$find(
                         h,
-                        xd.0,
-                        dyd.0,
-                        cd.0,
-                        dwd.0,
+                        $a.0,
+                        $b.0,
+                        $c.0,
+                        $d.0,
                         ALGOS as c_int,
                         &mut count,
                         results.as_mut_ptr(),
                     )
                 }
                 .result()
-                .map_err(|e| cuda_error("cudnnFindConvolutionBackwardFilterAlgorithm", e))?;
+                .map_err(|e| cuda_error(stringify!($find), e))?;
             } else {
+                // SAFETY: as above.
                 unsafe {
-                    dnn::get_convolution_backward_filter_algorithm(
+                    dnn::$get(
                         h,
-                        xd.0,
-                        dyd.0,
-                        cd.0,
-                        dwd.0,
+                        $a.0,
+                        $b.0,
+                        $c.0,
+                        $d.0,
                         ALGOS as c_int,
                         &mut count,
                         results.as_mut_ptr(),
                     )
                 }
-                .map_err(|e| cuda_error("cudnnGetConvolutionBackwardFilterAlgorithm_v7", e))?;
+                .map_err(|e| cuda_error($get_name, e))?;
             }
             first_ok(
                 &results,
@@ -368,30 +393,31 @@ impl CudaStorage {
                 |p| p.algo as u32,
                 |p| p.memory,
             )
-        })?;
-        // SAFETY: `algo` came from cuDNN's own enumeration of this type.
-        let algo: ds::cudnnConvolutionBwdFilterAlgo_t = unsafe { std::mem::transmute(algo) };
-        let (dw, ws) = Self::conv_buffers(dtype, lw, bytes)?;
-        let s = Scale::of(dtype);
-        // SAFETY: as in `conv_forward`.
-        unsafe {
-            dnn::convolution_backward_filter(
-                h,
-                s.alpha(),
-                xd.0,
-                self.addr(lx.offset()),
-                dyd.0,
-                dy.addr(ly.offset()),
-                cd.0,
-                algo,
-                ws.addr(0),
-                bytes,
-                s.beta(),
-                dwd.0,
-                dw.addr(lw.offset()),
-            )
         }
-        .map_err(|e| cuda_error("cudnnConvolutionBackwardFilter", e))?;
-        Ok(dw)
-    }
+    };
 }
+
+algorithm_query!(
+    forward_algorithm,
+    ds::cudnnConvolutionFwdAlgoPerf_t,
+    cudnnFindConvolutionForwardAlgorithm,
+    get_convolution_forward_algorithm,
+    "cudnnGetConvolutionForwardAlgorithm_v7",
+    [x: TensorDesc, w: FilterDesc, conv: ConvDesc, y: TensorDesc]
+);
+algorithm_query!(
+    backward_data_algorithm,
+    ds::cudnnConvolutionBwdDataAlgoPerf_t,
+    cudnnFindConvolutionBackwardDataAlgorithm,
+    get_convolution_backward_data_algorithm,
+    "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+    [w: FilterDesc, dy: TensorDesc, conv: ConvDesc, dx: TensorDesc]
+);
+algorithm_query!(
+    backward_filter_algorithm,
+    ds::cudnnConvolutionBwdFilterAlgoPerf_t,
+    cudnnFindConvolutionBackwardFilterAlgorithm,
+    get_convolution_backward_filter_algorithm,
+    "cudnnGetConvolutionBackwardFilterAlgorithm_v7",
+    [x: TensorDesc, dy: TensorDesc, conv: ConvDesc, dw: FilterDesc]
+);

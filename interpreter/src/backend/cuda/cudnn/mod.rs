@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 mod conv;
+mod graph;
 mod norm;
 mod pool;
 
@@ -64,6 +65,9 @@ pub(crate) struct DnnHandle {
     handle: Option<ds::cudnnHandle_t>,
     bound: CUstream,
     algos: HashMap<AlgoKey, (u32, usize)>,
+    /// The graph API's plans by geometry and address alignment (`None`:
+    /// that API has no engine for it).
+    plans: HashMap<(AlgoKey, i64), Option<graph::Plan>>,
 }
 
 // SAFETY: a cuDNN handle may be used from any thread as long as calls are
@@ -76,6 +80,7 @@ impl DnnHandle {
             handle: None,
             bound: std::ptr::null_mut(),
             algos: HashMap::new(),
+            plans: HashMap::new(),
         }
     }
 
@@ -124,7 +129,7 @@ impl DnnHandle {
 }
 
 /// A tensor descriptor, destroyed on drop.
-struct TensorDesc(ds::cudnnTensorDescriptor_t);
+pub(super) struct TensorDesc(ds::cudnnTensorDescriptor_t);
 impl Drop for TensorDesc {
     fn drop(&mut self) {
         // SAFETY: created by this wrapper and destroyed once.
@@ -221,14 +226,6 @@ impl Scale {
 }
 
 impl CudaStorage {
-    /// A dense output of `l`'s elements and a workspace of `bytes`.
-    fn conv_buffers(dtype: DType, l: &Layout, bytes: usize) -> Result<(CudaStorage, CudaStorage)> {
-        Ok((
-            CudaStorage::alloc(dtype, l.storage_extent())?,
-            CudaStorage::alloc(DType::U8, bytes.max(1))?,
-        ))
-    }
-
     /// The typed address of element `offset`.
     fn addr(&self, offset: usize) -> *mut c_void {
         (self.ptr() as usize + offset * self.dtype.size_in_bytes()) as *mut c_void

@@ -7,14 +7,16 @@
 set -u
 # Flags, in any order: --check-only (no elementwise/matmul benchmarks),
 # --golden (golden scripts and verifiers on CUDA), --cnn (convolution check,
-# benchmark and, with DATA set, the Fashion-MNIST CNN).
-CHECK_ONLY=0; GOLDEN=0; CNN=0
+# benchmark and, with DATA set, the Fashion-MNIST CNN), --no-cold (skip the
+# cold-start timings, which JIT every kernel module once).
+CHECK_ONLY=0; GOLDEN=0; CNN=0; COLD=1
 for a in "$@"; do
   case "$a" in
     --check-only) CHECK_ONLY=1 ;;
     --golden) GOLDEN=1 ;;
     --cnn) CNN=1 ;;
-    *) echo "device.sh: unknown flag $a (flags: --check-only --golden --cnn)" >&2; exit 2 ;;
+    --no-cold) COLD=0 ;;
+    *) echo "device.sh: unknown flag $a (flags: --check-only --golden --cnn --no-cold)" >&2; exit 2 ;;
   esac
 done
 OUT=${OUT:-bench-out}
@@ -26,8 +28,10 @@ chmod +x "$BIN"/* 2>/dev/null
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 # First, before anything else has used the GPU: the cold start (each case on
 # an empty driver compute cache of its own).
-echo "== cold start"
-bash bench/cold_start.sh | tee "$OUT/cold_start.txt"
+if [ "$COLD" = 1 ]; then
+  echo "== cold start"
+  bash bench/cold_start.sh | tee "$OUT/cold_start.txt"
+fi
 echo "== differential check"
 # KILN_CUDNN_DEBUG: say where cuDNN's graph API had no plan (the legacy calls run then)
 KILN_CUDNN_DEBUG=1 "$BIN/kiln-check" --resources --csv "$OUT/check.csv" > "$OUT/check.txt" 2>&1

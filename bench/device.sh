@@ -54,6 +54,9 @@ if [ "$CNN" = 1 ]; then
   echo "== cnn differential check on cuDNN's legacy calls (KILN_CUDNN_LEGACY=1)"
   KILN_CUDNN_LEGACY=1 "$BIN/kiln-check" --group cnn > "$OUT/check_legacy.txt" 2>&1
   grep -E "FAIL|passed," "$OUT/check_legacy.txt" | tail -40
+  echo "== cnn differential check in benchmark mode (KILN_CUDNN_BENCHMARK=1: engines timed, legacy algorithms where quicker)"
+  KILN_CUDNN_BENCHMARK=1 "$BIN/kiln-check" --group cnn > "$OUT/check_benchmark.txt" 2>&1
+  grep -E "FAIL|passed," "$OUT/check_benchmark.txt" | tail -40
   echo "== cnn benchmark"
   "$BIN/kiln" bench/cnn_bench.rhai > "$OUT/cnn_kiln.txt" 2>&1 || tail -3 "$OUT/cnn_kiln.txt"
   PYTHONUNBUFFERED=1 python3 bench/cnn_bench.py > "$OUT/cnn_torch.txt" 2>&1 || tail -3 "$OUT/cnn_torch.txt"

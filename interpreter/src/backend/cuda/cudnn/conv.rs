@@ -115,19 +115,19 @@ fn key(dir: Direction, dtype: DType, layouts: [&Layout; 3], spec: &ConvSpec) -> 
     (dir, [benchmark(), allow_tf32()], dtype, geo, spec.clone())
 }
 
-/// Picks the first algorithm cuDNN ranks as working (by its heuristics, or
-/// by time in benchmark mode).
+/// The first algorithm cuDNN ranks as working (by its heuristics, or by
+/// time in benchmark mode): `(algorithm, workspace bytes, milliseconds)`
+/// (the time is cuDNN's measurement in benchmark mode only).
 fn first_ok<P>(
     results: &[P],
     count: c_int,
     status: impl Fn(&P) -> bool,
-    algo: impl Fn(&P) -> u32,
-    ws: impl Fn(&P) -> usize,
-) -> Result<(u32, usize)> {
+    found: impl Fn(&P) -> (u32, usize, f32),
+) -> Result<(u32, usize, f32)> {
     results[..count.max(0) as usize]
         .iter()
         .find(|p| status(p))
-        .map(|p| (algo(p), ws(p)))
+        .map(found)
         .ok_or_else(|| Error::invalid("conv", NO_ALGORITHM))
 }
 
@@ -223,18 +223,37 @@ fn convolve(dir: Direction, t: [Operand; 3], spec: &ConvSpec) -> Result<()> {
                 tf32: allow_tf32(),
             };
             // an error of the graph API leaves the legacy calls to try
-            let plan = graph::choose(h, stream, dir, &g, benchmark(), addrs).unwrap_or_else(|e| {
+            let chosen = graph::choose(h, stream, dir, &g, benchmark(), addrs, debug()).unwrap_or_else(|e| {
                 if debug() {
                     eprintln!("kiln: cuDNN graph API passed over for {dir:?} {dtype:?}: {e}");
                 }
                 None
             });
-            if plan.is_none() && debug() {
+            if chosen.is_none() && debug() {
                 eprintln!(
                     "kiln: cuDNN graph API has no plan for {dir:?} {dtype:?} {:?}",
                     k.3
                 );
             }
+            let plan = match chosen {
+                // in benchmark mode the legacy API's fastest algorithm runs
+                // instead where it is quicker still (FFT and Winograd
+                // kernels the graph API's heuristics do not propose)
+                Some((plan, ms)) if benchmark() => {
+                    let descs = LegacyDescs::new(dtype, [t[0].1, t[1].1, t[2].1], spec);
+                    match descs.and_then(|d| d.query(h, dir)) {
+                        Ok((algo, bytes, legacy_ms)) if legacy_ms >= 0.0 && legacy_ms < ms => {
+                            if debug() {
+                                eprintln!("kiln: cuDNN {dir:?} {dtype:?}: legacy algorithm {algo} is quicker ({legacy_ms:.4} ms)");
+                            }
+                            dnn_lock.algos.insert(k.clone(), (algo, bytes));
+                            None
+                        }
+                        _ => Some(plan),
+                    }
+                }
+                other => other.map(|(plan, _)| plan),
+            };
             dnn_lock.plans.insert(gk.clone(), plan);
         }
         if let Some(plan) = &dnn_lock.plans[&gk] {
@@ -243,6 +262,32 @@ fn convolve(dir: Direction, t: [Operand; 3], spec: &ConvSpec) -> Result<()> {
         }
     }
     legacy(&mut dnn_lock, h, dir, t, k, spec)
+}
+
+/// The legacy API's descriptors of a geometry: input side, filter, output
+/// side, convolution.
+struct LegacyDescs(TensorDesc, FilterDesc, TensorDesc, ConvDesc);
+
+impl LegacyDescs {
+    fn new(dtype: DType, [lx, lw, ly]: [&Layout; 3], spec: &ConvSpec) -> Result<LegacyDescs> {
+        Ok(LegacyDescs(
+            tensor_desc(dtype, lx)?,
+            filter_desc(dtype, lw)?,
+            tensor_desc(dtype, ly)?,
+            conv_desc(dtype, spec)?,
+        ))
+    }
+
+    /// The legacy algorithm of direction `dir`: `(algorithm, workspace
+    /// bytes, milliseconds in benchmark mode)`.
+    fn query(&self, h: ds::cudnnHandle_t, dir: Direction) -> Result<(u32, usize, f32)> {
+        let LegacyDescs(xd, wd, yd, cd) = self;
+        match dir {
+            Direction::Forward => forward_algorithm(h, xd, wd, cd, yd),
+            Direction::BackwardData => backward_data_algorithm(h, wd, yd, cd, xd),
+            Direction::BackwardFilter => backward_filter_algorithm(h, xd, yd, cd, wd),
+        }
+    }
 }
 
 /// The legacy calls for direction `dir`.
@@ -255,18 +300,14 @@ fn legacy(
     spec: &ConvSpec,
 ) -> Result<()> {
     let dtype = x.dtype;
-    let (xd, wd, yd, cd) = (
-        tensor_desc(dtype, lx)?,
-        filter_desc(dtype, lw)?,
-        tensor_desc(dtype, ly)?,
-        conv_desc(dtype, spec)?,
-    );
+    let descs = LegacyDescs::new(dtype, [lx, lw, ly], spec)?;
+    let (algo, bytes) = dnn_lock.algorithm(k, || descs.query(h, dir).map(|(a, b, _)| (a, b)))?;
+    let LegacyDescs(xd, wd, yd, cd) = descs;
     let s = Scale::of(dtype);
     let (xa, wa, ya) = (x.addr(lx.offset()), w.addr(lw.offset()), y.addr(ly.offset()));
     let workspace = |bytes: usize| CudaStorage::alloc(DType::U8, bytes.max(1));
     match dir {
         Direction::Forward => {
-            let (algo, bytes) = dnn_lock.algorithm(k, || forward_algorithm(h, &xd, &wd, &cd, &yd))?;
             // SAFETY: `algo` came from cuDNN's own enumeration of this type.
             let algo: ds::cudnnConvolutionFwdAlgo_t = unsafe { std::mem::transmute(algo) };
             let ws = workspace(bytes)?;
@@ -292,7 +333,6 @@ fn legacy(
             .map_err(|e| cuda_error("cudnnConvolutionForward", e))
         }
         Direction::BackwardData => {
-            let (algo, bytes) = dnn_lock.algorithm(k, || backward_data_algorithm(h, &wd, &yd, &cd, &xd))?;
             // SAFETY: as above.
             let algo: ds::cudnnConvolutionBwdDataAlgo_t = unsafe { std::mem::transmute(algo) };
             let ws = workspace(bytes)?;
@@ -317,7 +357,6 @@ fn legacy(
             .map_err(|e| cuda_error("cudnnConvolutionBackwardData", e))
         }
         Direction::BackwardFilter => {
-            let (algo, bytes) = dnn_lock.algorithm(k, || backward_filter_algorithm(h, &xd, &yd, &cd, &wd))?;
             // SAFETY: as above.
             let algo: ds::cudnnConvolutionBwdFilterAlgo_t = unsafe { std::mem::transmute(algo) };
             let ws = workspace(bytes)?;
@@ -350,7 +389,7 @@ fn legacy(
 macro_rules! algorithm_query {
     ($name:ident, $perf:ty, $find:ident, $get:ident, $get_name:literal,
      [$a:ident: $ta:ident, $b:ident: $tb:ident, $c:ident: $tc:ident, $d:ident: $td:ident]) => {
-        fn $name(h: ds::cudnnHandle_t, $a: &$ta, $b: &$tb, $c: &$tc, $d: &$td) -> Result<(u32, usize)> {
+        fn $name(h: ds::cudnnHandle_t, $a: &$ta, $b: &$tb, $c: &$tc, $d: &$td) -> Result<(u32, usize, f32)> {
             // SAFETY: a plain C struct for which zero bytes are valid.
             let mut results: [$perf; ALGOS] = unsafe { std::mem::zeroed() };
             let mut count: c_int = 0;
@@ -390,8 +429,7 @@ macro_rules! algorithm_query {
                 &results,
                 count,
                 |p| p.status == ds::cudnnStatus_t::CUDNN_STATUS_SUCCESS,
-                |p| p.algo as u32,
-                |p| p.memory,
+                |p| (p.algo as u32, p.memory, p.time),
             )
         }
     };

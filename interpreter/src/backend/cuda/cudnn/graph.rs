@@ -95,6 +95,8 @@ pub(super) struct Geometry {
 /// A finalized execution plan and the descriptors it was built from.
 pub(crate) struct Plan {
     plan: Desc,
+    /// cuDNN's global index of the engine.
+    engine: i64,
     pub(super) workspace: usize,
     _graph: Vec<Desc>,
 }
@@ -265,8 +267,9 @@ fn proposals(graph: &Desc, mode: ds::cudnnBackendHeurMode_t) -> Result<Vec<Desc>
     Ok(configs)
 }
 
-/// Whether the engine of `config` keeps the numerics asked for.
-fn allowed(config: &Desc, dtype: DType, tf32: bool) -> Result<bool> {
+/// The global index of the engine of `config`, when its engine keeps the
+/// numerics asked for.
+fn allowed(config: &Desc, dtype: DType, tf32: bool) -> Result<Option<i64>> {
     use ds::cudnnBackendNumericalNote_t::*;
     let engine = Desc::new(D::CUDNN_BACKEND_ENGINE_DESCRIPTOR)?;
     let mut raw = engine.0;
@@ -283,8 +286,20 @@ fn allowed(config: &Desc, dtype: DType, tf32: bool) -> Result<bool> {
         )
     };
     if got.result().is_err() {
-        return Ok(false);
+        return Ok(None);
     }
+    let mut index = -1i64;
+    // SAFETY: one INT64 result.
+    let _ = unsafe {
+        ds::cudnnBackendGetAttribute(
+            engine.0,
+            A::CUDNN_ATTR_ENGINE_GLOBAL_INDEX,
+            T::CUDNN_TYPE_INT64,
+            1,
+            &mut n,
+            (&mut index as *mut i64).cast(),
+        )
+    };
     // read as integers: a newer library may know notes this binding does not
     let mut notes = [u32::MAX; 32];
     // SAFETY: `notes` holds 32 enum-sized slots.
@@ -299,13 +314,13 @@ fn allowed(config: &Desc, dtype: DType, tf32: bool) -> Result<bool> {
         )
     };
     if got.result().is_err() {
-        return Ok(false);
+        return Ok(None);
     }
     let notes = &notes[..n.clamp(0, 32) as usize];
     let has = |note: ds::cudnnBackendNumericalNote_t| notes.contains(&(note as u32));
     let down_converts = has(CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS);
     let tf32_cores = dtype == DType::F32 && !tf32 && has(CUDNN_NUMERICAL_NOTE_TENSOR_CORE);
-    Ok(!down_converts && !tf32_cores)
+    Ok((!down_converts && !tf32_cores).then_some(index))
 }
 
 /// The plans for direction `dir` of geometry `g` that finalize on this
@@ -334,9 +349,9 @@ fn plans(h: ds::cudnnHandle_t, dir: Direction, g: &Geometry, limit: usize) -> Re
         if found.len() >= limit {
             break;
         }
-        if !allowed(&config, g.dtype, g.tf32)? {
+        let Some(engine) = allowed(&config, g.dtype, g.tf32)? else {
             continue;
-        }
+        };
         let plan = Desc::new(D::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
         plan.set(A::CUDNN_ATTR_EXECUTION_PLAN_HANDLE, T::CUDNN_TYPE_HANDLE, &[h])?;
         plan.set_descs(A::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[&config])?;
@@ -360,6 +375,7 @@ fn plans(h: ds::cudnnHandle_t, dir: Direction, g: &Geometry, limit: usize) -> Re
         .map_err(|e| cuda_error("cudnnBackendGetAttribute(EXECUTION_PLAN_WORKSPACE_SIZE)", e))?;
         found.push(Plan {
             plan,
+            engine,
             workspace: bytes.max(0) as usize,
             _graph: vec![config],
         });
@@ -400,8 +416,9 @@ pub(super) fn execute(
         .map_err(|e| cuda_error("cudnnBackendExecute", e))
 }
 
-/// The plan for direction `dir` of `g`: cuDNN's first working proposal, or
-/// with `benchmark` the fastest of its first ten, each run on `addrs` (the
+/// The plan for direction `dir` of `g` and its time per run in
+/// milliseconds: cuDNN's first working proposal (not timed: NaN), or with
+/// `benchmark` the fastest of its first ten, each run on `addrs` (the
 /// output side is overwritten, which the caller does next anyway). `None`
 /// when the graph API has no engine for it.
 pub(super) fn choose(
@@ -411,31 +428,48 @@ pub(super) fn choose(
     g: &Geometry,
     benchmark: bool,
     addrs: [*mut c_void; 3],
-) -> Result<Option<Plan>> {
+    debug: bool,
+) -> Result<Option<(Plan, f32)>> {
     let mut plans = plans(h, dir, g, if benchmark { BENCHMARK_LIMIT } else { 1 })?;
-    if plans.len() <= 1 {
-        return Ok(plans.pop());
+    if !benchmark {
+        if let (Some(p), true) = (plans.first(), debug) {
+            eprintln!("kiln: cuDNN {dir:?} {:?} takes engine {}", g.dtype, p.engine);
+        }
+        return Ok(plans.pop().map(|p| (p, f32::NAN)));
     }
     let mut best: Option<(f32, usize)> = None;
     for (i, plan) in plans.iter().enumerate() {
-        if let Some(ms) = time(h, stream, plan, addrs)? {
+        let ms = time(h, stream, plan, addrs)?;
+        if debug {
+            eprintln!(
+                "kiln: cuDNN {dir:?} {:?} engine {} workspace {} B: {}",
+                g.dtype,
+                plan.engine,
+                plan.workspace,
+                ms.map_or("failed".into(), |t| format!("{t:.4} ms"))
+            );
+        }
+        if let Some(ms) = ms {
             if best.is_none_or(|(b, _)| ms < b) {
                 best = Some((ms, i));
             }
         }
     }
-    let Some((_, i)) = best else {
+    let Some((ms, i)) = best else {
         return Ok(None);
     };
     // the descriptors the first plan keeps alive go with the winner
     let keep = std::mem::take(&mut plans[0]._graph);
     let mut chosen = plans.swap_remove(i);
     chosen._graph.extend(keep);
-    Ok(Some(chosen))
+    if debug {
+        eprintln!("kiln: cuDNN {dir:?} {:?} chose engine {}", g.dtype, chosen.engine);
+    }
+    Ok(Some((chosen, ms)))
 }
 
-/// The time of three runs of `plan` after one warm-up, or `None` when it
-/// fails to run (or its workspace cannot be had).
+/// The time per run of `plan` (the mean of three after one warm-up), or
+/// `None` when it fails to run (or its workspace cannot be had).
 fn time(
     h: ds::cudnnHandle_t,
     stream: cu::CUstream,
@@ -462,7 +496,8 @@ fn time(
             drv::event::record(end, stream).map_err(|e| cuda_error("cuEventRecord", e))?;
             drv::event::synchronize(end).map_err(|e| cuda_error("cuEventSynchronize", e))?;
             drv::event::elapsed(start, end).map_err(|e| cuda_error("cuEventElapsedTime", e))
-        })();
+        })()
+        .map(|ms| ms / 3.0);
         let _ = drv::event::destroy(start);
         let _ = drv::event::destroy(end);
         timed

@@ -55,6 +55,18 @@ fn register_properties(api: &mut Api) {
             let d = ok(crate::core::shape::normalize_dim("size", d, t.shape()))?;
             Ok(t.shape()[d] as INT)
         });
+    api.doc("the strides in elements, as an array of ints (one per dim)")
+        .func("stride", ["t"], |t: &mut Tensor| {
+            shape_to_dynamic(t.layout().strides())
+        });
+    api.doc("the stride of dim d in elements").func(
+        "stride",
+        ["t", "d"],
+        |t: &mut Tensor, d: INT| -> RhaiResult<INT> {
+            let d = ok(crate::core::shape::normalize_dim("stride", d, t.shape()))?;
+            Ok(t.layout().strides()[d] as INT)
+        },
+    );
     api.doc("the number of dims")
         .func("dim", ["t"], |t: &mut Tensor| t.ndim() as INT);
     api.doc("the number of elements")

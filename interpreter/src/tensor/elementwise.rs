@@ -90,6 +90,9 @@ impl Tensor {
     }
 
     fn unary_impl(&self, op: UnaryOp) -> Result<Tensor> {
+        if let Some(p) = channels_last_perm(self) {
+            return self.permute(&p)?.unary_impl(op)?.permute(&inverse(&p));
+        }
         let dtype = op
             .result_dtype(self.dtype())
             .ok_or_else(|| Error::dtype(op.name(), self.dtype()))?;
@@ -127,6 +130,11 @@ impl Tensor {
         self.same_device(op.name(), rhs)?;
         let dtype = op.compute_dtype(result_type(self, rhs));
         let (shape, _, _) = self.broadcast_pair(op.name(), rhs)?;
+        if let Some(p) = memory_format_lead(&[self, rhs], &shape).and_then(channels_last_perm) {
+            let a = self.broadcast_to(&shape)?.permute(&p)?;
+            let b = rhs.broadcast_to(&shape)?.permute(&p)?;
+            return a.binary_impl(op, &b)?.permute(&inverse(&p));
+        }
         let (a, b) = (self.to_dtype(dtype)?, rhs.to_dtype(dtype)?);
         check_binary_values(op, dtype, &b)?;
         let (_, la, lb) = a.broadcast_pair(op.name(), &b)?;
@@ -155,6 +163,12 @@ impl Tensor {
     }
 
     fn binary_scalar_impl(&self, op: BinaryOp, s: Scalar, reversed: bool) -> Result<Tensor> {
+        if let Some(p) = channels_last_perm(self) {
+            return self
+                .permute(&p)?
+                .binary_scalar_impl(op, s, reversed)?
+                .permute(&inverse(&p));
+        }
         let dtype = op.compute_dtype(s.promote_with(self.dtype()));
         if dtype.is_int()
             && reversed
@@ -180,6 +194,13 @@ impl Tensor {
         let dtype = result_type(self, rhs);
         let (a, b) = (self.to_dtype(dtype)?, rhs.to_dtype(dtype)?);
         let (shape, la, lb) = a.broadcast_pair(op.name(), &b)?;
+        if let Some(p) = memory_format_lead(&[&a, &b], &shape).and_then(channels_last_perm) {
+            let (a, b) = (
+                a.broadcast_to(&shape)?.permute(&p)?,
+                b.broadcast_to(&shape)?.permute(&p)?,
+            );
+            return a.compare(op, &b)?.permute(&inverse(&p));
+        }
         let out = with_storages(&a, &b, |sa, sb| sa.compare(op, &la, sb, &lb))?;
         Tensor::from_storage(op.name(), out, &shape)
     }
@@ -187,6 +208,12 @@ impl Tensor {
     /// A comparison with a host scalar (`reversed`: `s op self`).
     pub fn compare_scalar(&self, op: CmpOp, s: Scalar, reversed: bool) -> Result<Tensor> {
         let a = self.to_dtype(s.promote_with(self.dtype()))?;
+        if let Some(p) = channels_last_perm(&a) {
+            return a
+                .permute(&p)?
+                .compare_scalar(op, s, reversed)?
+                .permute(&inverse(&p));
+        }
         let out = a.storage().compare_scalar(op, a.layout(), s, reversed)?;
         Tensor::from_storage(op.name(), out, self.shape())
     }
@@ -266,8 +293,18 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let out = self.storage().cast(self.layout(), dtype)?;
-        let out = Tensor::from_storage("to_dtype", out, self.shape())?;
+        let out = match channels_last_perm(self) {
+            Some(p) => {
+                let order: Vec<usize> = p.iter().map(|&d| d as usize).collect();
+                let lp = self.layout().permute(&order);
+                let out = self.storage().cast(&lp, dtype)?;
+                Tensor::from_storage("to_dtype", out, lp.shape())?.permute(&inverse(&p))?
+            }
+            None => {
+                let out = self.storage().cast(self.layout(), dtype)?;
+                Tensor::from_storage("to_dtype", out, self.shape())?
+            }
+        };
         if !autograd::needs_grad(&[self]) {
             return Ok(out);
         }
@@ -366,4 +403,37 @@ fn check_binary_values(op: BinaryOp, dtype: DType, rhs: &Tensor) -> Result<()> {
         )),
         _ => Ok(()),
     }
+}
+
+/// The operand whose memory format a broadcast result takes: the first of
+/// the result's shape that is not expanded.
+fn memory_format_lead<'a>(operands: &[&'a Tensor], shape: &[usize]) -> Option<&'a Tensor> {
+    operands
+        .iter()
+        .copied()
+        .find(|t| t.shape() == shape && !t.layout().has_internal_overlap())
+}
+
+/// The permutation that makes `t` contiguous when it is a dense
+/// channels-last 4-D or 5-D tensor (and not also contiguous): elementwise
+/// results then keep that memory format, as PyTorch's do, so a
+/// channels-last network stays channels-last between its convolutions.
+pub(crate) fn channels_last_perm(t: &Tensor) -> Option<Vec<i64>> {
+    let n = t.ndim();
+    if !(n == 4 || n == 5) || t.is_contiguous() {
+        return None;
+    }
+    let order = Layout::channels_last_order(n);
+    t.layout()
+        .is_dense_in_order(&order)
+        .then(|| order.iter().map(|&d| d as i64).collect())
+}
+
+/// The permutation that undoes `p`.
+pub(crate) fn inverse(p: &[i64]) -> Vec<i64> {
+    let mut back = vec![0i64; p.len()];
+    for (i, &d) in p.iter().enumerate() {
+        back[d as usize] = i as i64;
+    }
+    back
 }

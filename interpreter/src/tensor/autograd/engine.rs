@@ -17,12 +17,20 @@ fn accumulate(meta: &AutogradMeta, g: Tensor) -> Result<()> {
 }
 
 /// `g` when no one else can see its storage and it is dense, else a copy: a
-/// stored gradient must not alias a tensor the script holds.
+/// stored gradient must not alias a tensor the script holds. A
+/// channels-last gradient stays channels-last, as in PyTorch.
 fn owned(g: Tensor) -> Result<Tensor> {
-    if Arc::strong_count(&g.0) == 1 && Arc::strong_count(&g.0.storage) == 1 && g.is_contiguous() {
-        Ok(g)
-    } else {
-        g.clone_data()
+    let channels_last = crate::tensor::elementwise::channels_last_perm(&g);
+    let dense = g.is_contiguous() || channels_last.is_some();
+    if Arc::strong_count(&g.0) == 1 && Arc::strong_count(&g.0.storage) == 1 && dense {
+        return Ok(g);
+    }
+    match channels_last {
+        Some(p) => {
+            let back = crate::tensor::elementwise::inverse(&p);
+            g.permute(&p)?.clone_data()?.permute(&back)
+        }
+        None => g.clone_data(),
     }
 }
 

@@ -143,7 +143,7 @@ fn add_bias(y: Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
             shape[1] = -1;
             y.add(&b.reshape(&shape)?)
         }
-        None => y.contiguous(),
+        None => Ok(y),
     }
 }
 
@@ -264,7 +264,7 @@ impl Tensor {
         let mut shape = vec![cout, nb];
         shape.extend(&o);
         let y = wm.matmul(&cols)?.reshape(&shape)?.transpose(0, 1)?;
-        let y = add_bias(y, bias)?;
+        let y = add_bias(y, bias)?.contiguous()?;
         if unbatched {
             y.squeeze(Some(&[0]))
         } else {
@@ -363,7 +363,7 @@ impl Tensor {
         let crop: Vec<i64> = pad.iter().map(|p| -p).collect();
         let tail: Vec<i64> = (0..n).map(|i| extra[i] - pad[i]).collect();
         let y = pad_spatial(&y, &crop, &tail, "constant", 0.0)?;
-        let y = add_bias(y, bias)?;
+        let y = add_bias(y, bias)?.contiguous()?;
         if unbatched {
             y.squeeze(Some(&[0]))
         } else {

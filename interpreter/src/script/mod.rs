@@ -26,6 +26,7 @@
 //! clocks) are registered as volatile all the same, for embedders who turn the
 //! optimizer back on.
 
+pub mod attention;
 pub mod autograd;
 pub mod cnn;
 pub mod convert;
@@ -260,6 +261,7 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     progress::register(engine, runtime);
     optim::register(engine);
     functional::register(engine, runtime);
+    attention::register(engine, runtime);
     cnn::register(engine, runtime);
     losses::register(engine);
     order::register(engine);

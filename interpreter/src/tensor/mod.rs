@@ -5,6 +5,7 @@
 //! tensors that require grad also record their backward ([`autograd`]).
 
 pub mod activation;
+pub mod attention;
 pub mod autograd;
 pub mod cnn;
 pub mod contraction;

@@ -1,15 +1,22 @@
-//! `torch.nn.functional`'s activations, layer functions, distances
-//! (`tensor/activation.rs`, `tensor/functional.rs`) and losses
+//! `torch.nn.functional`'s activations, layer functions, distances,
+//! attention (`tensor/activation.rs`, `tensor/functional.rs`,
+//! `tensor/attention.rs`) and losses
 //! (`tensor/loss/`), the contractions (`tensor/contraction.rs`) and the scans
 //! and sorts (`tensor/order.rs`) and selection (`tensor/select.rs`) on both backends, for every dtype and input layout:
 //! activations in the input's float dtype, the rest summing in f64.
 
 use super::*;
+use kiln::tensor::attention::AttentionOptions;
 use kiln::tensor::loss::{CrossEntropyOptions, Reduction};
 
 /// `t` in a float dtype (f32 for integers and bool).
 fn float(t: &Tensor) -> Result<Tensor> {
     t.to_float()
+}
+
+/// The first 64 columns of `t` as 4 heads `[4, 37, 16]`, in a float dtype.
+fn heads(t: &Tensor) -> Result<Tensor> {
+    float(t)?.narrow(1, 0, 64)?.reshape(&[-1, 4, 16])?.transpose(0, 1)
 }
 
 /// `t` in f64.
@@ -77,6 +84,38 @@ impl Checker {
             ("dropout", |t| {
                 float(t)?.dropout(0.3, true, &mut Generator::new(9))
             }),
+            // attention (`tensor/attention.rs`): heads of 16 from the 37 rows
+            ("sdpa causal", |t| {
+                let x = heads(t)?;
+                let opts = AttentionOptions {
+                    is_causal: true,
+                    ..Default::default()
+                };
+                x.scaled_dot_product_attention(&x.flip(&[1])?, &x, &opts, &mut Generator::new(1))
+            }),
+            ("sdpa bool mask, grouped-query heads", |t| {
+                let x = heads(t)?;
+                let kv = x.narrow(0, 0, 2)?;
+                let keep = kv.select(0, 0)?.matmul(&kv.select(0, 1)?.transpose(0, 1)?)?;
+                let keep = keep.compare_scalar(CmpOp::Ge, Scalar::Float(0.0), false)?;
+                let opts = AttentionOptions {
+                    attn_mask: Some(keep),
+                    enable_gqa: true,
+                    ..Default::default()
+                };
+                x.scaled_dot_product_attention(&kv, &kv.flip(&[1])?, &opts, &mut Generator::new(1))
+            }),
+            ("sdpa dropout", |t| {
+                let x = heads(t)?;
+                let opts = AttentionOptions {
+                    dropout_p: 0.25,
+                    scale: Some(0.1),
+                    ..Default::default()
+                };
+                x.scaled_dot_product_attention(&x, &x, &opts, &mut Generator::new(4))
+            }),
+            ("rms_norm", |t| float(t)?.rms_norm(&[65], None, Some(1e-5))),
+            ("rope", |t| float(t)?.narrow(1, 0, 64)?.rope(10000.0, 3, None)),
             ("normalize", |t| wide(t)?.normalize(2.0, 1, 1e-12)),
             ("linear", |t| {
                 let x = wide(t)?;

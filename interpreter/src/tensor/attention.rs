@@ -1,0 +1,304 @@
+//! The transformer ops of `torch.nn.functional`: `scaled_dot_product_attention`
+//! (the reference path, composed of matmul, masking, softmax and dropout on
+//! every device and float dtype, differentiable through its parts; a row
+//! every key of which is masked gives zeros, as PyTorch's math path does),
+//! `rms_norm`, and rotary position embeddings (`rope`, the rotate-half
+//! form).
+
+use super::{Generator, Tensor};
+use crate::core::error::{Error, Result};
+use crate::core::op::{CmpOp, ReduceOp};
+use crate::core::{DType, Scalar};
+
+/// The options of [`Tensor::scaled_dot_product_attention`] (PyTorch's
+/// keywords and defaults).
+#[derive(Clone, Debug, Default)]
+pub struct AttentionOptions {
+    /// Bool (true takes part) or additive float mask, broadcast to
+    /// `[..., L, S]`.
+    pub attn_mask: Option<Tensor>,
+    /// Dropout probability on the attention weights.
+    pub dropout_p: f64,
+    /// A causal mask: query `i` attends to keys `0..=i`.
+    pub is_causal: bool,
+    /// The factor on `q·k`; `1/√E` when absent.
+    pub scale: Option<f64>,
+    /// Grouped-query attention: fewer key/value heads (dim -3) than query
+    /// heads, each shared by `Hq / Hkv` query heads.
+    pub enable_gqa: bool,
+}
+
+const SDPA: &str = "scaled_dot_product_attention";
+
+impl Tensor {
+    /// `softmax(q kᵀ · scale + mask) v` over `q [..., L, E]`, `k [..., S, E]`,
+    /// `v [..., S, Ev]` (batch dims broadcast): `[..., L, Ev]`, as
+    /// `F.scaled_dot_product_attention`.
+    pub fn scaled_dot_product_attention(
+        &self,
+        k: &Tensor,
+        v: &Tensor,
+        opts: &AttentionOptions,
+        gen: &mut Generator,
+    ) -> Result<Tensor> {
+        let q = self;
+        check_operands(q, k, v, opts)?;
+        let (k, v) = if opts.enable_gqa {
+            share_heads(q, k, v)?
+        } else {
+            (k.clone(), v.clone())
+        };
+        let e = *q.shape().last().unwrap_or(&1);
+        let scale = opts.scale.unwrap_or(1.0 / (e as f64).sqrt());
+        let scores = q.matmul(&k.transpose(-2, -1)?)?.mul_scalar(scale)?;
+        let (l, s) = (q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]);
+        // `keep`: where a score takes part (bool masks and causality)
+        let (scores, keep) = match &opts.attn_mask {
+            _ if opts.is_causal => {
+                let ones = Tensor::full(&[l, s], Scalar::Bool(true), Some(DType::Bool), q.device())?;
+                (scores, Some(ones.tril(0)?))
+            }
+            Some(m) if m.dtype() == DType::Bool => (scores, Some(m.clone())),
+            Some(m) => (scores.add(m)?, None),
+            None => (scores, None),
+        };
+        let neg_inf = scores.constant(f64::NEG_INFINITY)?;
+        let scores = match &keep {
+            Some(keep) => Tensor::where_cond(keep, &scores, &neg_inf)?,
+            None => scores,
+        };
+        // rows with no key left: softmax over zeros, then zeroed (no NaN in
+        // the values or the gradients)
+        let empty =
+            scores
+                .amax(&[-1], true)?
+                .compare_scalar(CmpOp::Eq, Scalar::Float(f64::NEG_INFINITY), false)?;
+        let zero = scores.constant(0.0)?;
+        let weights = Tensor::where_cond(&empty, &zero, &scores)?.softmax(-1)?;
+        let weights = Tensor::where_cond(&empty, &zero, &weights)?;
+        let weights = if opts.dropout_p > 0.0 {
+            weights.dropout(opts.dropout_p, true, gen)?
+        } else {
+            weights
+        };
+        weights.matmul(&v)
+    }
+
+    /// `x / √(mean(x², normalized dims) + eps) · weight` over the trailing
+    /// `normalized_shape` dims (`F.rms_norm`); `eps` defaults to the dtype's
+    /// machine epsilon; half types compute in f32.
+    pub fn rms_norm(
+        &self,
+        normalized_shape: &[usize],
+        weight: Option<&Tensor>,
+        eps: Option<f64>,
+    ) -> Result<Tensor> {
+        let n = normalized_shape.len();
+        if !self.dtype().is_float() {
+            return Err(Error::dtype("rms_norm", self.dtype()));
+        }
+        if n > self.ndim() || self.shape()[self.ndim() - n..] != *normalized_shape {
+            return Err(Error::shape(
+                "rms_norm",
+                format!(
+                    "normalized_shape {normalized_shape:?} does not match the trailing dims of input of shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        if let Some(w) = weight {
+            if w.shape() != normalized_shape {
+                return Err(Error::shape(
+                    "rms_norm",
+                    format!(
+                        "weight of shape {:?} does not match normalized_shape {normalized_shape:?}",
+                        w.shape()
+                    ),
+                ));
+            }
+        }
+        let eps = eps.unwrap_or(match self.dtype() {
+            DType::F64 => f64::EPSILON,
+            DType::F16 => 0.0009765625,
+            DType::BF16 => 0.0078125,
+            _ => f32::EPSILON as f64,
+        });
+        let x = match self.dtype() {
+            DType::F16 | DType::BF16 => self.to_dtype(DType::F32)?,
+            _ => self.clone(),
+        };
+        let dims: Vec<i64> = (0..n as i64).map(|i| -1 - i).collect();
+        let ms = x.mul(&x)?.reduce(ReduceOp::Mean, Some(&dims), true)?;
+        let y = x.mul(&ms.add_scalar(eps)?.rsqrt()?)?.to_dtype(self.dtype())?;
+        match weight {
+            Some(w) => y.mul(w),
+            None => Ok(y),
+        }
+    }
+
+    /// Rotary position embedding of `x [..., L, D]` (D even), rotate-half
+    /// form: the pairs `(x[i], x[i + D/2])` turn by `position · base^(-2i/D)`,
+    /// positions `offset, offset + 1, ...` along dim -2 (or `positions`, one
+    /// per row, for cached decoding).
+    pub fn rope(&self, base: f64, offset: i64, positions: Option<&Tensor>) -> Result<Tensor> {
+        if self.ndim() < 2 || !self.dtype().is_float() {
+            return Err(Error::shape(
+                "rope",
+                format!(
+                    "expected a float tensor [..., L, D], got {:?} of shape {:?}",
+                    self.dtype(),
+                    self.shape()
+                ),
+            ));
+        }
+        let (l, d) = (self.shape()[self.ndim() - 2], self.shape()[self.ndim() - 1]);
+        if d % 2 != 0 {
+            return Err(Error::shape(
+                "rope",
+                format!("the last dim must be even, got shape {:?}", self.shape()),
+            ));
+        }
+        let dev = self.device();
+        // angles in f64 for f64 input, else f32
+        let at = if self.dtype() == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        };
+        let pos = match positions {
+            Some(p) if p.numel() == l => p.reshape(&[l as i64, 1])?.to_dtype(at)?,
+            Some(p) => {
+                return Err(Error::shape(
+                    "rope",
+                    format!("{} positions for {l} rows (shape {:?})", p.numel(), self.shape()),
+                ))
+            }
+            None => Tensor::arange(
+                Scalar::Int(offset),
+                Scalar::Int(offset + l as i64),
+                Scalar::Int(1),
+                Some(at),
+                dev,
+            )?
+            .reshape(&[l as i64, 1])?,
+        };
+        let half = d / 2;
+        let i = Tensor::arange(
+            Scalar::Int(0),
+            Scalar::Int(half as i64),
+            Scalar::Int(1),
+            Some(at),
+            dev,
+        )?;
+        let inv_freq = i.mul_scalar(-2.0 * base.ln() / d as f64)?.exp()?;
+        let angles = pos.mul(&inv_freq.reshape(&[1, half as i64])?)?; // [L, D/2]
+        let (cos, sin) = (
+            angles.cos()?.to_dtype(self.dtype())?,
+            angles.sin()?.to_dtype(self.dtype())?,
+        );
+        let (x1, x2) = (
+            self.narrow(-1, 0, half as i64)?,
+            self.narrow(-1, half as i64, half as i64)?,
+        );
+        let a = x1.mul(&cos)?.sub(&x2.mul(&sin)?)?;
+        let b = x1.mul(&sin)?.add(&x2.mul(&cos)?)?;
+        Tensor::cat(&[a, b], -1)
+    }
+}
+
+/// Shapes, dtypes and options of attention, checked with PyTorch's rules.
+fn check_operands(q: &Tensor, k: &Tensor, v: &Tensor, opts: &AttentionOptions) -> Result<()> {
+    let shapes = || {
+        format!(
+            "query {:?}, key {:?}, value {:?}",
+            q.shape(),
+            k.shape(),
+            v.shape()
+        )
+    };
+    if q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2 {
+        return Err(Error::shape(
+            SDPA,
+            format!("expected [..., L, E] operands, got {}", shapes()),
+        ));
+    }
+    if q.dtype() != k.dtype() || q.dtype() != v.dtype() || !q.dtype().is_float() {
+        return Err(Error::invalid(
+            SDPA,
+            format!(
+                "expected query, key and value of one float dtype, got {:?}, {:?} and {:?}",
+                q.dtype(),
+                k.dtype(),
+                v.dtype()
+            ),
+        ));
+    }
+    let last = |t: &Tensor, i: usize| t.shape()[t.ndim() - i];
+    if last(q, 1) != last(k, 1) || last(k, 2) != last(v, 2) {
+        return Err(Error::shape(
+            SDPA,
+            format!(
+                "query and key need one embedding size, key and value one length; got {}",
+                shapes()
+            ),
+        ));
+    }
+    if !(0.0..=1.0).contains(&opts.dropout_p) {
+        return Err(Error::invalid(
+            SDPA,
+            format!("dropout_p must be in [0, 1], got {}", opts.dropout_p),
+        ));
+    }
+    if opts.is_causal && opts.attn_mask.is_some() {
+        return Err(Error::invalid(
+            SDPA,
+            "an explicit attn_mask cannot be given with is_causal=true",
+        ));
+    }
+    if let Some(m) = &opts.attn_mask {
+        if m.dtype() != DType::Bool && m.dtype() != q.dtype() {
+            return Err(Error::invalid(
+                SDPA,
+                format!(
+                    "attn_mask must be bool or {:?} like the query, got {:?}",
+                    q.dtype(),
+                    m.dtype()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Key and value heads repeated to the query's head count (dim -3).
+fn share_heads(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+    if q.ndim() < 3 || k.ndim() < 3 || v.ndim() < 3 {
+        return Err(Error::shape(
+            SDPA,
+            format!(
+                "enable_gqa needs a heads dim (-3): query {:?}, key {:?}, value {:?}",
+                q.shape(),
+                k.shape(),
+                v.shape()
+            ),
+        ));
+    }
+    let heads = |t: &Tensor| t.shape()[t.ndim() - 3];
+    let (hq, hk, hv) = (heads(q), heads(k), heads(v));
+    if hk == 0 || hk != hv || hq % hk != 0 {
+        return Err(Error::shape(
+            SDPA,
+            format!(
+                "enable_gqa: query heads ({hq}) must be a multiple of key and value heads ({hk}, {hv}): query {:?}, key {:?}, value {:?}",
+                q.shape(),
+                k.shape(),
+                v.shape()
+            ),
+        ));
+    }
+    let r = (hq / hk) as i64;
+    Ok((
+        k.repeat_interleave(r, Some(-3))?,
+        v.repeat_interleave(r, Some(-3))?,
+    ))
+}

@@ -20,6 +20,7 @@ pub mod idx;
 pub mod npy;
 pub mod raw;
 pub mod safetensors;
+pub mod text;
 
 use crate::backend::{CpuStorage, Storage};
 use crate::core::error::{Error, Result};

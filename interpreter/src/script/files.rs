@@ -1,4 +1,5 @@
 //! File functions: `load_csv`, `load_csv_with_header`, `load_npy`, `load_idx`,
+//! `load_text` (and the character tokenizer over its strings),
 //! `save_npy`, `load_safetensors`, `save_safetensors`. They convert
 //! arguments and call [`crate::io`], which does every file access through the
 //! runtime's [`crate::io::FileAccess`] (off: each call is an error).
@@ -203,6 +204,26 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         .volatile("load_idx", ["path", "opts"], move |p: &str, m: Map| {
             load_idx(&r, p, &m)
         });
+    let r = rt.clone();
+    api.doc("the text of a UTF-8 file (.gz too) as a string")
+        .volatile("load_text", ["path"], move |p: &str| -> RhaiResult<String> {
+            ok(crate::io::text::load(r.files(), Path::new(p)))
+        });
+    api.doc("the distinct characters of text, sorted, as a string (a character vocabulary)")
+        .func("char_vocabulary", ["text"], |t: &str| {
+            crate::io::text::vocabulary(t)
+        });
+    let r = rt.clone();
+    api.doc("the index in vocab of each character of text: an i64 tensor on the default device")
+        .volatile("encode_chars", ["text", "vocab"], move |t: &str, v: &str| {
+            ok(crate::io::text::encode(t, v, r.device()))
+        });
+    api.doc("the characters of vocab at the indices of an integer tensor, as a string")
+        .func(
+            "decode_chars",
+            ["ids", "vocab"],
+            |ids: Tensor, v: &str| -> RhaiResult<String> { ok(crate::io::text::decode(&ids, v)) },
+        );
     const NPY: &str = "a tensor from a .npy file; opts #{dtype, device}";
     let r = rt.clone();
     api.doc(NPY)

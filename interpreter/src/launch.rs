@@ -3,7 +3,8 @@
 //! `KILN_RANK`, `KILN_WORLD_SIZE`, `KILN_DIST_ADDR` and `NCCL_NVLS_ENABLE=0`
 //! set (and `CUDA_VISIBLE_DEVICES` with `--gpus`), prefixes their output
 //! lines with `[rank R]`, and waits. When a rank fails, it reports
-//! `rank R failed: exit code C`, ends the other ranks and exits non-zero.
+//! `rank R failed: exit code C`, ends the other ranks (after up to 3 s to
+//! finish and report on their own) and exits non-zero.
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -187,8 +188,25 @@ fn wait_all(children: &mut [Option<Child>]) -> Option<(usize, ExitStatus)> {
     }
 }
 
-/// Kills and reaps the ranks still running.
+/// How long the other ranks get to finish on their own (and report their
+/// own view of the failure) after one has failed, before they are killed.
+const GRACE: Duration = Duration::from_secs(3);
+
+/// Reaps the ranks still running: those that end within [`GRACE`] on their
+/// own, then the rest killed.
 fn stop(children: &mut [Option<Child>]) {
+    let deadline = std::time::Instant::now() + GRACE;
+    while std::time::Instant::now() < deadline {
+        for slot in children.iter_mut() {
+            if slot.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(Some(_)))) {
+                *slot = None;
+            }
+        }
+        if children.iter().all(Option::is_none) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     for child in children.iter_mut().flatten() {
         let _ = child.kill();
     }

@@ -12,14 +12,22 @@ use std::sync::Arc;
 /// The names of the embedded stdlib modules.
 pub const MODULE_NAMES: [&str; 7] = ["nn", "optim", "losses", "data", "metrics", "ddp", "init"];
 
-const MODULES: [(&str, &str); 7] = [
-    ("nn", include_str!("../../../stdlib/nn.rhai")),
-    ("optim", include_str!("../../../stdlib/optim.rhai")),
-    ("losses", include_str!("../../../stdlib/losses.rhai")),
-    ("data", include_str!("../../../stdlib/data.rhai")),
-    ("metrics", include_str!("../../../stdlib/metrics.rhai")),
-    ("ddp", include_str!("../../../stdlib/dist.rhai")),
-    ("init", include_str!("../../../stdlib/init.rhai")),
+/// Each module's sources, compiled as one script in this order (`nn` is
+/// long enough to keep its transformer layers in a file of their own).
+const MODULES: [(&str, &[&str]); 7] = [
+    (
+        "nn",
+        &[
+            include_str!("../../../stdlib/nn.rhai"),
+            include_str!("../../../stdlib/nn_transformer.rhai"),
+        ],
+    ),
+    ("optim", &[include_str!("../../../stdlib/optim.rhai")]),
+    ("losses", &[include_str!("../../../stdlib/losses.rhai")]),
+    ("data", &[include_str!("../../../stdlib/data.rhai")]),
+    ("metrics", &[include_str!("../../../stdlib/metrics.rhai")]),
+    ("ddp", &[include_str!("../../../stdlib/dist.rhai")]),
+    ("init", &[include_str!("../../../stdlib/init.rhai")]),
 ];
 
 /// Fails unless every name is a stdlib module.
@@ -65,13 +73,13 @@ impl ModuleResolver for GatedFiles {
 /// resolver that serves them first and `.rhai` files (through the gate) after.
 pub(crate) fn install(engine: &mut Engine, runtime: &Arc<Runtime>, names: Option<&[String]>) {
     let mut resolver = StaticModuleResolver::new();
-    for (name, src) in MODULES {
+    for (name, sources) in MODULES {
         if names.is_some_and(|n| !n.iter().any(|m| m == name)) {
             continue;
         }
         // The sources are ours and tested; a module that fails to compile is
         // left out rather than taking the engine down.
-        if let Ok(ast) = engine.compile(src) {
+        if let Ok(ast) = engine.compile(sources.join("\n")) {
             if let Ok(m) = Module::eval_ast_as_new(Scope::new(), &ast, engine) {
                 resolver.insert(name, m);
             }

@@ -2,12 +2,14 @@
 //! reading and setting gradients (`t.grad`, `t.zero_grad()`), leaving the
 //! graph (`t.detach()`), running the backward pass (`loss.backward()`,
 //! `y.backward(grad)`), inspecting the graph (`t.is_leaf`, `t.grad_fn`), and
-//! grad mode (`no_grad(|| ...)`, `enable_grad(|| ...)`, `is_grad_enabled()`).
+//! grad mode (`no_grad(|| ...)`, `enable_grad(|| ...)`, `is_grad_enabled()`)
+//! and mixed precision (`autocast("bf16", || ...)`).
 //! Only argument conversion lives here; the semantics are in
 //! [`crate::tensor::autograd`].
 
 use super::convert::{ok, scalar, script_error, RhaiResult};
 use super::registry::{Api, Category};
+use crate::tensor::autocast::{autocast_dtype, AutocastGuard};
 use crate::tensor::autograd::{self, GradModeGuard};
 use crate::tensor::Tensor;
 use rhai::{Dynamic, Engine, FnPtr, NativeCallContext};
@@ -121,6 +123,27 @@ fn register_grad_mode(api: &mut Api) {
                 f.call_within_context::<Dynamic>(&ctx, ())
             },
         );
+    api.doc("calls f with automatic mixed precision in dtype (\"bf16\" or \"f16\"; false: off): matmuls, linear layers, convolutions and attention run in that dtype from f32 operands, softmax, norms and cross-entropy in f32 (torch.autocast); returns f's value")
+        .volatile(
+            "autocast",
+            ["dtype", "f"],
+            |ctx: NativeCallContext, dtype: Dynamic, f: FnPtr| -> RhaiResult<Dynamic> {
+                let d = if dtype.as_bool() == Ok(false) {
+                    None
+                } else {
+                    let name = dtype.into_immutable_string().map_err(|t| {
+                        script_error(format!("autocast: the dtype must be \"bf16\", \"f16\" or false, got {t}"))
+                    })?;
+                    Some(ok(crate::core::DType::parse(&name))?)
+                };
+                let _guard = ok(AutocastGuard::new(d))?;
+                f.call_within_context::<Dynamic>(&ctx, ())
+            },
+        );
+    api.doc("the autocast dtype in effect (\"bf16\", \"f16\"), or () when autocast is off")
+        .volatile("autocast_dtype", [], || -> Dynamic {
+            autocast_dtype().map_or(Dynamic::UNIT, |d| d.to_string().into())
+        });
     api.doc("whether ops record the autograd graph now").volatile(
         "is_grad_enabled",
         [],

@@ -41,6 +41,14 @@ impl Tensor {
         opts: &AttentionOptions,
         gen: &mut Generator,
     ) -> Result<Tensor> {
+        if super::autocast::enabled() {
+            let lower = super::autocast::lower;
+            let mut o = opts.clone();
+            o.attn_mask = opts.attn_mask.as_ref().map(lower).transpose()?;
+            let (q, k, v) = (lower(self)?, lower(k)?, lower(v)?);
+            let _off = super::autocast::AutocastGuard::new(None)?;
+            return q.scaled_dot_product_attention(&k, &v, &o, gen);
+        }
         let q = self;
         check_operands(q, k, v, opts)?;
         let (k, v) = if opts.enable_gqa {
@@ -93,6 +101,12 @@ impl Tensor {
         weight: Option<&Tensor>,
         eps: Option<f64>,
     ) -> Result<Tensor> {
+        if super::autocast::enabled() {
+            let widen = super::autocast::widen;
+            let (x, w) = (widen(self)?, weight.map(widen).transpose()?);
+            let _off = super::autocast::AutocastGuard::new(None)?;
+            return x.rms_norm(normalized_shape, w.as_ref(), eps);
+        }
         let n = normalized_shape.len();
         if !self.dtype().is_float() {
             return Err(Error::dtype("rms_norm", self.dtype()));

@@ -13,6 +13,12 @@ impl Tensor {
     /// `x @ weight.T + bias` (`F.linear`): `x` `[*, in]`, `weight`
     /// `[out, in]` (or `[in]` for one output), `bias` `[out]` or broadcastable.
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        if super::autocast::enabled() {
+            let lower = super::autocast::lower;
+            let (x, w, b) = (lower(self)?, lower(weight)?, bias.map(lower).transpose()?);
+            let _off = super::autocast::AutocastGuard::new(None)?;
+            return x.linear(&w, b.as_ref());
+        }
         let y = match weight.ndim() {
             1 => self.matmul(weight)?,
             2 => self.matmul(&weight.t()?)?,

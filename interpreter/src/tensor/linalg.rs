@@ -98,6 +98,11 @@ impl Tensor {
 
     /// Both operands at least 2-D: broadcast batch dims, check inner sizes.
     fn matmul_nd(&self, rhs: &Tensor, op: &'static str) -> Result<Tensor> {
+        if super::autocast::enabled() {
+            let (a, b) = (super::autocast::lower(self)?, super::autocast::lower(rhs)?);
+            let _off = super::autocast::AutocastGuard::new(None)?;
+            return a.matmul_nd(&b, op);
+        }
         if !autograd::needs_grad(&[self, rhs]) {
             return self.matmul_nd_impl(rhs, op);
         }

@@ -6,6 +6,7 @@
 
 pub mod activation;
 pub mod attention;
+pub mod autocast;
 pub mod autograd;
 pub mod cnn;
 pub mod contraction;

@@ -18,6 +18,11 @@ impl Tensor {
     }
 
     fn softmax_impl(&self, dim: i64, log: bool) -> Result<Tensor> {
+        if super::autocast::enabled() {
+            let x = super::autocast::widen(self)?;
+            let _off = super::autocast::AutocastGuard::new(None)?;
+            return x.softmax_impl(dim, log);
+        }
         if !autograd::needs_grad(&[self]) {
             return self.softmax_forward(dim, log);
         }
@@ -49,6 +54,16 @@ impl Tensor {
         bias: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor> {
+        if super::autocast::enabled() {
+            let widen = super::autocast::widen;
+            let (x, w, b) = (
+                widen(self)?,
+                weight.map(widen).transpose()?,
+                bias.map(widen).transpose()?,
+            );
+            let _off = super::autocast::AutocastGuard::new(None)?;
+            return x.layer_norm(normalized_shape, w.as_ref(), b.as_ref(), eps);
+        }
         let mut inputs = vec![self];
         inputs.extend(weight);
         inputs.extend(bias);

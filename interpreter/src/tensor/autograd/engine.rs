@@ -44,6 +44,8 @@ fn key(n: &Arc<Node>) -> *const Node {
 /// A leaf with hooks runs them when the last of its edges is processed.
 pub(super) fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
     let _guard = NoGradGuard::new();
+    // gradients follow the forward's dtypes, whatever autocast says now
+    let _autocast = crate::tensor::autocast::AutocastGuard::new(None)?;
     let meta = root
         .autograd_meta()
         .ok_or_else(|| Error::invalid("backward", "the tensor does not require grad"))?;

@@ -161,6 +161,12 @@ impl Tensor {
         n: usize,
         opts: &ConvOptions,
     ) -> Result<Tensor> {
+        if crate::tensor::autocast::enabled() {
+            let lower = crate::tensor::autocast::lower;
+            let (x, w, b) = (lower(self)?, lower(weight)?, bias.map(lower).transpose()?);
+            let _off = crate::tensor::autocast::AutocastGuard::new(None)?;
+            return x.conv(&w, b.as_ref(), n, opts);
+        }
         let op = op_name(&CONV, n)?;
         let (x, unbatched) = batched(op, self, n)?;
         check_operands(op, &x, weight, bias, n, |w| w[0])?;
@@ -282,6 +288,12 @@ impl Tensor {
         n: usize,
         opts: &ConvTransposeOptions,
     ) -> Result<Tensor> {
+        if crate::tensor::autocast::enabled() {
+            let lower = crate::tensor::autocast::lower;
+            let (x, w, b) = (lower(self)?, lower(weight)?, bias.map(lower).transpose()?);
+            let _off = crate::tensor::autocast::AutocastGuard::new(None)?;
+            return x.conv_transpose(&w, b.as_ref(), n, opts);
+        }
         let op = op_name(&CONV_T, n)?;
         let (x, unbatched) = batched(op, self, n)?;
         let g = opts.groups;

@@ -110,6 +110,11 @@ impl Tensor {
     /// integer class labels `[N]`: one fused pass per row.
     pub fn cross_entropy(&self, labels: &Tensor, o: &CrossEntropyOptions) -> Result<Tensor> {
         const OP: &str = "cross_entropy";
+        if crate::tensor::autocast::enabled() {
+            let x = crate::tensor::autocast::widen(self)?;
+            let _off = crate::tensor::autocast::AutocastGuard::new(None)?;
+            return x.cross_entropy(labels, o);
+        }
         check_logits(self, o)?;
         if !labels.dtype().is_int() {
             return Err(Error::UnsupportedDType {

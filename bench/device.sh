@@ -8,15 +8,17 @@ set -u
 # Flags, in any order: --check-only (no elementwise/matmul benchmarks),
 # --golden (golden scripts and verifiers on CUDA), --cnn (convolution check,
 # benchmark and, with DATA set, the Fashion-MNIST CNN), --no-cold (skip the
-# cold-start timings, which JIT every kernel module once).
-CHECK_ONLY=0; GOLDEN=0; CNN=0; COLD=1
+# cold-start timings, which JIT every kernel module once), --gpt (the
+# attention and GPT benchmark and scripts/train_gpt.rhai at full size).
+CHECK_ONLY=0; GOLDEN=0; CNN=0; COLD=1; GPT=0
 for a in "$@"; do
   case "$a" in
     --check-only) CHECK_ONLY=1 ;;
     --golden) GOLDEN=1 ;;
     --cnn) CNN=1 ;;
     --no-cold) COLD=0 ;;
-    *) echo "device.sh: unknown flag $a (flags: --check-only --golden --cnn --no-cold)" >&2; exit 2 ;;
+    --gpt) GPT=1 ;;
+    *) echo "device.sh: unknown flag $a (flags: --check-only --golden --cnn --no-cold --gpt)" >&2; exit 2 ;;
   esac
 done
 OUT=${OUT:-bench-out}
@@ -67,6 +69,14 @@ if [ "$CNN" = 1 ]; then
   if [ -n "${DATA:-}" ]; then
     KILN_PROGRESS=plain timeout "${TRAIN_TIMEOUT:-300}" "$BIN/kiln" --device cuda scripts/train_cnn.rhai "$DATA" 2>&1 | grep -v "^train:" | tail -20 | tee "$OUT/train_cnn.txt"
   fi
+fi
+if [ "$GPT" = 1 ]; then
+  echo "== attention and GPT benchmark"
+  "$BIN/kiln" bench/attention_bench.rhai > "$OUT/attention_kiln.txt" 2>&1 || tail -3 "$OUT/attention_kiln.txt"
+  PYTHONUNBUFFERED=1 python3 bench/attention_bench.py > "$OUT/attention_torch.txt" 2>&1 || tail -3 "$OUT/attention_torch.txt"
+  python3 bench/compare.py "$OUT/attention_kiln.txt" "$OUT/attention_torch.txt" "$OUT/attention.csv" | tee "$OUT/attention.md"
+  echo "== scripts/train_gpt.rhai (full size, bf16 autocast)"
+  KILN_PROGRESS=plain timeout "${GPT_TIMEOUT:-400}" "$BIN/kiln" --device cuda scripts/train_gpt.rhai 2>&1 | grep -v "^train:" | tail -40 | tee "$OUT/train_gpt.txt"
 fi
 if [ "$GOLDEN" = 1 ]; then
   # The golden scripts again, on the GPU: output must match the CPU's golden files

@@ -1,0 +1,102 @@
+"""PyTorch side of bench/attention_bench.rhai: the same cases, milliseconds
+per call after two untimed calls, on the GPU (SDPA through PyTorch's own
+dispatch: flash attention for these shapes)."""
+import time
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.backends.cuda.matmul.allow_tf32 = False
+dev = "cuda"
+torch.manual_seed(0)
+
+
+def report(name, value, unit="ms/call"):
+    print(f"RESULT,{name},{value},{unit}", flush=True)
+
+
+def per_call(f, reps):
+    f()
+    f()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(reps):
+        f()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / reps * 1e3
+
+
+shapes = [(8, 16, 2048, 64, True), (8, 16, 2048, 128, True), (4, 32, 4096, 128, True), (8, 16, 2048, 128, False)]
+for dtype, dname in [(torch.bfloat16, "bf16"), (torch.float16, "f16")]:
+    for b, h, l, d, causal in shapes:
+        q, k, v = (torch.randn(b, h, l, d, device=dev, dtype=dtype) for _ in range(3))
+        tag = f"sdpa b{b} h{h} L{l} d{d} {'causal' if causal else 'full'} {dname}"
+        report(f"{tag} fwd", per_call(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), 5))
+        qg, kg, vg = (t.detach().requires_grad_(True) for t in (q, k, v))
+        report(f"{tag} fwd+bwd", per_call(lambda: F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal).sum().backward(), 3))
+
+
+class Block(nn.Module):
+    def __init__(self, d, h, p):
+        super().__init__()
+        self.h, self.p = h, p
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.query, self.key, self.value, self.out = (nn.Linear(d, d) for _ in range(4))
+        self.fc, self.proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x):
+        b, l, d = x.shape
+        n = self.norm1(x)
+        split = lambda t: t.view(b, l, self.h, d // self.h).transpose(1, 2)
+        a = F.scaled_dot_product_attention(split(self.query(n)), split(self.key(n)), split(self.value(n)),
+                                           is_causal=True, dropout_p=self.p if self.training else 0.0)
+        x = x + self.drop(self.out(a.transpose(1, 2).reshape(b, l, d)))
+        return x + self.drop(self.proj(F.gelu(self.fc(self.norm2(x)), approximate="tanh")))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, d=384, layers=6, heads=6, block=256, p=0.2):
+        super().__init__()
+        self.tokens, self.positions = nn.Embedding(vocab, d), nn.Embedding(block, d)
+        self.blocks = nn.ModuleList(Block(d, heads, p) for _ in range(layers))
+        self.norm, self.drop = nn.LayerNorm(d), nn.Dropout(p)
+
+    def forward(self, idx):
+        h = self.drop(self.tokens(idx) + self.positions(torch.arange(idx.shape[1], device=idx.device)))
+        for blk in self.blocks:
+            h = blk(h)
+        return self.norm(h) @ self.tokens.weight.t()
+
+
+vocab = 65
+model = GPT(vocab).to(dev)
+decay = [p for p in model.parameters() if p.dim() >= 2]
+no_decay = [p for p in model.parameters() if p.dim() < 2]
+opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
+x = torch.randint(0, vocab, (64, 256), device=dev)
+y = torch.randint(0, vocab, (64, 256), device=dev)
+for amp in (None, torch.bfloat16):
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=amp or torch.float32, enabled=amp is not None):
+            loss = F.cross_entropy(model(x).reshape(-1, vocab), y.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    report(f"gpt train step {'f32' if amp is None else 'bf16 autocast'}", per_call(step, 5))
+
+# generation without a cache module of PyTorch's own: the same loop over the full context
+model.eval()
+ctx = torch.randint(0, vocab, (1, 1), device=dev)
+with torch.no_grad():
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    out = ctx
+    for _ in range(200):
+        logits = model(out[:, -256:])[:, -1, :]
+        v, _ = torch.topk(logits, 40)
+        logits[logits < v[:, [-1]]] = -float("inf")
+        out = torch.cat([out, torch.multinomial(F.softmax(logits, -1), 1)], 1)
+    torch.cuda.synchronize()
+    report("gpt generate (KV cache)", (time.perf_counter() - t) / 200 * 1e3, "ms/token")

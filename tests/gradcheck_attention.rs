@@ -126,3 +126,123 @@ fn norms_and_rotations() {
         }),
     ]);
 }
+
+/// The same attention by blocks of one to three query rows: the backward
+/// recomputes each block from the saved log-sum-exp (and replays dropout).
+#[test]
+fn attention_by_blocks() {
+    run(&[
+        (
+            "sdpa causal, blocks of 1",
+            &[&[1, 2, 5, 3], &[1, 2, 5, 3], &[1, 2, 5, 2]],
+            |x| {
+                sdpa(
+                    x,
+                    AttentionOptions {
+                        is_causal: true,
+                        block_rows: Some(1),
+                        ..Default::default()
+                    },
+                )
+            },
+        ),
+        (
+            "sdpa additive mask, blocks of 2",
+            &[&[2, 5, 4], &[2, 3, 4], &[2, 3, 3], &[5, 3]],
+            |x| {
+                let opts = AttentionOptions {
+                    attn_mask: Some(x[3].clone()),
+                    block_rows: Some(2),
+                    ..Default::default()
+                };
+                sdpa(x, opts)
+            },
+        ),
+        (
+            "sdpa mask broadcast over queries, blocks of 2",
+            &[&[2, 5, 4], &[2, 3, 4], &[2, 3, 3], &[1, 3]],
+            |x| {
+                let opts = AttentionOptions {
+                    attn_mask: Some(x[3].clone()),
+                    block_rows: Some(2),
+                    ..Default::default()
+                };
+                sdpa(x, opts)
+            },
+        ),
+        (
+            "sdpa bool mask with an empty row, blocks of 2",
+            &[&[2, 3, 4], &[2, 5, 4], &[2, 5, 3]],
+            |x| {
+                let m = bool_mask(3, 5, &[1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1]);
+                sdpa(
+                    x,
+                    AttentionOptions {
+                        attn_mask: Some(m),
+                        block_rows: Some(2),
+                        ..Default::default()
+                    },
+                )
+            },
+        ),
+        (
+            "sdpa dropout, blocks of 2",
+            &[&[2, 5, 4], &[2, 6, 4], &[2, 6, 3]],
+            |x| {
+                sdpa(
+                    x,
+                    AttentionOptions {
+                        dropout_p: 0.3,
+                        block_rows: Some(2),
+                        ..Default::default()
+                    },
+                )
+            },
+        ),
+        (
+            "sdpa broadcast batch, blocks of 3",
+            &[&[2, 1, 4, 3], &[1, 3, 5, 3], &[1, 3, 5, 2]],
+            |x| {
+                sdpa(
+                    x,
+                    AttentionOptions {
+                        block_rows: Some(3),
+                        ..Default::default()
+                    },
+                )
+            },
+        ),
+    ]);
+}
+
+/// Values do not depend on the block size (without dropout, whose draws
+/// follow the blocks).
+#[test]
+fn blocks_give_the_same_values() {
+    let mut rng = Rng::new("blocks");
+    let [q, k, v] = [[2, 3, 7, 4], [2, 3, 9, 4], [2, 3, 9, 5]].map(|s| {
+        let i = uni(&mut rng, &s, -1.0, 1.0);
+        f64_tensor(&i.values, &i.shape)
+    });
+    for causal in [false, true] {
+        let run = |rows| {
+            let o = AttentionOptions {
+                is_causal: causal,
+                block_rows: rows,
+                ..Default::default()
+            };
+            values(
+                &q.scaled_dot_product_attention(&k, &v, &o, &mut Generator::new(7))
+                    .unwrap(),
+            )
+        };
+        let whole = run(None);
+        for rows in [1, 2, 3, 7] {
+            assert_close(
+                &format!("causal {causal}, blocks of {rows}"),
+                &run(Some(rows)),
+                &whole,
+            );
+        }
+    }
+}

@@ -29,6 +29,7 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
                 is_causal: o.flag("is_causal", false)?,
                 scale: o.opt_number("scale")?,
                 enable_gqa: o.flag("enable_gqa", false)?,
+                block_rows: None,
             };
             ok(r.with_rng(|g| q.scaled_dot_product_attention(&k, &v, &opts, g)))
         },

@@ -1,14 +1,17 @@
 //! The transformer ops of `torch.nn.functional`: `scaled_dot_product_attention`
-//! (the reference path, composed of matmul, masking, softmax and dropout on
-//! every device and float dtype, differentiable through its parts; a row
-//! every key of which is masked gives zeros, as PyTorch's math path does),
+//! (by blocks of queries on every device and float dtype, see [`blocked`]:
+//! no `L × S` score matrix is kept, the backward recomputes; a row every
+//! key of which is masked gives zeros, as PyTorch's math path does),
 //! `rms_norm`, and rotary position embeddings (`rope`, the rotate-half
 //! form).
 
+mod blocked;
+
 use super::{Generator, Tensor};
 use crate::core::error::{Error, Result};
-use crate::core::op::{CmpOp, ReduceOp};
+use crate::core::op::ReduceOp;
 use crate::core::{DType, Scalar};
+use blocked::{Mask, Plan};
 
 /// The options of [`Tensor::scaled_dot_product_attention`] (PyTorch's
 /// keywords and defaults).
@@ -26,6 +29,9 @@ pub struct AttentionOptions {
     /// Grouped-query attention: fewer key/value heads (dim -3) than query
     /// heads, each shared by `Hq / Hkv` query heads.
     pub enable_gqa: bool,
+    /// Query rows per block (default: as many as keep a block's scores near
+    /// 2^26 elements); results do not depend on it beyond rounding.
+    pub block_rows: Option<usize>,
 }
 
 const SDPA: &str = "scaled_dot_product_attention";
@@ -56,40 +62,30 @@ impl Tensor {
         } else {
             (k.clone(), v.clone())
         };
+        let (q, k, v) = blocked::broadcast_batch(q, &k, &v)?;
         let e = *q.shape().last().unwrap_or(&1);
         let scale = opts.scale.unwrap_or(1.0 / (e as f64).sqrt());
-        let scores = q.matmul(&k.transpose(-2, -1)?)?.mul_scalar(scale)?;
         let (l, s) = (q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]);
-        // `keep`: where a score takes part (bool masks and causality)
-        let (scores, keep) = match &opts.attn_mask {
-            _ if opts.is_causal => {
-                let ones = Tensor::full(&[l, s], Scalar::Bool(true), Some(DType::Bool), q.device())?;
-                (scores, Some(ones.tril(0)?))
-            }
-            Some(m) if m.dtype() == DType::Bool => (scores, Some(m.clone())),
-            Some(m) => (scores.add(m)?, None),
-            None => (scores, None),
+        let mask = match &opts.attn_mask {
+            _ if opts.is_causal => Mask::Causal,
+            Some(m) if m.dtype() == DType::Bool => Mask::Keep(m.clone()),
+            Some(m) => Mask::Add(m.clone()),
+            None => Mask::None,
         };
-        let neg_inf = scores.constant(f64::NEG_INFINITY)?;
-        let scores = match &keep {
-            Some(keep) => Tensor::where_cond(keep, &scores, &neg_inf)?,
-            None => scores,
+        let batch: usize = q.shape()[..q.ndim() - 2].iter().product();
+        let plan = Plan {
+            scale,
+            mask,
+            dropout: opts.dropout_p,
+            gen: *gen,
+            rows: opts
+                .block_rows
+                .unwrap_or_else(|| blocked::rows_per_block(batch, l, s))
+                .max(1),
         };
-        // rows with no key left: softmax over zeros, then zeroed (no NaN in
-        // the values or the gradients)
-        let empty =
-            scores
-                .amax(&[-1], true)?
-                .compare_scalar(CmpOp::Eq, Scalar::Float(f64::NEG_INFINITY), false)?;
-        let zero = scores.constant(0.0)?;
-        let weights = Tensor::where_cond(&empty, &zero, &scores)?.softmax(-1)?;
-        let weights = Tensor::where_cond(&empty, &zero, &weights)?;
-        let weights = if opts.dropout_p > 0.0 {
-            weights.dropout(opts.dropout_p, true, gen)?
-        } else {
-            weights
-        };
-        weights.matmul(&v)
+        let (out, after) = blocked::attention(&q, &k, &v, plan)?;
+        *gen = after;
+        Ok(out)
     }
 
     /// `x / √(mean(x², normalized dims) + eps) · weight` over the trailing

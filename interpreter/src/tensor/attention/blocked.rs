@@ -1,0 +1,251 @@
+//! Attention by blocks of queries, FlashAttention's algorithm at the level
+//! of tensor ops: the forward computes each block's scores, their
+//! log-sum-exp and its share of the output, keeping only the output and the
+//! log-sum-exp; the backward recomputes each block's probabilities from them
+//! (and replays the dropout draws from the generator's saved state). So no
+//! more than one block's `rows × S` scores exist at a time, in either
+//! direction, on every device and dtype.
+
+use super::super::autograd::{self, functions, Saved};
+use super::super::{Generator, Tensor};
+use crate::core::error::Result;
+use crate::core::op::{CmpOp, ReduceOp};
+use crate::core::Scalar;
+
+/// How the scores of a block are masked.
+#[derive(Clone)]
+pub(super) enum Mask {
+    None,
+    /// Key `j` takes part for query `i` when `j <= i` (top-left aligned).
+    Causal,
+    /// True takes part; broadcast to `[..., L, S]`.
+    Keep(Tensor),
+    /// Added to the scores; broadcast to `[..., L, S]`.
+    Add(Tensor),
+}
+
+/// The fixed parts of one attention: scale, mask, dropout and its draws.
+#[derive(Clone)]
+pub(super) struct Plan {
+    pub scale: f64,
+    pub mask: Mask,
+    pub dropout: f64,
+    /// The generator as it was before the forward drew its dropout masks.
+    pub gen: Generator,
+    /// Query rows per block.
+    pub rows: usize,
+}
+
+/// The scores of one budget's worth of rows: how many query rows a block
+/// takes so that its scores hold about 2^26 elements.
+pub(super) fn rows_per_block(batch: usize, l: usize, s: usize) -> usize {
+    const BUDGET: usize = 1 << 26;
+    (BUDGET / (batch.max(1) * s.max(1))).clamp(1, l.max(1))
+}
+
+impl Plan {
+    /// The masked, scaled scores of query rows `i0..i0 + n`: `[..., n, S]`.
+    fn scores(&self, q: &Tensor, k: &Tensor, i0: usize, n: usize) -> Result<Tensor> {
+        let qb = q.narrow(-2, i0 as i64, n as i64)?;
+        let s = qb.matmul(&k.transpose(-2, -1)?)?.mul_scalar(self.scale)?;
+        let rows = |m: &Tensor| -> Result<Tensor> {
+            if m.ndim() >= 2 && m.shape()[m.ndim() - 2] != 1 {
+                m.narrow(-2, i0 as i64, n as i64)
+            } else {
+                Ok(m.clone())
+            }
+        };
+        let neg_inf = s.constant(f64::NEG_INFINITY)?;
+        match &self.mask {
+            Mask::None => Ok(s),
+            Mask::Add(m) => s.add(&rows(m)?),
+            Mask::Keep(m) => Tensor::where_cond(&rows(m)?, &s, &neg_inf),
+            Mask::Causal => {
+                let keys = k.shape()[k.ndim() - 2];
+                let dev = s.device();
+                let i = Tensor::arange(
+                    Scalar::Int(i0 as i64),
+                    Scalar::Int((i0 + n) as i64),
+                    Scalar::Int(1),
+                    None,
+                    dev,
+                )?
+                .reshape(&[n as i64, 1])?;
+                let j = Tensor::arange(
+                    Scalar::Int(0),
+                    Scalar::Int(keys as i64),
+                    Scalar::Int(1),
+                    None,
+                    dev,
+                )?
+                .reshape(&[1, keys as i64])?;
+                Tensor::where_cond(&j.compare(CmpOp::Le, &i)?, &s, &neg_inf)
+            }
+        }
+    }
+
+    /// The dropout factor of a block's probabilities (kept / (1 - p), or 0),
+    /// drawn from `gen`; `None` without dropout.
+    fn dropout_factor(&self, like: &Tensor, gen: &mut Generator) -> Result<Option<Tensor>> {
+        if self.dropout <= 0.0 {
+            return Ok(None);
+        }
+        let u = Tensor::rand(like.shape(), Some(like.dtype()), like.device(), gen)?;
+        let keep = u.compare_scalar(CmpOp::Ge, Scalar::Float(self.dropout), false)?;
+        let f = like.constant(1.0 / (1.0 - self.dropout))?;
+        Ok(Some(Tensor::where_cond(&keep, &f, &like.constant(0.0)?)?))
+    }
+
+    /// Output `[..., L, Ev]` and log-sum-exp `[..., L, 1]` (+inf for a row
+    /// with no key left, whose output is zeros).
+    fn forward(&self, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor, Generator)> {
+        let l = q.shape()[q.ndim() - 2];
+        let mut gen = self.gen;
+        let (mut outs, mut lses) = (Vec::new(), Vec::new());
+        let mut i0 = 0;
+        while i0 < l {
+            let n = self.rows.min(l - i0);
+            let s = self.scores(q, k, i0, n)?;
+            let m = s.amax(&[-1], true)?;
+            let empty = m.compare_scalar(CmpOp::Eq, Scalar::Float(f64::NEG_INFINITY), false)?;
+            let m = Tensor::where_cond(&empty, &m.constant(0.0)?, &m)?;
+            let p = s.sub(&m)?.exp()?;
+            let sum = p.reduce(ReduceOp::Sum, Some(&[-1]), true)?;
+            let sum = Tensor::where_cond(&empty, &sum.constant(1.0)?, &sum)?;
+            let mut w = p.div(&sum)?;
+            if let Some(f) = self.dropout_factor(&w, &mut gen)? {
+                w = w.mul(&f)?;
+            }
+            outs.push(w.matmul(v)?);
+            let lse = m.add(&sum.log()?)?;
+            lses.push(Tensor::where_cond(&empty, &lse.constant(f64::INFINITY)?, &lse)?);
+            i0 += n;
+        }
+        Ok((Tensor::cat(&outs, -2)?, Tensor::cat(&lses, -2)?, gen))
+    }
+
+    /// Gradients of q, k, v and (for an additive mask) the mask, from the
+    /// output's gradient `g`, recomputing each block's probabilities.
+    #[allow(clippy::type_complexity)]
+    fn backward(
+        &self,
+        (q, k, v): (&Tensor, &Tensor, &Tensor),
+        (out, lse): (&Tensor, &Tensor),
+        g: &Tensor,
+        mask_grad: bool,
+    ) -> Result<(Tensor, Tensor, Tensor, Option<Tensor>)> {
+        let l = q.shape()[q.ndim() - 2];
+        let mut gen = self.gen;
+        let d = g.mul(out)?.reduce(ReduceOp::Sum, Some(&[-1]), true)?;
+        let (mut gq, mut gm) = (Vec::new(), Vec::new());
+        let (mut gk, mut gv): (Option<Tensor>, Option<Tensor>) = (None, None);
+        let add = |acc: Option<Tensor>, t: Tensor| -> Result<Option<Tensor>> {
+            Ok(Some(match acc {
+                Some(a) => a.add(&t)?,
+                None => t,
+            }))
+        };
+        let mut i0 = 0;
+        while i0 < l {
+            let n = self.rows.min(l - i0);
+            let block = |t: &Tensor| t.narrow(-2, i0 as i64, n as i64);
+            let s = self.scores(q, k, i0, n)?;
+            let w = s.sub(&block(lse)?)?.exp()?;
+            let gb = block(g)?;
+            let gw_d = gb.matmul(&v.transpose(-2, -1)?)?;
+            let (w_d, gw) = match self.dropout_factor(&w, &mut gen)? {
+                Some(f) => (w.mul(&f)?, gw_d.mul(&f)?),
+                None => (w.clone(), gw_d),
+            };
+            gv = add(gv, w_d.transpose(-2, -1)?.matmul(&gb)?)?;
+            let ds = w.mul(&gw.sub(&block(&d)?)?)?;
+            gq.push(ds.matmul(k)?.mul_scalar(self.scale)?);
+            gk = add(
+                gk,
+                ds.transpose(-2, -1)?.matmul(&block(q)?)?.mul_scalar(self.scale)?,
+            )?;
+            if mask_grad {
+                gm.push(ds);
+            }
+            i0 += n;
+        }
+        let gm = if mask_grad {
+            Some(Tensor::cat(&gm, -2)?)
+        } else {
+            None
+        };
+        let zeros = |t: &Tensor| t.mul_scalar(0.0);
+        let gk = match gk {
+            Some(t) => t,
+            None => zeros(k)?,
+        };
+        let gv = match gv {
+            Some(t) => t,
+            None => zeros(v)?,
+        };
+        Ok((Tensor::cat(&gq, -2)?, gk, gv, gm))
+    }
+}
+
+/// `softmax(q kᵀ · scale + mask) v` by blocks of `plan.rows` query rows,
+/// differentiable in q, k, v and an additive mask, and the generator after
+/// the forward's dropout draws. `q`, `k`, `v` share their batch dims; the
+/// mask broadcasts to `[..., L, S]`.
+pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, plan: Plan) -> Result<(Tensor, Generator)> {
+    const OP: &str = "scaled_dot_product_attention";
+    let mask = match &plan.mask {
+        Mask::Add(m) => Some(m.clone()),
+        _ => None,
+    };
+    let mut inputs = vec![q, k, v];
+    inputs.extend(mask.as_ref());
+    if !autograd::needs_grad(&inputs) {
+        let (out, _, gen) = autograd::forward(|| plan.forward(q, k, v))?;
+        return Ok((out, gen));
+    }
+    let (out, lse, gen) = autograd::forward(|| plan.forward(q, k, v))?;
+    let saved = [q, k, v, &out, &lse].map(Saved::new);
+    let mask_shape = mask.as_ref().map(|m| m.shape().to_vec());
+    let dtype = q.dtype();
+    let out = autograd::record(OP, &inputs, out, move |g, needs| {
+        let [q, k, v, out, lse] = [0, 1, 2, 3, 4].map(|i| saved[i].get(OP));
+        let (q, k, v, out, lse) = (q?, k?, v?, out?, lse?);
+        let want_mask = needs.get(3).copied().unwrap_or(false);
+        let g = if g.dtype() == dtype {
+            g.clone()
+        } else {
+            g.to_dtype(dtype)?
+        };
+        let (gq, gk, gv, gm) = plan.backward((q, k, v), (out, lse), &g, want_mask)?;
+        let mut grads = vec![Some(gq), Some(gk), Some(gv)];
+        if let Some(shape) = mask_shape {
+            grads.push(match gm {
+                Some(gm) => Some(functions::sum_to(&gm, &shape)?),
+                None => None,
+            });
+        }
+        Ok(grads)
+    });
+    Ok((out, gen))
+}
+
+/// The common batch shape of q, k and v (all but their last two dims),
+/// each expanded to it.
+pub(super) fn broadcast_batch(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    let batch = |t: &Tensor| t.shape()[..t.ndim() - 2].to_vec();
+    let b = crate::core::shape::broadcast_shapes(
+        "scaled_dot_product_attention",
+        &crate::core::shape::broadcast_shapes("scaled_dot_product_attention", &batch(q), &batch(k))?,
+        &batch(v),
+    )?;
+    let expand = |t: &Tensor| -> Result<Tensor> {
+        let mut shape: Vec<i64> = b.iter().map(|&d| d as i64).collect();
+        shape.extend(t.shape()[t.ndim() - 2..].iter().map(|&d| d as i64));
+        if t.shape().len() == shape.len() && t.shape().iter().zip(&shape).all(|(&a, &b)| a as i64 == b) {
+            Ok(t.clone())
+        } else {
+            t.expand(&shape)
+        }
+    };
+    Ok((expand(q)?, expand(k)?, expand(v)?))
+}

@@ -75,6 +75,8 @@ if [ "$GPT" = 1 ]; then
   "$BIN/kiln" bench/attention_bench.rhai > "$OUT/attention_kiln.txt" 2>&1 || tail -3 "$OUT/attention_kiln.txt"
   PYTHONUNBUFFERED=1 python3 bench/attention_bench.py > "$OUT/attention_torch.txt" 2>&1 || tail -3 "$OUT/attention_torch.txt"
   python3 bench/compare.py "$OUT/attention_kiln.txt" "$OUT/attention_torch.txt" "$OUT/attention.csv" | tee "$OUT/attention.md"
+  echo "== attention memory at L = 16k"
+  "$BIN/kiln" bench/probe/attention_memory.rhai 2>&1 | tee "$OUT/attention_memory.txt"
   echo "== scripts/train_gpt.rhai (full size, bf16 autocast)"
   KILN_PROGRESS=plain timeout "${GPT_TIMEOUT:-400}" "$BIN/kiln" --device cuda scripts/train_gpt.rhai 2>&1 | grep -v "^train:" | tail -40 | tee "$OUT/train_gpt.txt"
 fi

@@ -101,6 +101,16 @@ fn cuda_module(engine: &Engine) -> Module {
         .volatile("memory_allocated", [], || {
             CudaRuntime::get().map_or(0, |rt| rt.memory_stats().allocated as INT)
         });
+    api.doc("the most bytes of GPU memory held by live tensors at once, since the start or reset_peak_memory_stats()")
+        .volatile("max_memory_allocated", [], || {
+            CudaRuntime::get().map_or(0, |rt| rt.memory_stats().peak_allocated as INT)
+        });
+    api.doc("starts max_memory_allocated over from the bytes live now")
+        .volatile("reset_peak_memory_stats", [], || {
+            if let Ok(rt) = CudaRuntime::get() {
+                rt.reset_peak_memory();
+            }
+        });
     api.doc("bytes of GPU memory the caching allocator holds")
         .volatile("memory_reserved", [], || {
             CudaRuntime::get().map_or(0, |rt| rt.memory_stats().reserved as INT)

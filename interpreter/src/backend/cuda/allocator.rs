@@ -21,6 +21,9 @@ pub struct MemoryStats {
     pub allocated: usize,
     /// Bytes obtained from the driver (live plus cached).
     pub reserved: usize,
+    /// The most bytes in live tensors at once since the start or the last
+    /// [`CachingAllocator::reset_peak`].
+    pub peak_allocated: usize,
 }
 
 /// A request the driver refused even after the cache was returned to it.
@@ -101,6 +104,7 @@ impl CachingAllocator {
         if let Some(list) = self.free.get_mut(&(stream, size)) {
             if let Some(ptr) = list.pop() {
                 self.stats.allocated += size;
+                self.stats.peak_allocated = self.stats.peak_allocated.max(self.stats.allocated);
                 return Ok((ptr, size));
             }
         }
@@ -120,6 +124,7 @@ impl CachingAllocator {
             out_of_memory: is_oom(&e),
         })?;
         self.stats.allocated += size;
+        self.stats.peak_allocated = self.stats.peak_allocated.max(self.stats.allocated);
         self.stats.reserved += size;
         Ok((ptr, size))
     }
@@ -129,6 +134,11 @@ impl CachingAllocator {
     pub(crate) fn release(&mut self, ptr: sys::CUdeviceptr, size: usize, stream: usize) {
         self.stats.allocated = self.stats.allocated.saturating_sub(size);
         self.free.entry((stream, size)).or_default().push(ptr);
+    }
+
+    /// Starts the peak over from the bytes live now.
+    pub fn reset_peak(&mut self) {
+        self.stats.peak_allocated = self.stats.allocated;
     }
 
     /// Gives every cached block back to the driver.

@@ -391,6 +391,13 @@ impl CudaRuntime {
         self.allocator.lock().map(|a| a.stats()).unwrap_or_default()
     }
 
+    /// Starts the peak of [`Self::memory_stats`] over from the bytes live now.
+    pub fn reset_peak_memory(&self) {
+        if let Ok(mut a) = self.allocator.lock() {
+            a.reset_peak();
+        }
+    }
+
     /// Returns cached blocks to the driver.
     pub fn empty_cache(&self) {
         if let Ok(mut a) = self.allocator.lock() {

@@ -105,6 +105,15 @@ impl Checker {
                 };
                 x.scaled_dot_product_attention(&kv, &kv.flip(&[1])?, &opts, &mut Generator::new(1))
             }),
+            ("sdpa causal by blocks of 5 rows", |t| {
+                let x = heads(t)?;
+                let opts = AttentionOptions {
+                    is_causal: true,
+                    block_rows: Some(5),
+                    ..Default::default()
+                };
+                x.scaled_dot_product_attention(&x, &x.flip(&[1])?, &opts, &mut Generator::new(1))
+            }),
             ("sdpa dropout", |t| {
                 let x = heads(t)?;
                 let opts = AttentionOptions {

@@ -143,7 +143,7 @@ impl Checker {
                     let x = input(&mut self.gen, &shape, dtype, false)?;
                     let c = host.all_gather(&view(&x)?)?;
                     let g = nccl.all_gather(&view(&x.to_device(dev)?)?)?;
-                    if !g.device().is_cuda() || g.shape() != c.shape() {
+                    if g.device() != dev || g.shape() != c.shape() {
                         return Err(kiln::Error::invalid(
                             "all_gather",
                             format!("got {:?} on {}", g.shape(), g.device()),

@@ -49,11 +49,14 @@ impl Drop for AutocastGuard {
     }
 }
 
-/// `t` in the autocast dtype when autocast is on and `t` is f32 (the
-/// operands of ops that run in low precision); `t` itself otherwise.
+/// `t` in the autocast dtype when autocast is on and `t` is a float tensor
+/// other than f64 (the operands of ops that run in low precision, as
+/// PyTorch casts them); `t` itself otherwise.
 pub fn lower(t: &Tensor) -> Result<Tensor> {
     match autocast_dtype() {
-        Some(d) if t.dtype() == DType::F32 => t.to_dtype(d),
+        Some(d) if matches!(t.dtype(), DType::F32 | DType::F16 | DType::BF16) && t.dtype() != d => {
+            t.to_dtype(d)
+        }
         _ => Ok(t.clone()),
     }
 }

@@ -58,6 +58,7 @@ expected = {
 }
 text, n = check("nn_attention.out", expected, rtol=1e-12, atol=1e-12)
 for msg in ["query and key need one embedding size", "cannot be given with is_causal", "must be a multiple of key and value heads",
-            "rope: the last dim must be even", "rms_norm: normalized_shape [5, 4] does not match"]:
+            "rope: the last dim must be even", "rms_norm: normalized_shape [5, 4] does not match",
+            "attn_mask of shape [4, 5] does not broadcast", "no queries: [2, 0, 3]", "bf16 close: true"]:
     assert msg in text, msg
 print(f"nn_attention: {n} results agree with NumPy")

@@ -10,7 +10,16 @@ use super::super::autograd::{self, functions, Saved};
 use super::super::{Generator, Tensor};
 use crate::core::error::Result;
 use crate::core::op::{CmpOp, ReduceOp};
-use crate::core::Scalar;
+use crate::core::{DType, Scalar};
+
+/// `t` in f32 when it is f16 or bf16: scores, their exponentials and the
+/// log-sum-exp are kept in f32, as FlashAttention keeps them.
+fn wide(t: &Tensor) -> Result<Tensor> {
+    match t.dtype() {
+        DType::F16 | DType::BF16 => t.to_dtype(DType::F32),
+        _ => Ok(t.clone()),
+    }
+}
 
 /// How the scores of a block are masked.
 #[derive(Clone)]
@@ -47,7 +56,7 @@ impl Plan {
     /// The masked, scaled scores of query rows `i0..i0 + n`: `[..., n, S]`.
     fn scores(&self, q: &Tensor, k: &Tensor, i0: usize, n: usize) -> Result<Tensor> {
         let qb = q.narrow(-2, i0 as i64, n as i64)?;
-        let s = qb.matmul(&k.transpose(-2, -1)?)?.mul_scalar(self.scale)?;
+        let s = wide(&qb.matmul(&k.transpose(-2, -1)?)?)?.mul_scalar(self.scale)?;
         let rows = |m: &Tensor| -> Result<Tensor> {
             if m.ndim() >= 2 && m.shape()[m.ndim() - 2] != 1 {
                 m.narrow(-2, i0 as i64, n as i64)
@@ -116,7 +125,7 @@ impl Plan {
             if let Some(f) = self.dropout_factor(&w, &mut gen)? {
                 w = w.mul(&f)?;
             }
-            outs.push(w.matmul(v)?);
+            outs.push(w.to_dtype(v.dtype())?.matmul(v)?);
             let lse = m.add(&sum.log()?)?;
             lses.push(Tensor::where_cond(&empty, &lse.constant(f64::INFINITY)?, &lse)?);
             i0 += n;
@@ -136,7 +145,8 @@ impl Plan {
     ) -> Result<(Tensor, Tensor, Tensor, Option<Tensor>)> {
         let l = q.shape()[q.ndim() - 2];
         let mut gen = self.gen;
-        let d = g.mul(out)?.reduce(ReduceOp::Sum, Some(&[-1]), true)?;
+        let d = wide(&g.mul(out)?)?.reduce(ReduceOp::Sum, Some(&[-1]), true)?;
+        let low = |t: &Tensor| t.to_dtype(q.dtype());
         let (mut gq, mut gm) = (Vec::new(), Vec::new());
         let (mut gk, mut gv): (Option<Tensor>, Option<Tensor>) = (None, None);
         let add = |acc: Option<Tensor>, t: Tensor| -> Result<Option<Tensor>> {
@@ -152,21 +162,22 @@ impl Plan {
             let s = self.scores(q, k, i0, n)?;
             let w = s.sub(&block(lse)?)?.exp()?;
             let gb = block(g)?;
-            let gw_d = gb.matmul(&v.transpose(-2, -1)?)?;
+            let gw_d = wide(&gb.matmul(&v.transpose(-2, -1)?)?)?;
             let (w_d, gw) = match self.dropout_factor(&w, &mut gen)? {
                 Some(f) => (w.mul(&f)?, gw_d.mul(&f)?),
                 None => (w.clone(), gw_d),
             };
-            gv = add(gv, w_d.transpose(-2, -1)?.matmul(&gb)?)?;
+            gv = add(gv, low(&w_d)?.transpose(-2, -1)?.matmul(&gb)?)?;
             let ds = w.mul(&gw.sub(&block(&d)?)?)?;
+            if mask_grad {
+                gm.push(ds.clone());
+            }
+            let ds = low(&ds)?;
             gq.push(ds.matmul(k)?.mul_scalar(self.scale)?);
             gk = add(
                 gk,
                 ds.transpose(-2, -1)?.matmul(&block(q)?)?.mul_scalar(self.scale)?,
             )?;
-            if mask_grad {
-                gm.push(ds);
-            }
             i0 += n;
         }
         let gm = if mask_grad {
@@ -205,7 +216,7 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, plan: Plan) -> Resul
     }
     let (out, lse, gen) = autograd::forward(|| plan.forward(q, k, v))?;
     let saved = [q, k, v, &out, &lse].map(Saved::new);
-    let mask_shape = mask.as_ref().map(|m| m.shape().to_vec());
+    let mask_like = mask.as_ref().map(|m| (m.shape().to_vec(), m.dtype()));
     let dtype = q.dtype();
     let out = autograd::record(OP, &inputs, out, move |g, needs| {
         let [q, k, v, out, lse] = [0, 1, 2, 3, 4].map(|i| saved[i].get(OP));
@@ -218,9 +229,9 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, plan: Plan) -> Resul
         };
         let (gq, gk, gv, gm) = plan.backward((q, k, v), (out, lse), &g, want_mask)?;
         let mut grads = vec![Some(gq), Some(gk), Some(gv)];
-        if let Some(shape) = mask_shape {
+        if let Some((shape, mask_dtype)) = mask_like {
             grads.push(match gm {
-                Some(gm) => Some(functions::sum_to(&gm, &shape)?),
+                Some(gm) => Some(functions::sum_to(&gm, &shape)?.to_dtype(mask_dtype)?),
                 None => None,
             });
         }

@@ -72,6 +72,26 @@ impl Tensor {
             Some(m) => Mask::Add(m.clone()),
             None => Mask::None,
         };
+        if let Some(m) = &opts.attn_mask {
+            let mut full = q.shape()[..q.ndim() - 2].to_vec();
+            full.extend([l, s]);
+            let fits = crate::core::shape::broadcast_shapes(SDPA, m.shape(), &full).is_ok_and(|b| b == full);
+            if !fits {
+                return Err(Error::shape(
+                    SDPA,
+                    format!(
+                        "attn_mask of shape {:?} does not broadcast to the scores' shape {full:?}",
+                        m.shape()
+                    ),
+                ));
+            }
+        }
+        if l == 0 || s == 0 {
+            // no queries, or no keys (every row empty): zeros of the output's shape
+            let mut shape = q.shape()[..q.ndim() - 1].to_vec();
+            shape.push(v.shape()[v.ndim() - 1]);
+            return Tensor::full(&shape, Scalar::Float(0.0), Some(q.dtype()), q.device());
+        }
         let batch: usize = q.shape()[..q.ndim() - 2].iter().product();
         let plan = Plan {
             scale,

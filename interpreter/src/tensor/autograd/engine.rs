@@ -16,21 +16,15 @@ fn accumulate(meta: &AutogradMeta, g: Tensor) -> Result<()> {
     Ok(())
 }
 
-/// `g` when no one else can see its storage and it is dense, else a copy: a
-/// stored gradient must not alias a tensor the script holds. A
-/// channels-last gradient stays channels-last, as in PyTorch.
+/// `g` when no one else can see its storage and it is contiguous, else a
+/// contiguous copy: a stored gradient must not alias a tensor the script
+/// holds, and the fused optimizer steps read parameters and gradients in
+/// the same (contiguous) order.
 fn owned(g: Tensor) -> Result<Tensor> {
-    let channels_last = crate::tensor::elementwise::channels_last_perm(&g);
-    let dense = g.is_contiguous() || channels_last.is_some();
-    if Arc::strong_count(&g.0) == 1 && Arc::strong_count(&g.0.storage) == 1 && dense {
-        return Ok(g);
-    }
-    match channels_last {
-        Some(p) => {
-            let back = crate::tensor::elementwise::inverse(&p);
-            g.permute(&p)?.clone_data()?.permute(&back)
-        }
-        None => g.clone_data(),
+    if Arc::strong_count(&g.0) == 1 && Arc::strong_count(&g.0.storage) == 1 && g.is_contiguous() {
+        Ok(g)
+    } else {
+        g.clone_data()
     }
 }
 

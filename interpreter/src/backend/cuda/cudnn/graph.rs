@@ -325,7 +325,8 @@ fn allowed(config: &Desc, dtype: DType, tf32: bool) -> Result<Option<i64>> {
 
 /// The plans for direction `dir` of geometry `g` that finalize on this
 /// device, in cuDNN's order of preference: all of them up to `limit`.
-fn plans(h: ds::cudnnHandle_t, dir: Direction, g: &Geometry, limit: usize) -> Result<Vec<Plan>> {
+#[allow(clippy::type_complexity)]
+fn plans(h: ds::cudnnHandle_t, dir: Direction, g: &Geometry, limit: usize) -> Result<(Vec<Plan>, Vec<Desc>)> {
     let t = [
         tensor(g.dtype, UIDS[0], &g.tensors[0], g.alignment)?,
         tensor(g.dtype, UIDS[1], &g.tensors[1], g.alignment)?,
@@ -337,7 +338,7 @@ fn plans(h: ds::cudnnHandle_t, dir: Direction, g: &Geometry, limit: usize) -> Re
     graph.set(A::CUDNN_ATTR_OPERATIONGRAPH_HANDLE, T::CUDNN_TYPE_HANDLE, &[h])?;
     graph.set_descs(A::CUDNN_ATTR_OPERATIONGRAPH_OPS, &[&op])?;
     if !graph.try_finalize() {
-        return Ok(vec![]);
+        return Ok((vec![], vec![]));
     }
     let mut configs = proposals(&graph, ds::cudnnBackendHeurMode_t::CUDNN_HEUR_MODE_INSTANT)?;
     configs.extend(proposals(
@@ -380,12 +381,10 @@ fn plans(h: ds::cudnnHandle_t, dir: Direction, g: &Geometry, limit: usize) -> Re
             _graph: vec![config],
         });
     }
-    // the tensors, convolution, operation and graph stay alive with the plans
-    if let Some(first) = found.first_mut() {
-        first._graph.extend(t);
-        first._graph.extend([conv, op, graph]);
-    }
-    Ok(found)
+    // the tensors, convolution, operation and graph: to outlive the plans
+    let mut shared: Vec<Desc> = t.into_iter().collect();
+    shared.extend([conv, op, graph]);
+    Ok((found, shared))
 }
 
 /// Runs `plan` on the three addresses (input side, filter, output side)
@@ -430,12 +429,19 @@ pub(super) fn choose(
     addrs: [*mut c_void; 3],
     debug: bool,
 ) -> Result<Option<(Plan, f32)>> {
-    let mut plans = plans(h, dir, g, if benchmark { BENCHMARK_LIMIT } else { 1 })?;
+    let built = plans(h, dir, g, if benchmark { BENCHMARK_LIMIT } else { 1 })?;
+    // declared first, dropped last: every plan goes before the descriptors
+    // it was built from, on every path out of here
+    let shared = built.1;
+    let mut plans = built.0;
     if !benchmark {
         if let (Some(p), true) = (plans.first(), debug) {
             eprintln!("kiln: cuDNN {dir:?} {:?} takes engine {}", g.dtype, p.engine);
         }
-        return Ok(plans.pop().map(|p| (p, f32::NAN)));
+        return Ok(plans.pop().map(|mut p| {
+            p._graph.extend(shared);
+            (p, f32::NAN)
+        }));
     }
     let mut best: Option<(f32, usize)> = None;
     for (i, plan) in plans.iter().enumerate() {
@@ -458,10 +464,9 @@ pub(super) fn choose(
     let Some((ms, i)) = best else {
         return Ok(None);
     };
-    // the descriptors the first plan keeps alive go with the winner
-    let keep = std::mem::take(&mut plans[0]._graph);
+    // the shared descriptors go with the winner
     let mut chosen = plans.swap_remove(i);
-    chosen._graph.extend(keep);
+    chosen._graph.extend(shared);
     if debug {
         eprintln!("kiln: cuDNN {dir:?} {:?} chose engine {}", g.dtype, chosen.engine);
     }

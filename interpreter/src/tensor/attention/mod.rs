@@ -1,5 +1,5 @@
 //! The transformer ops of `torch.nn.functional`: `scaled_dot_product_attention`
-//! (by blocks of queries on every device and float dtype, see [`blocked`]:
+//! (by blocks of queries on every device and float dtype, in `blocked.rs`:
 //! no `L × S` score matrix is kept, the backward recomputes; a row every
 //! key of which is masked gives zeros, as PyTorch's math path does),
 //! `rms_norm`, and rotary position embeddings (`rope`, the rotate-half

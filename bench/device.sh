@@ -71,8 +71,23 @@ if [ "$CNN" = 1 ]; then
   fi
 fi
 if [ "$GPT" = 1 ]; then
-  echo "== attention and GPT benchmark"
+  # The fused attention kernels are off by default until checked on a GPU:
+  # their differential check decides whether the benchmarks and the GPT run use them.
+  echo "== fused attention kernels against the CPU (kiln-check --group attention)"
+  if "$BIN/kiln-check" --group attention > "$OUT/check_attention.txt" 2>&1; then
+    export KILN_FLASH=1
+    echo "fused attention: $(tail -1 "$OUT/check_attention.txt"): benchmarks use the kernels"
+  else
+    export KILN_FLASH=0
+    echo "fused attention FAILED its check: $(tail -1 "$OUT/check_attention.txt"); benchmarks run the blocked path"
+    grep -v " ok$" "$OUT/check_attention.txt" | head -20
+  fi
+  echo "== attention and GPT benchmark (KILN_FLASH=$KILN_FLASH)"
   "$BIN/kiln" bench/attention_bench.rhai > "$OUT/attention_kiln.txt" 2>&1 || tail -3 "$OUT/attention_kiln.txt"
+  if [ "$KILN_FLASH" = 1 ]; then
+    echo "== the same attention benchmark on the blocked path (KILN_FLASH=0)"
+    KILN_FLASH=0 "$BIN/kiln" bench/attention_bench.rhai > "$OUT/attention_kiln_blocked.txt" 2>&1 || tail -3 "$OUT/attention_kiln_blocked.txt"
+  fi
   PYTHONUNBUFFERED=1 python3 bench/attention_bench.py > "$OUT/attention_torch.txt" 2>&1 || tail -3 "$OUT/attention_torch.txt"
   python3 bench/compare.py "$OUT/attention_kiln.txt" "$OUT/attention_torch.txt" "$OUT/attention.csv" | tee "$OUT/attention.md"
   echo "== attention memory at L = 16k"

@@ -14,7 +14,9 @@
 //! Scalars whose type depends on the dtype travel as their bits in the low
 //! bytes of a `u64` ([`Bits`]).
 
-use crate::params::{AdamParams, CrossEntropyParams, Geometry, IndexDim, MatmulShape, Operand, SgdParams};
+use crate::params::{
+    AdamParams, CrossEntropyParams, FlashParams, Geometry, IndexDim, MatmulShape, Operand, SgdParams,
+};
 
 /// What each argument struct declares about its family's launches.
 pub trait ArgBlock: Copy {
@@ -158,6 +160,18 @@ args! {
 
     /// `adam_step_*`: one fused Adam / AdamW step over `n` parameters.
     AdamArgs [p, g, m, v] { n: u32, packed: u32, h: AdamParams }
+
+    /// `flash_forward_*`: fused attention, the output `o [B, H, L, D]` and
+    /// the rows' log-sum-exp `lse [B, H, L]` (f32, natural log).
+    FlashForwardArgs [q, k, v, o, lse] { h: FlashParams }
+
+    /// `flash_backward_kv_*`: the key and value gradients `dk`, `dv`
+    /// `[B, H / group, S, D]` from the output gradient `dout [B, H, L, D]`,
+    /// `lse` and `delta = rowsum(dout · o)` (f32 `[B, H, L]`).
+    FlashBackwardKvArgs [q, k, v, dout, lse, delta, dk, dv] { h: FlashParams }
+
+    /// `flash_backward_q_*`: the query gradient `dq [B, H, L, D]`.
+    FlashBackwardQArgs [q, k, v, dout, lse, delta, dq] { h: FlashParams }
 
     /// `scan_totals_*`: the combined value of each chunk of `chunk` elements
     /// of `rows` dense rows of `len` (`chunks` per row).

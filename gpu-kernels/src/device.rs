@@ -147,6 +147,18 @@ pub fn unroll16(mut f: impl FnMut(usize)) {
     f(15);
 }
 
+/// Calls `f(0)`, ..., `f(n - 1)` for `n <= 16`, written out: with `n` known
+/// at compile time (a const generic's arithmetic) the tests fold away and
+/// arrays indexed by the argument stay in registers.
+#[inline(always)]
+pub fn unroll(n: usize, mut f: impl FnMut(usize)) {
+    unroll16(|i| {
+        if i < n {
+            f(i)
+        }
+    });
+}
+
 /// [`shfl_xor`] of an f32.
 #[inline(always)]
 pub fn shfl_xor_f32(v: f32, mask: u32) -> f32 {

@@ -21,6 +21,7 @@
 
 pub mod args;
 pub mod elem;
+pub mod fragments;
 pub mod half;
 pub mod math;
 pub mod modules;
@@ -33,7 +34,21 @@ pub mod reduce;
 pub mod sort_key;
 pub mod special;
 
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+extern crate std;
+
 #[cfg(target_arch = "nvptx64")]
 mod device;
+// Test builds on the host run kernels through the warp emulator, which
+// stands in for the device-support and tensor-core modules.
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod emulator;
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+use emulator::{device, tensor_core};
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+#[path = "kernels/attention.rs"]
+mod attention;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
+#[cfg(target_arch = "nvptx64")]
+mod tensor_core;

@@ -6,7 +6,7 @@
 //! module (a test checks that the two agree).
 
 /// The module names, in index order.
-pub const MODULES: [&str; 13] = [
+pub const MODULES: [&str; 14] = [
     "unary",
     "unary_dense",
     "binary",
@@ -20,13 +20,14 @@ pub const MODULES: [&str; 13] = [
     "optim",
     "index",
     "order",
+    "attention",
 ];
 
 /// Which module (an index into [`MODULES`]) exports the kernel `entry`, by
 /// its name's family prefix; `None` for a name of no known family.
 pub fn module_of(entry: &str) -> Option<usize> {
     // Longer prefixes first: `binary_v_` is dense, `binary_` strided.
-    const PREFIXES: [(&str, usize); 24] = [
+    const PREFIXES: [(&str, usize); 25] = [
         ("unary_v_", 1),
         ("unary_", 0),
         ("binary_v_", 3),
@@ -51,6 +52,7 @@ pub fn module_of(entry: &str) -> Option<usize> {
         ("matmul_int_", 11),
         ("scan_", 12),
         ("sort_", 12),
+        ("flash_", 13),
     ];
     PREFIXES
         .iter()

@@ -186,3 +186,99 @@ pub struct IndexDim {
     /// Size of the indexed dim (indices at or above it are out of range).
     pub size: u32,
 }
+
+/// Where one `[batch, head, row, :]` row of an attention operand starts:
+/// its strides in elements (the last dim is dense and its rows 16-byte
+/// aligned; the host checks both).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeadStrides {
+    /// Between batch entries.
+    pub batch: u32,
+    /// Between heads.
+    pub head: u32,
+    /// Between rows (queries or keys).
+    pub row: u32,
+}
+
+impl HeadStrides {
+    /// The element offset of row `row` of head `head` of batch entry `batch`.
+    #[inline(always)]
+    pub fn offset(&self, batch: u32, head: u32, row: u32) -> usize {
+        batch as usize * self.batch as usize
+            + head as usize * self.head as usize
+            + row as usize * self.row as usize
+    }
+}
+
+/// The sizes and options of the fused attention kernels (`flash_*`):
+/// `q [B, H, L, D]`, `k`, `v [B, H / group, S, D]` through their strides;
+/// the outputs (`o`, `lse`, and the gradients) and `dout` are dense.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FlashParams {
+    /// Query length `L`.
+    pub l: u32,
+    /// Key length `S`.
+    pub s: u32,
+    /// Query heads `H`.
+    pub heads: u32,
+    /// Query heads per key/value head (1 without grouped-query attention).
+    pub group: u32,
+    /// 1: query `i` attends to keys `0..=i` only (top-left aligned).
+    pub causal: u32,
+    /// The factor on `q·k`.
+    pub scale: f32,
+    /// The query's strides.
+    pub q: HeadStrides,
+    /// The key's strides.
+    pub k: HeadStrides,
+    /// The value's strides.
+    pub v: HeadStrides,
+}
+
+impl FlashParams {
+    /// Threads a block of the `flash_*` kernels (four warps).
+    pub const THREADS: u32 = 128;
+    /// Rows a block owns: queries in the forward and the query gradient,
+    /// keys in the key/value gradients (16 a warp).
+    pub const BLOCK_ROWS: u32 = 64;
+    /// The head dims the kernels are built for.
+    pub const HEAD_DIMS: [usize; 2] = [64, 128];
+    /// Padding of each shared-memory row, in elements (the eight rows one
+    /// `ldmatrix` reads then fall in distinct banks).
+    pub const PAD: usize = 8;
+
+    /// Query rows per tile of the key/value backward: the registers hold
+    /// `dK` and `dV` for 16 keys × `d`, so wide heads take fewer at a time.
+    pub const fn kv_query_rows(d: usize) -> u32 {
+        if d > 64 {
+            32
+        } else {
+            64
+        }
+    }
+
+    /// Key rows per tile of the query backward.
+    pub const fn q_key_rows(d: usize) -> u32 {
+        if d > 64 {
+            32
+        } else {
+            64
+        }
+    }
+
+    /// Shared memory of the forward and of the query backward: two tiles
+    /// of 64 rows.
+    pub const fn forward_shared_bytes(d: usize) -> u32 {
+        (2 * Self::BLOCK_ROWS as usize * (d + Self::PAD) * 2) as u32
+    }
+
+    /// Shared memory of the key/value backward: key and value tiles of 64
+    /// rows, query and output-gradient tiles, and the tile's log-sum-exps
+    /// and deltas.
+    pub const fn backward_kv_shared_bytes(d: usize) -> u32 {
+        let q = Self::kv_query_rows(d) as usize;
+        (Self::forward_shared_bytes(d) as usize + 2 * q * (d + Self::PAD) * 2 + 2 * q * 4) as u32
+    }
+}

@@ -16,6 +16,8 @@
 //! - [`index`]: `gather_*` (index_select, gather) and its atomic adjoint
 //!   `scatter_add_*`;
 //! - [`matmul`]: integer matmul (cuBLAS has none);
+//! - [`attention`]: fused attention on tensor cores (`flash_forward_*`,
+//!   `flash_backward_kv_*`, `flash_backward_q_*`);
 //! - [`order`]: scans (`scan_*`: cumsum, cumprod, cummax, cummin,
 //!   logcumsumexp) and the bitonic sort (`sort_*`) along dense rows.
 //!
@@ -47,6 +49,7 @@ macro_rules! for_all_types {
 }
 
 mod accum;
+mod attention;
 mod copy;
 mod elementwise;
 mod index;

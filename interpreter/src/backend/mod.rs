@@ -9,6 +9,7 @@
 //! allocate (known from the layouts), so an impossible or over-budget output
 //! is a typed error before any allocation or kernel launch.
 
+pub mod attention;
 pub mod batch_norm;
 pub mod conv;
 pub mod cpu;

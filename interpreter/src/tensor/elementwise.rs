@@ -33,6 +33,24 @@ pub(crate) fn with_storages<R>(a: &Tensor, b: &Tensor, f: impl FnOnce(&Storage, 
     }
 }
 
+/// Runs `f` on the storages of any number of tensors, locking each shared
+/// storage once.
+pub(crate) fn with_all_storages<R>(ts: &[&Tensor], f: impl FnOnce(&[&Storage]) -> R) -> R {
+    let mut guards = Vec::with_capacity(ts.len());
+    let mut which = Vec::with_capacity(ts.len());
+    for (i, t) in ts.iter().enumerate() {
+        match ts[..i].iter().position(|u| u.shares_storage(t)) {
+            Some(j) => which.push(which[j]),
+            None => {
+                guards.push(t.storage());
+                which.push(guards.len() - 1);
+            }
+        }
+    }
+    let storages: Vec<&Storage> = which.iter().map(|&g| &*guards[g]).collect();
+    f(&storages)
+}
+
 /// One `Tensor` method per row of the unary op table (`t.exp()`, ...).
 macro_rules! unary_methods {
     ($($v:ident $n:ident $doc:literal $rule:ident $dom:ident $f:tt $i:tt;)*) => {

@@ -10,6 +10,7 @@
 //! (collectives between GPUs, for the process group of `crate::dist`).
 
 pub mod allocator;
+mod attention;
 pub mod blas;
 pub(crate) mod cudnn;
 pub(crate) mod images;

@@ -243,15 +243,28 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, plan: Plan) -> Resul
 /// The common batch shape of q, k and v (all but their last two dims),
 /// each expanded to it.
 pub(super) fn broadcast_batch(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
-    let batch = |t: &Tensor| t.shape()[..t.ndim() - 2].to_vec();
+    broadcast_lead(q, k, v, 2)
+}
+
+/// q, k and v expanded to the common shape of their dims before the last
+/// `keep` (which stay their own).
+pub(super) fn broadcast_lead(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    keep: usize,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    const OP: &str = "scaled_dot_product_attention";
+    let lead = |t: &Tensor| t.shape()[..t.ndim().saturating_sub(keep)].to_vec();
     let b = crate::core::shape::broadcast_shapes(
-        "scaled_dot_product_attention",
-        &crate::core::shape::broadcast_shapes("scaled_dot_product_attention", &batch(q), &batch(k))?,
-        &batch(v),
+        OP,
+        &crate::core::shape::broadcast_shapes(OP, &lead(q), &lead(k))?,
+        &lead(v),
     )?;
     let expand = |t: &Tensor| -> Result<Tensor> {
+        let own = t.ndim().min(keep);
         let mut shape: Vec<i64> = b.iter().map(|&d| d as i64).collect();
-        shape.extend(t.shape()[t.ndim() - 2..].iter().map(|&d| d as i64));
+        shape.extend(t.shape()[t.ndim() - own..].iter().map(|&d| d as i64));
         if t.shape().len() == shape.len() && t.shape().iter().zip(&shape).all(|(&a, &b)| a as i64 == b) {
             Ok(t.clone())
         } else {

@@ -1,11 +1,15 @@
 //! The transformer ops of `torch.nn.functional`: `scaled_dot_product_attention`
-//! (by blocks of queries on every device and float dtype, in `blocked.rs`:
+//! (through the fused CUDA kernels where they apply, in `fused.rs`; else
+//! by blocks of queries on every device and float dtype, in `blocked.rs`:
 //! no `L × S` score matrix is kept, the backward recomputes; a row every
 //! key of which is masked gives zeros, as PyTorch's math path does),
 //! `rms_norm`, and rotary position embeddings (`rope`, the rotate-half
 //! form).
 
 mod blocked;
+mod fused;
+
+pub use fused::{fused_attention_enabled, set_fused_attention};
 
 use super::{Generator, Tensor};
 use crate::core::error::{Error, Result};
@@ -57,15 +61,21 @@ impl Tensor {
         }
         let q = self;
         check_operands(q, k, v, opts)?;
+        let e = *q.shape().last().unwrap_or(&1);
+        let scale = opts.scale.unwrap_or(1.0 / (e as f64).sqrt());
+        let (l, s) = (q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]);
+        if opts.enable_gqa {
+            gqa_group(q, k, v)?;
+        }
+        if l > 0 && s > 0 && fused::applies(q, k, v, opts) {
+            return fused::attention(q, k, v, opts.is_causal, scale, opts.enable_gqa);
+        }
         let (k, v) = if opts.enable_gqa {
             share_heads(q, k, v)?
         } else {
             (k.clone(), v.clone())
         };
         let (q, k, v) = blocked::broadcast_batch(q, &k, &v)?;
-        let e = *q.shape().last().unwrap_or(&1);
-        let scale = opts.scale.unwrap_or(1.0 / (e as f64).sqrt());
-        let (l, s) = (q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]);
         let mask = match &opts.attn_mask {
             _ if opts.is_causal => Mask::Causal,
             Some(m) if m.dtype() == DType::Bool => Mask::Keep(m.clone()),
@@ -300,8 +310,8 @@ fn check_operands(q: &Tensor, k: &Tensor, v: &Tensor, opts: &AttentionOptions) -
     Ok(())
 }
 
-/// Key and value heads repeated to the query's head count (dim -3).
-fn share_heads(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+/// Query heads per key/value head under grouped-query attention, checked.
+fn gqa_group(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<usize> {
     if q.ndim() < 3 || k.ndim() < 3 || v.ndim() < 3 {
         return Err(Error::shape(
             SDPA,
@@ -326,7 +336,12 @@ fn share_heads(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
             ),
         ));
     }
-    let r = (hq / hk) as i64;
+    Ok(hq / hk)
+}
+
+/// Key and value heads repeated to the query's head count (dim -3).
+fn share_heads(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+    let r = gqa_group(q, k, v)? as i64;
     Ok((
         k.repeat_interleave(r, Some(-3))?,
         v.repeat_interleave(r, Some(-3))?,

@@ -148,6 +148,9 @@ kernel_args!(
     SortGlobalArgs,
     SortGatherArgs,
     SortSearchArgs,
+    FlashForwardArgs,
+    FlashBackwardKvArgs,
+    FlashBackwardQArgs,
 );
 
 /// The one call into the driver: `f` on `grid` × `block` with `shared`

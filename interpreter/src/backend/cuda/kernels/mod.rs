@@ -4,10 +4,11 @@
 //! module on first use; [`launch`] holds the
 //! geometry and the raw launches every family shares; [`elementwise`],
 //! [`reduce`], [`rows`], [`loss`], [`optim`], [`index`], [`copy`],
-//! [`matmul`] and [`order`] have one launch function per kernel family, which fills the
+//! [`matmul`], [`order`] and [`attention`] have one launch function per kernel family, which fills the
 //! family's argument block (`kiln_kernels::args`, one `#[repr(C)]` struct
 //! compiled into both sides) and hands it to the one generic launch.
 
+pub mod attention;
 pub mod copy;
 pub mod elementwise;
 pub mod index;
@@ -21,6 +22,7 @@ pub mod reduce;
 pub mod rows;
 pub mod table;
 
+pub use attention::*;
 pub use copy::*;
 pub use elementwise::*;
 pub use index::*;

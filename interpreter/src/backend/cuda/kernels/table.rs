@@ -100,6 +100,34 @@ pub enum Kernel {
     SortGather(DType),
     /// `sort_search_<dtype>`: binary searches in sorted rows
     SortSearch(DType),
+    /// `flash_forward_d<head dim>_<dtype>`: fused attention, output and log-sum-exp
+    FlashForward(DType, usize),
+    /// `flash_backward_kv_d<head dim>_<dtype>`: its key and value gradients
+    FlashBackwardKv(DType, usize),
+    /// `flash_backward_q_d<head dim>_<dtype>`: its query gradient
+    FlashBackwardQ(DType, usize),
+}
+
+/// The name of a fused attention kernel (`family` 0 forward, 1 key/value
+/// gradients, 2 query gradient); dtypes other than f16 and bf16, and head
+/// dims other than `FlashParams::HEAD_DIMS`, name the bf16 / d128 kernels (never
+/// launched: the front end checks first).
+fn flash_name(d: DType, head_dim: usize, family: u8) -> &'static str {
+    macro_rules! by_dim {
+        ($family:ident) => {
+            match (d, head_dim) {
+                (DType::F16, 64) => kernel_name!($family, d64, f16),
+                (DType::F16, _) => kernel_name!($family, d128, f16),
+                (_, 64) => kernel_name!($family, d64, bf16),
+                _ => kernel_name!($family, d128, bf16),
+            }
+        };
+    }
+    match family {
+        0 => by_dim!(flash_forward),
+        1 => by_dim!(flash_backward_kv),
+        _ => by_dim!(flash_backward_q),
+    }
 }
 
 /// The reductions with dense float kernels (value-only, one accumulator).
@@ -312,6 +340,9 @@ impl Kernel {
             Kernel::SortGlobal => "sort_global",
             Kernel::SortGather(d) => by_dtype!(d, sort_gather),
             Kernel::SortSearch(d) => by_dtype!(d, sort_search),
+            Kernel::FlashForward(d, e) => flash_name(d, e, 0),
+            Kernel::FlashBackwardKv(d, e) => flash_name(d, e, 1),
+            Kernel::FlashBackwardQ(d, e) => flash_name(d, e, 2),
         }
     }
 
@@ -365,6 +396,9 @@ impl Kernel {
             Kernel::SortGlobal => size_of::<SortGlobalArgs>(),
             Kernel::SortGather(_) => size_of::<SortGatherArgs>(),
             Kernel::SortSearch(_) => size_of::<SortSearchArgs>(),
+            Kernel::FlashForward(..) => size_of::<FlashForwardArgs>(),
+            Kernel::FlashBackwardKv(..) => size_of::<FlashBackwardKvArgs>(),
+            Kernel::FlashBackwardQ(..) => size_of::<FlashBackwardQArgs>(),
         }
     }
 
@@ -400,6 +434,7 @@ impl Kernel {
             | Kernel::SortGlobal
             | Kernel::SortGather(_)
             | Kernel::SortSearch(_) => 12,
+            Kernel::FlashForward(..) | Kernel::FlashBackwardKv(..) | Kernel::FlashBackwardQ(..) => 13,
         }
     }
 
@@ -490,6 +525,15 @@ impl Kernel {
         }
         v.extend([1, 2, 4, 8].map(Kernel::Transpose));
         v.extend([Kernel::SortLocal, Kernel::SortGlobal]);
+        for d in [DType::F16, DType::BF16] {
+            for e in kiln_kernels::params::FlashParams::HEAD_DIMS {
+                v.extend([
+                    Kernel::FlashForward(d, e),
+                    Kernel::FlashBackwardKv(d, e),
+                    Kernel::FlashBackwardQ(d, e),
+                ]);
+            }
+        }
         v
     }
 }
@@ -622,6 +666,10 @@ mod tests {
             "reduce_cols_finish_mean_f64"
         );
         assert_eq!(Kernel::Transpose(4).name(), "transpose_b4");
+        assert_eq!(
+            Kernel::FlashBackwardKv(DType::F16, 64).name(),
+            "flash_backward_kv_d64_f16"
+        );
         let all = Kernel::expected();
         let names: HashSet<&str> = all.iter().map(|k| k.name()).collect();
         assert_eq!(names.len(), all.len(), "two kernels share a name");

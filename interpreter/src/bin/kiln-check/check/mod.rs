@@ -6,6 +6,7 @@
 //! this module holds the harness (inputs, layouts, tolerances, the record
 //! of each case) and the groups `--group` selects.
 
+mod attention;
 mod cnn;
 mod dense;
 mod elementwise;
@@ -186,7 +187,7 @@ fn gpu() -> Device {
 }
 
 /// The case groups, in the order [`run`] runs them.
-pub const GROUPS: [&str; 15] = [
+pub const GROUPS: [&str; 16] = [
     "unary",
     "binary",
     "casts",
@@ -201,6 +202,7 @@ pub const GROUPS: [&str; 15] = [
     "functional",
     "linalg",
     "cnn",
+    "attention",
     "collectives",
 ];
 
@@ -230,6 +232,7 @@ pub fn run_groups(groups: &[&str]) -> Vec<Case> {
             "functional" => c.functional(),
             "linalg" => c.linalg(),
             "cnn" => c.cnn(),
+            "attention" => c.attention(),
             "collectives" => c.collectives(),
             _ => c.training(),
         }

@@ -211,5 +211,21 @@ pub fn kernel_resources() -> std::result::Result<Vec<String>, String> {
             }
         }
     }
+    for d in [DType::F16, DType::BF16] {
+        for e in kiln_kernels::params::FlashParams::HEAD_DIMS {
+            for k in [
+                Kernel::FlashForward(d, e),
+                Kernel::FlashBackwardKv(d, e),
+                Kernel::FlashBackwardQ(d, e),
+            ] {
+                if let Some((regs, local, max)) = rt.kernels().resources(k) {
+                    lines.push(format!(
+                        "{:<28} {regs:>4} registers, {local:>4} local bytes, {max:>5} threads max",
+                        k.name()
+                    ));
+                }
+            }
+        }
+    }
     Ok(lines)
 }

@@ -1,0 +1,305 @@
+//! The fused attention kernels (`kernels/attention.rs`) run through the
+//! emulator against attention computed in f64: forward outputs and
+//! log-sum-exps, and the three gradients, for both half types and head
+//! dims, causal or not, grouped-query heads, strided queries and lengths
+//! that are not multiples of the tiles.
+
+use super::{launch, Shared};
+use crate::attention::{backward_kv, backward_q, forward};
+use crate::elem::{BF16, F16};
+use crate::fragments::MmaHalf;
+use crate::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use crate::params::{FlashParams, HeadStrides};
+use std::vec::Vec;
+
+/// One attention problem: sizes, options and the half type's rounding.
+#[derive(Clone, Copy)]
+struct Case {
+    batch: usize,
+    heads: usize,
+    kv_heads: usize,
+    l: usize,
+    s: usize,
+    d: usize,
+    causal: bool,
+    bf16: bool,
+}
+
+impl Case {
+    fn round(&self, x: f64) -> u16 {
+        if self.bf16 {
+            f32_to_bf16(x as f32)
+        } else {
+            f32_to_f16(x as f32)
+        }
+    }
+
+    fn widen(&self, b: u16) -> f64 {
+        (if self.bf16 { bf16_to_f32(b) } else { f16_to_f32(b) }) as f64
+    }
+
+    /// Worst `|x - y|` over the largest `|y|` (1 when tiny), for the half type.
+    fn close(&self, what: &str, got: &[f64], want: &[f64]) {
+        assert_eq!(got.len(), want.len(), "{what}: lengths");
+        let top = want.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+        let worst = got
+            .iter()
+            .zip(want)
+            .map(|(a, b)| if a.is_nan() { f64::INFINITY } else { (a - b).abs() })
+            .fold(0.0, f64::max);
+        let tol = if self.bf16 { 2e-2 } else { 4e-3 };
+        assert!(
+            worst <= tol * top,
+            "{what}: worst error {worst} against a largest value {top} (tolerance {tol})"
+        );
+    }
+}
+
+/// Pseudo-random values in [-2, 2) (a fixed xorshift sequence).
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
+        })
+        .collect()
+}
+
+/// Attention in f64 over dense `[b, h, rows, d]` arrays (`q` given by a
+/// reader so its layout can differ): the output, the log-sum-exps and, for
+/// the output gradient `dout`, the gradients of q, k and v.
+struct Reference {
+    o: Vec<f64>,
+    lse: Vec<f64>,
+    dq: Vec<f64>,
+    dk: Vec<f64>,
+    dv: Vec<f64>,
+}
+
+fn reference(
+    c: &Case,
+    q: &dyn Fn(usize, usize, usize, usize) -> f64,
+    k: &[f64],
+    v: &[f64],
+    dout: &[f64],
+) -> Reference {
+    let Case {
+        batch,
+        heads,
+        kv_heads,
+        l,
+        s,
+        d,
+        causal,
+        ..
+    } = *c;
+    let scale = 1.0 / (d as f64).sqrt();
+    let group = heads / kv_heads;
+    let mut r = Reference {
+        o: std::vec![0.0; batch * heads * l * d],
+        lse: std::vec![0.0; batch * heads * l],
+        dq: std::vec![0.0; batch * heads * l * d],
+        dk: std::vec![0.0; batch * kv_heads * s * d],
+        dv: std::vec![0.0; batch * kv_heads * s * d],
+    };
+    for b in 0..batch {
+        for h in 0..heads {
+            let kv = (b * kv_heads + h / group) * s * d;
+            let bh = b * heads + h;
+            for i in 0..l {
+                let keys = if causal { (i + 1).min(s) } else { s };
+                let scores: Vec<f64> = (0..keys)
+                    .map(|j| (0..d).map(|e| q(b, h, i, e) * k[kv + j * d + e]).sum::<f64>() * scale)
+                    .collect();
+                let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let sum: f64 = scores.iter().map(|x| (x - m).exp()).sum();
+                let p: Vec<f64> = scores.iter().map(|x| (x - m).exp() / sum).collect();
+                r.lse[bh * l + i] = m + sum.ln();
+                let row = (bh * l + i) * d;
+                for (j, pj) in p.iter().enumerate() {
+                    for e in 0..d {
+                        r.o[row + e] += pj * v[kv + j * d + e];
+                    }
+                }
+                let delta: f64 = (0..d).map(|e| dout[row + e] * r.o[row + e]).sum();
+                for (j, pj) in p.iter().enumerate() {
+                    let dp: f64 = (0..d).map(|e| dout[row + e] * v[kv + j * d + e]).sum();
+                    let ds = pj * (dp - delta);
+                    for e in 0..d {
+                        r.dv[kv + j * d + e] += pj * dout[row + e];
+                        r.dq[row + e] += scale * ds * k[kv + j * d + e];
+                        r.dk[kv + j * d + e] += scale * ds * q(b, h, i, e);
+                    }
+                }
+            }
+        }
+    }
+    r
+}
+
+/// Runs the three kernels on `c` (queries stored as `[B, L, H, D]`, the
+/// layout of a projection split into heads) and checks them.
+fn check<T: MmaHalf, const D: usize>(c: Case) {
+    assert_eq!(c.d, D);
+    let Case {
+        batch,
+        heads,
+        kv_heads,
+        l,
+        s,
+        d,
+        ..
+    } = c;
+    let half = |v: Vec<f64>| -> (Vec<u16>, Vec<f64>) {
+        let bits: Vec<u16> = v.iter().map(|&x| c.round(x)).collect();
+        let wide = bits.iter().map(|&b| c.widen(b)).collect();
+        (bits, wide)
+    };
+    let (qb, qw) = half(values(batch * l * heads * d, 1));
+    let (kb, kw) = half(values(batch * kv_heads * s * d, 2));
+    let (vb, vw) = half(values(batch * kv_heads * s * d, 3));
+    let (dob, dow) = half(values(batch * heads * l * d, 4));
+    let q_at = |b: usize, h: usize, i: usize, e: usize| qw[((b * l + i) * heads + h) * d + e];
+    let want = reference(&c, &q_at, &kw, &vw, &dow);
+
+    let h = FlashParams {
+        l: l as u32,
+        s: s as u32,
+        heads: heads as u32,
+        group: (heads / kv_heads) as u32,
+        causal: c.causal as u32,
+        scale: 1.0 / (d as f32).sqrt(),
+        q: HeadStrides {
+            batch: (l * heads * d) as u32,
+            head: d as u32,
+            row: (heads * d) as u32,
+        },
+        k: HeadStrides {
+            batch: (kv_heads * s * d) as u32,
+            head: (s * d) as u32,
+            row: d as u32,
+        },
+        v: HeadStrides {
+            batch: (kv_heads * s * d) as u32,
+            head: (s * d) as u32,
+            row: d as u32,
+        },
+    };
+    let mut o = std::vec![0u16; batch * heads * l * d];
+    let mut lse = std::vec![0f32; batch * heads * l];
+    let tiles = |n: usize| n.div_ceil(FlashParams::BLOCK_ROWS as usize) as u32;
+    {
+        let p = Shared((
+            qb.as_ptr(),
+            kb.as_ptr(),
+            vb.as_ptr(),
+            o.as_mut_ptr(),
+            lse.as_mut_ptr(),
+        ));
+        launch(
+            (tiles(l), heads as u32, batch as u32),
+            FlashParams::THREADS,
+            FlashParams::forward_shared_bytes(D) as usize,
+            || {
+                let (q, k, v, o, lse) = p.get();
+                // SAFETY: the buffers hold the shapes `h` describes.
+                unsafe { forward::<T, D>(q, k, v, o, lse, h) }
+            },
+        );
+    }
+    let o_wide: Vec<f64> = o.iter().map(|&b| c.widen(b)).collect();
+    c.close("output", &o_wide, &want.o);
+    let lse_wide: Vec<f64> = lse.iter().map(|&x| x as f64).collect();
+    c.close("log-sum-exp", &lse_wide, &want.lse);
+
+    // delta from the kernel's own output, as the host computes it
+    let delta: Vec<f32> = (0..batch * heads * l)
+        .map(|r| (0..d).map(|e| dow[r * d + e] * o_wide[r * d + e]).sum::<f64>() as f32)
+        .collect();
+    let mut dq = std::vec![0u16; batch * heads * l * d];
+    let mut dk = std::vec![0u16; batch * kv_heads * s * d];
+    let mut dv = std::vec![0u16; batch * kv_heads * s * d];
+    {
+        let p = Shared((
+            qb.as_ptr(),
+            kb.as_ptr(),
+            vb.as_ptr(),
+            dob.as_ptr(),
+            lse.as_ptr(),
+            delta.as_ptr(),
+        ));
+        let grads = Shared((dk.as_mut_ptr(), dv.as_mut_ptr()));
+        launch(
+            (tiles(s), kv_heads as u32, batch as u32),
+            FlashParams::THREADS,
+            FlashParams::backward_kv_shared_bytes(D) as usize,
+            || {
+                let (q, k, v, dout, lse, delta) = p.get();
+                let (dk, dv) = grads.get();
+                // SAFETY: as above.
+                unsafe { backward_kv::<T, D>(q, k, v, dout, lse, delta, dk, dv, h) }
+            },
+        );
+        let dq_at = Shared(dq.as_mut_ptr());
+        launch(
+            (tiles(l), heads as u32, batch as u32),
+            FlashParams::THREADS,
+            FlashParams::forward_shared_bytes(D) as usize,
+            || {
+                let (q, k, v, dout, lse, delta) = p.get();
+                // SAFETY: as above.
+                unsafe { backward_q::<T, D>(q, k, v, dout, lse, delta, dq_at.get(), h) }
+            },
+        );
+    }
+    let wide = |x: &[u16]| -> Vec<f64> { x.iter().map(|&b| c.widen(b)).collect() };
+    c.close("query gradient", &wide(&dq), &want.dq);
+    c.close("key gradient", &wide(&dk), &want.dk);
+    c.close("value gradient", &wide(&dv), &want.dv);
+}
+
+fn case(l: usize, s: usize, d: usize, causal: bool, bf16: bool) -> Case {
+    Case {
+        batch: 1,
+        heads: 1,
+        kv_heads: 1,
+        l,
+        s,
+        d,
+        causal,
+        bf16,
+    }
+}
+
+#[test]
+fn bf16_d64_grouped_heads_odd_lengths() {
+    check::<BF16, 64>(Case {
+        batch: 2,
+        heads: 2,
+        kv_heads: 1,
+        ..case(70, 45, 64, false, true)
+    });
+}
+
+#[test]
+fn f16_d64_causal_more_keys_than_queries() {
+    check::<F16, 64>(case(45, 70, 64, true, false));
+}
+
+#[test]
+fn f16_d64_causal_more_queries_than_keys() {
+    check::<F16, 64>(case(80, 20, 64, true, false));
+}
+
+#[test]
+fn bf16_d128_causal_two_tiles() {
+    check::<BF16, 128>(case(66, 66, 128, true, true));
+}
+
+#[test]
+fn f16_d128_one_query() {
+    check::<F16, 128>(case(1, 33, 128, false, false));
+}

@@ -1,0 +1,49 @@
+//! The emulated [`crate::device`]: the parts the emulated kernels use.
+
+use super::context;
+
+/// This thread's index in its block (x, y).
+pub fn thread_xy() -> (u32, u32) {
+    (context().0, 0)
+}
+
+/// This block's index in the grid (x, y, z).
+pub fn block_xyz() -> (u32, u32, u32) {
+    context().1.index
+}
+
+/// This thread's index within its warp.
+pub fn lane_id() -> u32 {
+    context().0 & 31
+}
+
+/// Waits until every thread of the block has reached this point.
+///
+/// # Safety
+/// Every thread of the block must call it.
+pub unsafe fn sync_threads() {
+    context().1.barrier.wait();
+}
+
+/// The block's shared memory, as `T`s.
+pub fn shared<T>() -> *mut T {
+    context().1.shared as *mut T
+}
+
+/// The value of `v` held by lane `lane ^ mask` of this warp.
+pub fn shfl_xor_f32(v: f32, mask: u32) -> f32 {
+    let (tid, block) = context();
+    let lane = tid & 31;
+    let warp = &block.warps[(tid / 32) as usize];
+    f32::from_bits(warp.exchange(lane, &[v.to_bits()], |read| read(lane ^ mask, 0)))
+}
+
+/// Calls `f(0)`, ..., `f(n - 1)`.
+pub fn unroll(n: usize, f: impl FnMut(usize)) {
+    (0..n).for_each(f);
+}
+
+/// `V` elements loaded or stored as one 16-byte access.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+pub struct Pack<T: Copy, const V: usize>(pub [T; V]);

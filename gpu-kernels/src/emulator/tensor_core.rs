@@ -1,0 +1,118 @@
+//! The emulated [`crate::tensor_core`]: `mma.sync`, `ldmatrix` and the
+//! half packing, computed from the fragment layouts of PTX's ISA (lane =
+//! 4·g + t; see the real module's documentation).
+
+use super::context;
+pub use crate::fragments::{a_lane_offset, b_lane_offset, MmaHalf};
+use crate::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+
+fn widen<T: MmaHalf>(bits: u16) -> f32 {
+    if T::BF16 {
+        bf16_to_f32(bits)
+    } else {
+        f16_to_f32(bits)
+    }
+}
+
+/// The half of a packed register: element `i` (0 low, 1 high).
+fn half_of(word: u32, i: usize) -> u16 {
+    (word >> (16 * i)) as u16
+}
+
+/// `c += a · b` for this warp's fragments.
+pub fn mma<T: MmaHalf>(c: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
+    let (tid, block) = context();
+    let lane = tid & 31;
+    let warp = &block.warps[(tid / 32) as usize];
+    let words = [a[0], a[1], a[2], a[3], b0, b1];
+    let (g, t) = (lane >> 2, lane & 3);
+    let d = warp.exchange(lane, &words, |read| {
+        // A (16×16): row r, column k is in lane 4·(r % 8) + (k % 8) / 2,
+        // register (r >= 8) + 2·(k >= 8), half k % 2
+        let a_at = |r: u32, k: u32| {
+            let reg = (r >= 8) as usize + 2 * (k >= 8) as usize;
+            widen::<T>(half_of(read(4 * (r % 8) + (k % 8) / 2, reg), (k % 2) as usize))
+        };
+        // B (16×8): row k, column n is in lane 4·n + (k % 8) / 2, register 4 + (k >= 8)
+        let b_at = |k: u32, n: u32| {
+            widen::<T>(half_of(
+                read(4 * n + (k % 8) / 2, 4 + (k >= 8) as usize),
+                (k % 2) as usize,
+            ))
+        };
+        let mut d = *c;
+        for (e, out) in d.iter_mut().enumerate() {
+            let (row, col) = (g + 8 * (e as u32 >> 1), 2 * t + (e as u32 & 1));
+            for k in 0..16 {
+                *out += a_at(row, k) * b_at(k, col);
+            }
+        }
+        d
+    });
+    *c = d;
+}
+
+/// `lo` and `hi` rounded to `T` and packed (`lo` in the low half).
+pub fn pack<T: MmaHalf>(lo: f32, hi: f32) -> u32 {
+    let r = |x: f32| if T::BF16 { f32_to_bf16(x) } else { f32_to_f16(x) };
+    r(lo) as u32 | (r(hi) as u32) << 16
+}
+
+/// The address of `p` in the block's shared memory (its byte offset).
+pub fn shared_address<T>(p: *const T) -> u32 {
+    let base = context().1.shared as usize;
+    let at = p as usize;
+    assert!(at >= base, "not a shared-memory pointer");
+    (at - base) as u32
+}
+
+/// The 16-bit element at byte offset `addr` of shared memory.
+fn shared_u16(addr: u32) -> u16 {
+    assert!(addr.is_multiple_of(2), "misaligned shared read");
+    // SAFETY: the kernels address their own block's shared memory, sized by the launch.
+    unsafe { *(context().1.shared.add(addr as usize) as *const u16) }
+}
+
+fn ldmatrix(addr: u32, trans: bool) -> [u32; 4] {
+    let (tid, block) = context();
+    let lane = tid & 31;
+    assert!(
+        addr.is_multiple_of(16),
+        "ldmatrix row addresses are 16-byte aligned"
+    );
+    let warp = &block.warps[(tid / 32) as usize];
+    let (g, t) = (lane >> 2, lane & 3);
+    warp.exchange(lane, &[addr], |read| {
+        core::array::from_fn(|m| {
+            let m = m as u32;
+            let (lo, hi) = if trans {
+                // rows 2t and 2t + 1 of matrix m, column g
+                (
+                    shared_u16(read(8 * m + 2 * t, 0) + 2 * g),
+                    shared_u16(read(8 * m + 2 * t + 1, 0) + 2 * g),
+                )
+            } else {
+                // row g of matrix m, columns 2t and 2t + 1
+                let row = read(8 * m + g, 0);
+                (shared_u16(row + 4 * t), shared_u16(row + 4 * t + 2))
+            };
+            lo as u32 | (hi as u32) << 16
+        })
+    })
+}
+
+/// Four 8×8 matrices of 16-bit elements from shared memory.
+///
+/// # Safety
+/// As for the real instruction.
+pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
+    ldmatrix(addr, false)
+}
+
+/// [`ldmatrix_x4`] transposed.
+///
+/// # Safety
+/// As for the real instruction.
+pub unsafe fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
+    ldmatrix(addr, true)
+}

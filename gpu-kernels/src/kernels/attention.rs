@@ -1,0 +1,648 @@
+//! Fused attention on tensor cores (FlashAttention-2's algorithm and work
+//! split, written for `mma.sync`): f16 and bf16 operands, f32 accumulators,
+//! head dims 64 and 128, no `L × S` matrix anywhere.
+//!
+//! - `flash_forward_*`: a block of four warps takes 64 query rows (16 a
+//!   warp, kept in registers as A fragments) and walks the key/value tiles
+//!   of 64 rows through shared memory: scores by `mma`, the online softmax
+//!   in registers (row maxima and sums across the four lanes of a row),
+//!   the probabilities packed straight into A fragments for `P·V`. It
+//!   writes the output and each row's log-sum-exp.
+//! - `flash_backward_kv_*`: a block takes 64 keys (16 a warp) and walks the
+//!   query tiles of every query head that shares them, computing the
+//!   transposed scores `K·Qᵀ` so that `Pᵀ` and `dSᵀ` are A fragments as
+//!   they stand: `dV += Pᵀ·dO`, `dPᵀ = V·dOᵀ`, `dSᵀ = Pᵀ(dPᵀ - Δ)`,
+//!   `dK += dSᵀ·Q`.
+//! - `flash_backward_q_*`: a block takes 64 query rows and walks the key
+//!   tiles: `dQ += dS·K`. Splitting the backward in two costs one more
+//!   product per tile than FlashAttention-2's atomics on `dQ`, and buys
+//!   deterministic gradients.
+//!
+//! Shared tiles keep rows of `D + 8` elements, so the eight rows one
+//! `ldmatrix` reads fall in distinct banks. Rows past `L` or `S` are loaded
+//! as zeros and masked: their scores are `-inf` (forward) or their
+//! probabilities 0 (backward, through a log-sum-exp of `+inf`).
+
+use crate::device::{block_xyz, lane_id, shared, shfl_xor_f32, sync_threads, thread_xy, unroll, Pack};
+#[cfg(target_arch = "nvptx64")]
+use crate::elem::{BF16, F16};
+use crate::params::{FlashParams, HeadStrides};
+use crate::tensor_core::{
+    a_lane_offset, b_lane_offset, ldmatrix_x4, ldmatrix_x4_trans, mma, pack, shared_address, MmaHalf,
+};
+
+const THREADS: u32 = FlashParams::THREADS;
+/// Rows a warp owns.
+const WARP_ROWS: u32 = 16;
+const BLOCK_ROWS: u32 = FlashParams::BLOCK_ROWS;
+const PAD: usize = FlashParams::PAD;
+const LOG2E: f32 = core::f32::consts::LOG2_E;
+const LN2: f32 = core::f32::consts::LN_2;
+
+/// A tile of rows of `d` 16-bit elements in shared memory (rows `d + PAD` apart).
+#[derive(Clone, Copy)]
+struct Tile {
+    ptr: *mut u16,
+    base: u32,
+    stride: usize,
+}
+
+impl Tile {
+    /// The tile at `ptr` with rows of `d` elements.
+    #[inline(always)]
+    fn new(ptr: *mut u16, d: usize) -> Tile {
+        Tile {
+            ptr,
+            base: shared_address(ptr),
+            stride: d + PAD,
+        }
+    }
+
+    /// The elements a tile of `rows` rows takes.
+    #[inline(always)]
+    const fn len(rows: u32, d: usize) -> usize {
+        rows as usize * (d + PAD)
+    }
+
+    /// The shared-space address of element (`row`, `col`).
+    #[inline(always)]
+    fn addr(&self, row: u32, col: u32) -> u32 {
+        self.base + ((row as usize * self.stride + col as usize) * 2) as u32
+    }
+
+    /// Rows `r0..r0 + rows` of a `[n, d]` matrix at `src` (rows `row` elements
+    /// apart) into the tile, in 16-byte pieces; rows at or past `n` are zeros.
+    ///
+    /// # Safety
+    /// Every thread of the block calls it; `src`'s rows below `n` are
+    /// readable and 16-byte aligned.
+    #[inline(always)]
+    unsafe fn load(&self, src: *const u16, row: u32, r0: u32, rows: u32, n: u32, d: usize) {
+        let (tid, _) = thread_xy();
+        let pieces = d / 8;
+        let total = rows as usize * pieces;
+        let mut i = tid as usize;
+        while i < total {
+            let (r, c) = (i / pieces, i % pieces);
+            let g = r0 + r as u32;
+            let dst = self.ptr.add(r * self.stride + c * 8) as *mut Pack<u32, 4>;
+            if g < n {
+                *dst = *(src.add(g as usize * row as usize + c * 8) as *const Pack<u32, 4>);
+            } else {
+                *dst = Pack([0; 4]);
+            }
+            i += THREADS as usize;
+        }
+    }
+}
+
+/// The maximum of `v` over the four lanes that share a fragment row.
+#[inline(always)]
+fn quad_max(v: f32) -> f32 {
+    let v = v.max(shfl_xor_f32(v, 1));
+    v.max(shfl_xor_f32(v, 2))
+}
+
+/// The sum of `v` over the four lanes that share a fragment row.
+#[inline(always)]
+fn quad_sum(v: f32) -> f32 {
+    let v = v + shfl_xor_f32(v, 1);
+    v + shfl_xor_f32(v, 2)
+}
+
+/// `2^x` (`ex2.approx`: a few ulp; `-inf` gives 0).
+#[inline(always)]
+fn exp2(x: f32) -> f32 {
+    crate::math::exp2_f32(x)
+}
+
+/// `log2(x)` (`lg2.approx` on the GPU).
+#[inline(always)]
+fn log2(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: a pure arithmetic instruction.
+        unsafe {
+            core::arch::asm!("lg2.approx.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        libm::log2f(x)
+    }
+}
+
+/// The A fragment of the 16×16 tile made of the f32 C fragments `lo`
+/// (columns 0-7) and `hi` (columns 8-15), rounded to `T`.
+#[inline(always)]
+fn to_a<T: MmaHalf>(lo: &[f32; 4], hi: &[f32; 4]) -> [u32; 4] {
+    [
+        pack::<T>(lo[0], lo[1]),
+        pack::<T>(lo[2], lo[3]),
+        pack::<T>(hi[0], hi[1]),
+        pack::<T>(hi[2], hi[3]),
+    ]
+}
+
+/// `acc[..2·n16] += a · B` where B is the `[16 × 16·n16]` slice at row
+/// `k0` of the row-major `[k][n]` tile `t` (loaded transposed).
+#[inline(always)]
+unsafe fn mma_kn<T: MmaHalf>(acc: &mut [[f32; 4]; 16], a: &[u32; 4], t: Tile, k0: u32, n16: usize) {
+    let (ar, ac) = a_lane_offset(lane_id());
+    unroll(n16, |np| {
+        let b = ldmatrix_x4_trans(t.addr(k0 + ar, np as u32 * 16 + ac));
+        mma::<T>(&mut acc[2 * np], a, b[0], b[1]);
+        mma::<T>(&mut acc[2 * np + 1], a, b[2], b[3]);
+    });
+}
+
+/// `acc[..2·n16] += a · Bᵀ` where B's rows are rows `0..16·n16` of the
+/// row-major `[n][k]` tile `t` at column `k0`.
+#[inline(always)]
+unsafe fn mma_nk<T: MmaHalf>(acc: &mut [[f32; 4]; 16], a: &[u32; 4], t: Tile, k0: u32, n16: usize) {
+    let (br, bc) = b_lane_offset(lane_id());
+    unroll(n16, |np| {
+        let b = ldmatrix_x4(t.addr(np as u32 * 16 + br, k0 + bc));
+        mma::<T>(&mut acc[2 * np], a, b[0], b[1]);
+        mma::<T>(&mut acc[2 * np + 1], a, b[2], b[3]);
+    });
+}
+
+/// The A fragment of rows `r0..r0 + 16`, columns `k0..k0 + 16` of `t`.
+#[inline(always)]
+unsafe fn frag_a(t: Tile, r0: u32, k0: u32) -> [u32; 4] {
+    let (ar, ac) = a_lane_offset(lane_id());
+    ldmatrix_x4(t.addr(r0 + ar, k0 + ac))
+}
+
+/// The element offset of the base of head `head` of batch `batch` in `s`.
+#[inline(always)]
+fn head_base(s: &HeadStrides, batch: u32, head: u32) -> usize {
+    s.offset(batch, head, 0)
+}
+
+/// The forward of one block: 64 query rows of one head.
+///
+/// # Safety
+/// Launched with [`THREADS`] threads, a grid of `(⌈L/64⌉, H, B)` and
+/// [`FlashParams::forward_shared_bytes`] of shared memory; the pointers and strides
+/// describe live tensors as [`FlashParams`] says.
+#[inline(always)]
+pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
+    q: *const u16,
+    k: *const u16,
+    v: *const u16,
+    o: *mut u16,
+    lse: *mut f32,
+    h: FlashParams,
+) {
+    let (tid, _) = thread_xy();
+    let (lane, warp) = (tid & 31, tid / 32);
+    let (g, t) = (lane >> 2, lane & 3);
+    let (tile, head, batch) = block_xyz();
+    let kvh = head / h.group;
+    let row0 = tile * BLOCK_ROWS;
+    let wr = warp * WARP_ROWS;
+    let smem = shared::<u16>();
+    let tk = Tile::new(smem, D);
+    let tv = Tile::new(smem.add(Tile::len(BLOCK_ROWS, D)), D);
+    let (qb, kb, vb) = (
+        q.add(head_base(&h.q, batch, head)),
+        k.add(head_base(&h.k, batch, kvh)),
+        v.add(head_base(&h.v, batch, kvh)),
+    );
+
+    // this warp's 16 query rows, as A fragments for every 16 columns
+    tk.load(qb, h.q.row, row0, BLOCK_ROWS, h.l, D);
+    sync_threads();
+    let mut qf = [[0u32; 4]; 8];
+    unroll(D / 16, |kk| qf[kk] = frag_a(tk, wr, kk as u32 * 16));
+    sync_threads();
+
+    let scale = h.scale * LOG2E;
+    let mut m_run = [f32::NEG_INFINITY; 2];
+    let mut l_run = [0f32; 2];
+    let mut acc = [[0f32; 4]; 16];
+    let key_tiles = h.s.div_ceil(BLOCK_ROWS);
+    let tiles = if h.causal != 0 {
+        let last_row = (row0 + BLOCK_ROWS - 1).min(h.l - 1);
+        key_tiles.min(last_row / BLOCK_ROWS + 1)
+    } else {
+        key_tiles
+    };
+    let my_row = row0 + wr + g;
+    let mut j = 0;
+    while j < tiles {
+        let key0 = j * BLOCK_ROWS;
+        tk.load(kb, h.k.row, key0, BLOCK_ROWS, h.s, D);
+        tv.load(vb, h.v.row, key0, BLOCK_ROWS, h.s, D);
+        sync_threads();
+
+        // scores of 16 rows × 64 keys, in log2 units
+        let mut sc = [[0f32; 4]; 16];
+        unroll(D / 16, |kk| mma_nk::<T>(&mut sc, &qf[kk], tk, kk as u32 * 16, 4));
+        let masked = key0 + BLOCK_ROWS > h.s || (h.causal != 0 && key0 + BLOCK_ROWS - 1 > row0 + wr);
+        unroll(8, |nt| {
+            unroll(4, |e| {
+                let col = key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1);
+                let row = my_row + (e as u32 >> 1) * 8;
+                let x = sc[nt][e] * scale;
+                sc[nt][e] = if masked && (col >= h.s || (h.causal != 0 && col > row)) {
+                    f32::NEG_INFINITY
+                } else {
+                    x
+                };
+            })
+        });
+
+        // the online softmax: new maxima, rescaled sums and outputs
+        let mut mx = m_run;
+        unroll(8, |nt| {
+            mx[0] = mx[0].max(sc[nt][0].max(sc[nt][1]));
+            mx[1] = mx[1].max(sc[nt][2].max(sc[nt][3]));
+        });
+        let mut base = [0f32; 2];
+        let mut alpha = [0f32; 2];
+        unroll(2, |r| {
+            mx[r] = quad_max(mx[r]);
+            base[r] = if mx[r] == f32::NEG_INFINITY { 0.0 } else { mx[r] };
+            alpha[r] = exp2(m_run[r] - base[r]);
+            m_run[r] = mx[r];
+            l_run[r] *= alpha[r];
+        });
+        unroll(8, |nt| {
+            unroll(4, |e| {
+                let p = exp2(sc[nt][e] - base[e >> 1]);
+                sc[nt][e] = p;
+                l_run[e >> 1] += p;
+            })
+        });
+        unroll(D / 8, |nt| unroll(4, |e| acc[nt][e] *= alpha[e >> 1]));
+
+        // out += P · V
+        unroll(4, |kk| {
+            let a = to_a::<T>(&sc[2 * kk], &sc[2 * kk + 1]);
+            mma_kn::<T>(&mut acc, &a, tv, kk as u32 * 16, D / 16);
+        });
+        sync_threads();
+        j += 1;
+    }
+
+    let batch_head = (batch * h.heads + head) as usize;
+    unroll(2, |r| {
+        let l = quad_sum(l_run[r]);
+        let inv = 1.0 / l;
+        let row = my_row + r as u32 * 8;
+        if row < h.l {
+            let out = o.add((batch_head * h.l as usize + row as usize) * D);
+            unroll(D / 8, |nt| {
+                let v = pack::<T>(acc[nt][2 * r] * inv, acc[nt][2 * r + 1] * inv);
+                *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
+            });
+            if t == 0 {
+                *lse.add(batch_head * h.l as usize + row as usize) = (m_run[r] + log2(l)) * LN2;
+            }
+        }
+    });
+}
+
+/// The key and value gradients of one block: 64 keys of one key/value head,
+/// over every query head of its group.
+///
+/// # Safety
+/// Launched with [`THREADS`] threads, a grid of `(⌈S/64⌉, H / group, B)`
+/// and [`FlashParams::backward_kv_shared_bytes`] of shared memory; as for [`forward`] otherwise.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
+    q: *const u16,
+    k: *const u16,
+    v: *const u16,
+    dout: *const u16,
+    lse: *const f32,
+    delta: *const f32,
+    dk: *mut u16,
+    dv: *mut u16,
+    h: FlashParams,
+) {
+    let bq = FlashParams::kv_query_rows(D);
+    let (tid, _) = thread_xy();
+    let (lane, warp) = (tid & 31, tid / 32);
+    let (g, t) = (lane >> 2, lane & 3);
+    let (tile, kvh, batch) = block_xyz();
+    let key0 = tile * BLOCK_ROWS;
+    let wr = warp * WARP_ROWS;
+    let smem = shared::<u16>();
+    let tk = Tile::new(smem, D);
+    let tv = Tile::new(smem.add(Tile::len(BLOCK_ROWS, D)), D);
+    let tq = Tile::new(smem.add(2 * Tile::len(BLOCK_ROWS, D)), D);
+    let tdo = Tile::new(smem.add(2 * Tile::len(BLOCK_ROWS, D) + Tile::len(bq, D)), D);
+    let stats = smem.add(2 * Tile::len(BLOCK_ROWS, D) + 2 * Tile::len(bq, D)) as *mut f32;
+    let (lse_s, delta_s) = (stats, stats.add(bq as usize));
+
+    tk.load(
+        k.add(head_base(&h.k, batch, kvh)),
+        h.k.row,
+        key0,
+        BLOCK_ROWS,
+        h.s,
+        D,
+    );
+    tv.load(
+        v.add(head_base(&h.v, batch, kvh)),
+        h.v.row,
+        key0,
+        BLOCK_ROWS,
+        h.s,
+        D,
+    );
+
+    let scale = h.scale * LOG2E;
+    let mut dka = [[0f32; 4]; 16];
+    let mut dva = [[0f32; 4]; 16];
+    let my_key = key0 + wr + g;
+    let first = if h.causal != 0 { key0 / bq } else { 0 };
+    let query_tiles = h.l.div_ceil(bq);
+    let dense = HeadStrides {
+        batch: h.heads * h.l * D as u32,
+        head: h.l * D as u32,
+        row: D as u32,
+    };
+    let mut hq = kvh * h.group;
+    while hq < (kvh + 1) * h.group {
+        let qb = q.add(head_base(&h.q, batch, hq));
+        let dob = dout.add(head_base(&dense, batch, hq));
+        let stat_base = ((batch * h.heads + hq) * h.l) as usize;
+        let mut i = first;
+        while i < query_tiles {
+            let q0 = i * bq;
+            tq.load(qb, h.q.row, q0, bq, h.l, D);
+            tdo.load(dob, D as u32, q0, bq, h.l, D);
+            if tid < bq {
+                let row = q0 + tid;
+                let inside = row < h.l;
+                *lse_s.add(tid as usize) = if inside {
+                    *lse.add(stat_base + row as usize) * LOG2E
+                } else {
+                    f32::INFINITY
+                };
+                *delta_s.add(tid as usize) = if inside {
+                    *delta.add(stat_base + row as usize)
+                } else {
+                    0.0
+                };
+            }
+            sync_threads();
+
+            // Sᵀ: 16 keys × bq queries; then Pᵀ
+            let mut p = [[0f32; 4]; 16];
+            unroll(D / 16, |kk| {
+                let a = frag_a(tk, wr, kk as u32 * 16);
+                mma_nk::<T>(&mut p, &a, tq, kk as u32 * 16, bq as usize / 16);
+            });
+            unroll(bq as usize / 8, |nt| {
+                unroll(4, |e| {
+                    let c = nt as u32 * 8 + 2 * t + (e as u32 & 1);
+                    let key = my_key + (e as u32 >> 1) * 8;
+                    let x = exp2(p[nt][e] * scale - *lse_s.add(c as usize));
+                    p[nt][e] = if h.causal != 0 && q0 + c < key { 0.0 } else { x };
+                })
+            });
+            // dV += Pᵀ · dO
+            unroll(bq as usize / 16, |kk| {
+                let a = to_a::<T>(&p[2 * kk], &p[2 * kk + 1]);
+                mma_kn::<T>(&mut dva, &a, tdo, kk as u32 * 16, D / 16);
+            });
+            // dPᵀ = V · dOᵀ, then dSᵀ = Pᵀ (dPᵀ - Δ)
+            let mut dp = [[0f32; 4]; 16];
+            unroll(D / 16, |kk| {
+                let a = frag_a(tv, wr, kk as u32 * 16);
+                mma_nk::<T>(&mut dp, &a, tdo, kk as u32 * 16, bq as usize / 16);
+            });
+            unroll(bq as usize / 8, |nt| {
+                unroll(4, |e| {
+                    let c = nt as u32 * 8 + 2 * t + (e as u32 & 1);
+                    p[nt][e] *= dp[nt][e] - *delta_s.add(c as usize);
+                })
+            });
+            // dK += dSᵀ · Q
+            unroll(bq as usize / 16, |kk| {
+                let a = to_a::<T>(&p[2 * kk], &p[2 * kk + 1]);
+                mma_kn::<T>(&mut dka, &a, tq, kk as u32 * 16, D / 16);
+            });
+            sync_threads();
+            i += 1;
+        }
+        hq += 1;
+    }
+
+    let kv_heads = h.heads / h.group;
+    let batch_head = (batch * kv_heads + kvh) as usize;
+    unroll(2, |r| {
+        let key = my_key + r as u32 * 8;
+        if key < h.s {
+            let at = (batch_head * h.s as usize + key as usize) * D;
+            unroll(D / 8, |nt| {
+                let col = nt * 8 + 2 * t as usize;
+                *(dk.add(at + col) as *mut u32) =
+                    pack::<T>(dka[nt][2 * r] * h.scale, dka[nt][2 * r + 1] * h.scale);
+                *(dv.add(at + col) as *mut u32) = pack::<T>(dva[nt][2 * r], dva[nt][2 * r + 1]);
+            });
+        }
+    });
+}
+
+/// The query gradient of one block: 64 query rows of one head.
+///
+/// # Safety
+/// Launched with [`THREADS`] threads, a grid of `(⌈L/64⌉, H, B)` and
+/// [`FlashParams::forward_shared_bytes`] of shared memory; as for [`forward`] otherwise.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
+    q: *const u16,
+    k: *const u16,
+    v: *const u16,
+    dout: *const u16,
+    lse: *const f32,
+    delta: *const f32,
+    dq: *mut u16,
+    h: FlashParams,
+) {
+    let bk = FlashParams::q_key_rows(D);
+    let (tid, _) = thread_xy();
+    let (lane, warp) = (tid & 31, tid / 32);
+    let (g, t) = (lane >> 2, lane & 3);
+    let (tile, head, batch) = block_xyz();
+    let kvh = head / h.group;
+    let row0 = tile * BLOCK_ROWS;
+    let wr = warp * WARP_ROWS;
+    let smem = shared::<u16>();
+    let tk = Tile::new(smem, D);
+    let tv = Tile::new(smem.add(Tile::len(BLOCK_ROWS, D)), D);
+    let batch_head = (batch * h.heads + head) as usize;
+    let dense = HeadStrides {
+        batch: h.heads * h.l * D as u32,
+        head: h.l * D as u32,
+        row: D as u32,
+    };
+
+    // this warp's rows of Q and dO as A fragments
+    tk.load(
+        q.add(head_base(&h.q, batch, head)),
+        h.q.row,
+        row0,
+        BLOCK_ROWS,
+        h.l,
+        D,
+    );
+    tv.load(
+        dout.add(head_base(&dense, batch, head)),
+        D as u32,
+        row0,
+        BLOCK_ROWS,
+        h.l,
+        D,
+    );
+    sync_threads();
+    let mut qf = [[0u32; 4]; 8];
+    let mut df = [[0u32; 4]; 8];
+    unroll(D / 16, |kk| {
+        qf[kk] = frag_a(tk, wr, kk as u32 * 16);
+        df[kk] = frag_a(tv, wr, kk as u32 * 16);
+    });
+    sync_threads();
+
+    let my_row = row0 + wr + g;
+    let mut lse_r = [f32::INFINITY; 2];
+    let mut delta_r = [0f32; 2];
+    unroll(2, |r| {
+        let row = my_row + r as u32 * 8;
+        if row < h.l {
+            lse_r[r] = *lse.add(batch_head * h.l as usize + row as usize) * LOG2E;
+            delta_r[r] = *delta.add(batch_head * h.l as usize + row as usize);
+        }
+    });
+
+    let scale = h.scale * LOG2E;
+    let mut dqa = [[0f32; 4]; 16];
+    let key_tiles = h.s.div_ceil(bk);
+    let tiles = if h.causal != 0 {
+        let last_row = (row0 + BLOCK_ROWS - 1).min(h.l - 1);
+        key_tiles.min(last_row / bk + 1)
+    } else {
+        key_tiles
+    };
+    let (kb, vb) = (
+        k.add(head_base(&h.k, batch, kvh)),
+        v.add(head_base(&h.v, batch, kvh)),
+    );
+    let mut j = 0;
+    while j < tiles {
+        let key0 = j * bk;
+        tk.load(kb, h.k.row, key0, bk, h.s, D);
+        tv.load(vb, h.v.row, key0, bk, h.s, D);
+        sync_threads();
+
+        // P = exp(S - lse), masked
+        let mut p = [[0f32; 4]; 16];
+        unroll(D / 16, |kk| {
+            mma_nk::<T>(&mut p, &qf[kk], tk, kk as u32 * 16, bk as usize / 16)
+        });
+        unroll(bk as usize / 8, |nt| {
+            unroll(4, |e| {
+                let col = key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1);
+                let row = my_row + (e as u32 >> 1) * 8;
+                let x = exp2(p[nt][e] * scale - lse_r[e >> 1]);
+                p[nt][e] = if col >= h.s || (h.causal != 0 && col > row) {
+                    0.0
+                } else {
+                    x
+                };
+            })
+        });
+        // dP = dO · Vᵀ, dS = P (dP - Δ)
+        let mut dp = [[0f32; 4]; 16];
+        unroll(D / 16, |kk| {
+            mma_nk::<T>(&mut dp, &df[kk], tv, kk as u32 * 16, bk as usize / 16)
+        });
+        unroll(bk as usize / 8, |nt| {
+            unroll(4, |e| p[nt][e] *= dp[nt][e] - delta_r[e >> 1])
+        });
+        // dQ += dS · K
+        unroll(bk as usize / 16, |kk| {
+            let a = to_a::<T>(&p[2 * kk], &p[2 * kk + 1]);
+            mma_kn::<T>(&mut dqa, &a, tk, kk as u32 * 16, D / 16);
+        });
+        sync_threads();
+        j += 1;
+    }
+
+    unroll(2, |r| {
+        let row = my_row + r as u32 * 8;
+        if row < h.l {
+            let out = dq.add((batch_head * h.l as usize + row as usize) * D);
+            unroll(D / 8, |nt| {
+                let v = pack::<T>(dqa[nt][2 * r] * h.scale, dqa[nt][2 * r + 1] * h.scale);
+                *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
+            });
+        }
+    });
+}
+
+macro_rules! flash {
+    ($tn:ident, $t:ty, $dn:ident, $d:literal) => {
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            #[export_name = crate::kernel_name!(flash_forward, $dn, $tn)]
+            unsafe extern "ptx-kernel" fn fwd(
+                q: *const u16,
+                k: *const u16,
+                v: *const u16,
+                o: *mut u16,
+                lse: *mut f32,
+                args: crate::args::FlashForwardArgs,
+            ) {
+                forward::<$t, $d>(q, k, v, o, lse, args.h)
+            }
+
+            #[export_name = crate::kernel_name!(flash_backward_kv, $dn, $tn)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe extern "ptx-kernel" fn bwd_kv(
+                q: *const u16,
+                k: *const u16,
+                v: *const u16,
+                dout: *const u16,
+                lse: *const f32,
+                delta: *const f32,
+                dk: *mut u16,
+                dv: *mut u16,
+                args: crate::args::FlashBackwardKvArgs,
+            ) {
+                backward_kv::<$t, $d>(q, k, v, dout, lse, delta, dk, dv, args.h)
+            }
+
+            #[export_name = crate::kernel_name!(flash_backward_q, $dn, $tn)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe extern "ptx-kernel" fn bwd_q(
+                q: *const u16,
+                k: *const u16,
+                v: *const u16,
+                dout: *const u16,
+                lse: *const f32,
+                delta: *const f32,
+                dq: *mut u16,
+                args: crate::args::FlashBackwardQArgs,
+            ) {
+                backward_q::<$t, $d>(q, k, v, dout, lse, delta, dq, args.h)
+            }
+        };
+    };
+}
+
+flash!(f16, F16, d64, 64);
+flash!(f16, F16, d128, 128);
+flash!(bf16, BF16, d64, 64);
+flash!(bf16, BF16, d128, 128);

@@ -1,0 +1,146 @@
+//! CUDA fused attention: the operands' views checked against their
+//! storages (every access the kernels make stays inside, 16-byte aligned,
+//! in 32-bit indices), the outputs allocated, the kernels launched.
+
+use super::{kernels, CudaRuntime, CudaStorage};
+use crate::backend::attention::{FlashShape, HeadView};
+use crate::core::error::{Error, Result};
+use crate::core::DType;
+use kiln_kernels::params::{FlashParams, HeadStrides};
+
+const OP: &str = "scaled_dot_product_attention";
+
+fn invalid(msg: String) -> Error {
+    Error::invalid(OP, format!("internal: fused attention: {msg}"))
+}
+
+/// The kernels' strides of an operand of `heads` heads of `rows` rows,
+/// checked: 16-byte aligned rows, every element inside `len`, 32-bit offsets.
+fn strides(
+    name: &str,
+    view: HeadView,
+    s: &FlashShape,
+    heads: usize,
+    rows: usize,
+    len: usize,
+) -> Result<HeadStrides> {
+    let HeadView {
+        offset,
+        batch,
+        head,
+        row,
+    } = view;
+    if [offset, batch, head, row].iter().any(|x| x % 8 != 0) {
+        return Err(invalid(format!("{name} rows are not 16-byte aligned ({view:?})")));
+    }
+    let last = offset + (s.batch - 1) * batch + (heads - 1) * head + (rows - 1) * row + s.d;
+    if last > len || last > u32::MAX as usize {
+        return Err(invalid(format!(
+            "{name} view {view:?} of {s:?} reaches element {last} of {len}"
+        )));
+    }
+    Ok(HeadStrides {
+        batch: batch as u32,
+        head: head as u32,
+        row: row as u32,
+    })
+}
+
+/// The kernels' parameters for `shape` and the three operands' views.
+fn params(shape: &FlashShape, [q, k, v]: [(&CudaStorage, HeadView); 3]) -> Result<FlashParams> {
+    let s = shape;
+    let dtype = q.0.dtype;
+    if !matches!(dtype, DType::F16 | DType::BF16) || k.0.dtype != dtype || v.0.dtype != dtype {
+        return Err(invalid(format!("dtype {dtype:?}")));
+    }
+    if !FlashParams::HEAD_DIMS.contains(&s.d) {
+        return Err(invalid(format!("head dim {}", s.d)));
+    }
+    if s.batch == 0 || s.l == 0 || s.s == 0 || s.kv_heads == 0 || s.heads % s.kv_heads != 0 {
+        return Err(invalid(format!("shape {s:?}")));
+    }
+    let out = s.batch * s.heads * s.l * s.d;
+    if out > u32::MAX as usize || s.batch * s.kv_heads * s.s * s.d > u32::MAX as usize {
+        return Err(Error::invalid(
+            OP,
+            format!("{s:?} is too large for the fused CUDA kernels (32-bit indexing)"),
+        ));
+    }
+    Ok(FlashParams {
+        l: s.l as u32,
+        s: s.s as u32,
+        heads: s.heads as u32,
+        group: (s.heads / s.kv_heads) as u32,
+        causal: s.causal as u32,
+        scale: s.scale as f32,
+        q: strides("query", q.1, s, s.heads, s.l, q.0.len)?,
+        k: strides("key", k.1, s, s.kv_heads, s.s, k.0.len)?,
+        v: strides("value", v.1, s, s.kv_heads, s.s, v.0.len)?,
+    })
+}
+
+/// The device address of a view's first element.
+fn at(t: (&CudaStorage, HeadView)) -> u64 {
+    t.0.ptr() + (t.1.offset * t.0.dtype.size_in_bytes()) as u64
+}
+
+impl CudaStorage {
+    /// See `Storage::flash_attention`.
+    pub fn flash_attention(
+        q: (&CudaStorage, HeadView),
+        k: (&CudaStorage, HeadView),
+        v: (&CudaStorage, HeadView),
+        shape: &FlashShape,
+    ) -> Result<(CudaStorage, CudaStorage)> {
+        let rt = CudaRuntime::get()?;
+        let h = params(shape, [q, k, v])?;
+        let dtype = q.0.dtype;
+        let o = CudaStorage::alloc(dtype, shape.batch * shape.heads * shape.l * shape.d)?;
+        let lse = CudaStorage::alloc(DType::F32, shape.batch * shape.heads * shape.l)?;
+        kernels::flash_forward(
+            rt,
+            dtype,
+            shape.d,
+            shape.batch as u32,
+            h,
+            [at(q), at(k), at(v), o.ptr(), lse.ptr()],
+        )?;
+        Ok((o, lse))
+    }
+
+    /// See `Storage::flash_attention_backward`.
+    pub fn flash_attention_backward(
+        q: (&CudaStorage, HeadView),
+        k: (&CudaStorage, HeadView),
+        v: (&CudaStorage, HeadView),
+        [dout, lse, delta]: [&CudaStorage; 3],
+        shape: &FlashShape,
+    ) -> Result<(CudaStorage, CudaStorage, CudaStorage)> {
+        let rt = CudaRuntime::get()?;
+        let h = params(shape, [q, k, v])?;
+        let dtype = q.0.dtype;
+        let rows = shape.batch * shape.heads * shape.l;
+        if dout.dtype != dtype || dout.len != rows * shape.d || lse.len != rows || delta.len != rows {
+            return Err(invalid(format!(
+                "gradient operands of {} / {} / {} elements for {shape:?}",
+                dout.len, lse.len, delta.len
+            )));
+        }
+        if lse.dtype != DType::F32 || delta.dtype != DType::F32 {
+            return Err(invalid("log-sum-exp and delta must be f32".into()));
+        }
+        let dq = CudaStorage::alloc(dtype, rows * shape.d)?;
+        let kv = shape.batch * shape.kv_heads * shape.s * shape.d;
+        let (dk, dv) = (CudaStorage::alloc(dtype, kv)?, CudaStorage::alloc(dtype, kv)?);
+        kernels::flash_backward(
+            rt,
+            dtype,
+            shape.d,
+            shape.batch as u32,
+            h,
+            [at(q), at(k), at(v), dout.ptr(), lse.ptr(), delta.ptr()],
+            [dq.ptr(), dk.ptr(), dv.ptr()],
+        )?;
+        Ok((dq, dk, dv))
+    }
+}

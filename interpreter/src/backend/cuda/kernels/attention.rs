@@ -1,0 +1,102 @@
+//! Launches of the fused attention kernels (`gpu-kernels/src/kernels/attention.rs`):
+//! the forward and the two backward kernels, four warps a block, their
+//! shared memory sized by `FlashParams` (the one definition both sides use).
+
+use super::launch::*;
+use super::table::Kernel;
+use crate::backend::cuda::runtime::{cuda_error, CudaRuntime};
+use crate::core::error::Result;
+use crate::core::DType;
+use cudarc::driver::{sys, CudaFunction};
+use kiln_kernels::args::{FlashBackwardKvArgs, FlashBackwardQArgs, FlashForwardArgs};
+use kiln_kernels::params::FlashParams;
+
+/// Shared memory a block may use without opting in.
+const DEFAULT_SHARED: u32 = 48 * 1024;
+
+/// `f` allowed `bytes` of dynamic shared memory (a launch above 48 KiB must opt in).
+fn allow_shared(f: &CudaFunction, bytes: u32) -> Result<()> {
+    if bytes > DEFAULT_SHARED {
+        f.set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+        .map_err(|e| cuda_error("cuFuncSetAttribute", e))?;
+    }
+    Ok(())
+}
+
+/// Blocks of 64 rows over `rows`, by heads and batch entries.
+fn grid(rows: u32, heads: u32, batch: u32) -> (u32, u32, u32) {
+    (rows.div_ceil(FlashParams::BLOCK_ROWS), heads, batch)
+}
+
+/// The forward: `o [B, H, L, D]` and `lse [B, H, L]` (f32) from q, k, v.
+pub fn flash_forward(
+    rt: &CudaRuntime,
+    dtype: DType,
+    d: usize,
+    batch: u32,
+    h: FlashParams,
+    [q, k, v, o, lse]: [sys::CUdeviceptr; 5],
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::FlashForward(dtype, d))?;
+    let shared = FlashParams::forward_shared_bytes(d);
+    allow_shared(f, shared)?;
+    // SAFETY: the kernel takes this argument block; the front end checked the
+    // operands' shapes, strides and 16-byte alignment against `h`, and the
+    // outputs are dense buffers of the sizes it implies; the block shape and
+    // shared memory are those the kernel is written for.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            grid(h.l, h.heads, batch),
+            (FlashParams::THREADS, 1, 1),
+            shared,
+            [q, k, v, o, lse],
+            FlashForwardArgs { h },
+        )
+    }
+}
+
+/// The backward: `dq [B, H, L, D]`, `dk`, `dv [B, H / group, S, D]` from
+/// q, k, v, the dense output gradient, `lse` and `delta = rowsum(dout · o)`.
+pub fn flash_backward(
+    rt: &CudaRuntime,
+    dtype: DType,
+    d: usize,
+    batch: u32,
+    h: FlashParams,
+    [q, k, v, dout, lse, delta]: [sys::CUdeviceptr; 6],
+    [dq, dk, dv]: [sys::CUdeviceptr; 3],
+) -> Result<()> {
+    let fkv = rt.kernels.get(Kernel::FlashBackwardKv(dtype, d))?;
+    let shared_kv = FlashParams::backward_kv_shared_bytes(d);
+    allow_shared(fkv, shared_kv)?;
+    let fq = rt.kernels.get(Kernel::FlashBackwardQ(dtype, d))?;
+    let shared_q = FlashParams::forward_shared_bytes(d);
+    allow_shared(fq, shared_q)?;
+    // SAFETY: as for the forward; the gradients are dense buffers of the
+    // shapes above.
+    unsafe {
+        launch_with(
+            rt,
+            fkv,
+            grid(h.s, h.heads / h.group, batch),
+            (FlashParams::THREADS, 1, 1),
+            shared_kv,
+            [q, k, v, dout, lse, delta, dk, dv],
+            FlashBackwardKvArgs { h },
+        )?;
+        launch_with(
+            rt,
+            fq,
+            grid(h.l, h.heads, batch),
+            (FlashParams::THREADS, 1, 1),
+            shared_q,
+            [q, k, v, dout, lse, delta, dq],
+            FlashBackwardQArgs { h },
+        )
+    }
+}

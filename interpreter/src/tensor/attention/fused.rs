@@ -1,0 +1,223 @@
+//! Attention through the fused CUDA kernels (`backend/attention.rs`):
+//! f16/bf16 operands with head dims 64 or 128, causal or not, grouped-query
+//! heads shared in the kernel (no repeated keys and values), any batch
+//! dims the kernels can stride through (others are copied dense first). The
+//! forward keeps the output and the rows' log-sum-exp for the backward,
+//! whose gradients come from two more kernels. Attention with a mask or
+//! dropout, other dtypes or head dims, and every CPU attention take the
+//! blocked path.
+//!
+//! `KILN_FLASH=1` or `0` (or [`set_fused_attention`]) turns the kernels on
+//! or off; until they have been checked on a GPU by `kiln-check` they are
+//! off by default.
+
+use super::super::autograd::{self, Saved};
+use super::super::elementwise::with_all_storages;
+use super::super::Tensor;
+use super::AttentionOptions;
+use crate::backend::attention::{FlashShape, HeadView};
+use crate::backend::Storage;
+use crate::core::error::{Error, Result};
+use crate::core::op::ReduceOp;
+use crate::core::{DType, Device};
+use kiln_kernels::params::FlashParams;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+const OP: &str = "scaled_dot_product_attention";
+
+/// Whether the kernels serve attention before anything chooses.
+const DEFAULT_ON: bool = false;
+
+/// 0: not chosen yet (the environment decides), 1: off, 2: on.
+static CHOICE: AtomicU8 = AtomicU8::new(0);
+
+/// Turns the fused attention kernels on or off for this process
+/// (`KILN_FLASH` sets the starting choice).
+pub fn set_fused_attention(on: bool) {
+    CHOICE.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+}
+
+/// Whether the fused attention kernels serve the attentions they apply to.
+pub fn fused_attention_enabled() -> bool {
+    match CHOICE.load(Ordering::Relaxed) {
+        0 => {
+            let on = match std::env::var("KILN_FLASH").as_deref() {
+                Ok("1") => true,
+                Ok("0") => false,
+                _ => DEFAULT_ON,
+            };
+            set_fused_attention(on);
+            on
+        }
+        c => c == 2,
+    }
+}
+
+/// Whether the fused kernels take this attention (its operands already checked).
+pub(super) fn applies(q: &Tensor, k: &Tensor, v: &Tensor, opts: &AttentionOptions) -> bool {
+    let last = |t: &Tensor| *t.shape().last().unwrap_or(&0);
+    matches!(q.device(), Device::Cuda(_))
+        && matches!(q.dtype(), DType::F16 | DType::BF16)
+        && opts.attn_mask.is_none()
+        && opts.dropout_p == 0.0
+        && last(q) == last(v)
+        && FlashParams::HEAD_DIMS.contains(&last(q))
+        && (!opts.enable_gqa || (q.ndim() >= 3 && q.ndim() == k.ndim() && k.ndim() == v.ndim()))
+        && fused_attention_enabled()
+}
+
+/// `t` seen as `[B, H, rows, D]` through its strides: the batch size, the
+/// heads and the view, or `None` when its leading dims do not merge into
+/// one stride or its rows are not 16-byte aligned.
+fn head_view(t: &Tensor) -> Option<(usize, usize, HeadView)> {
+    let (shape, strides) = (t.shape(), t.layout().strides());
+    let n = shape.len();
+    if strides[n - 1] != 1 {
+        return None;
+    }
+    let (heads, head) = if n >= 3 {
+        (shape[n - 3], strides[n - 3])
+    } else {
+        (1, 0)
+    };
+    let lead: Vec<(usize, usize)> = (0..n.saturating_sub(3))
+        .filter(|&i| shape[i] != 1)
+        .map(|i| (shape[i], strides[i]))
+        .collect();
+    if lead.windows(2).any(|w| w[0].1 != w[1].0 * w[1].1) {
+        return None;
+    }
+    let batch = lead.last().map_or(0, |&(_, s)| s);
+    let view = HeadView {
+        offset: t.layout().offset(),
+        batch,
+        head,
+        row: strides[n - 2],
+    };
+    let aligned = [view.offset, view.batch, view.head, view.row]
+        .iter()
+        .all(|x| x % 8 == 0);
+    aligned.then(|| (lead.iter().map(|&(s, _)| s).product(), heads, view))
+}
+
+/// `t` and its `[B, H, rows, D]` view, copied dense when it has none.
+fn viewed(t: &Tensor) -> Result<(Tensor, (usize, usize, HeadView))> {
+    if let Some(v) = head_view(t) {
+        return Ok((t.clone(), v));
+    }
+    let t = t.dense()?;
+    let v = head_view(&t).ok_or_else(|| {
+        Error::invalid(
+            OP,
+            format!("internal: a dense {:?} operand has no head view", t.shape()),
+        )
+    })?;
+    Ok((t, v))
+}
+
+/// Fused `softmax(q kᵀ · scale) v` (causal when asked), differentiable in
+/// q, k and v; `gqa`: k and v have fewer heads (dim -3), each shared by
+/// `Hq / Hkv` query heads. The operands are checked and `L`, `S` > 0.
+pub(super) fn attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    causal: bool,
+    scale: f64,
+    gqa: bool,
+) -> Result<Tensor> {
+    let (q, k, v) = super::blocked::broadcast_lead(q, k, v, if gqa { 3 } else { 2 })?;
+    let (q, (batch, heads, qv)) = viewed(&q)?;
+    let (k, (_, kv_heads, kv)) = viewed(&k)?;
+    let (v, (_, _, vv)) = viewed(&v)?;
+    let n = q.ndim();
+    let shape = FlashShape {
+        batch: batch.max(1),
+        heads,
+        kv_heads,
+        l: q.shape()[n - 2],
+        s: k.shape()[n - 2],
+        d: q.shape()[n - 1],
+        causal,
+        scale,
+    };
+    let (o, lse) = autograd::forward(|| {
+        with_all_storages(&[&q, &k, &v], |s| {
+            Storage::flash_attention((s[0], qv), (s[1], kv), (s[2], vv), &shape)
+        })
+    })?;
+    let out = Tensor::from_storage(OP, o, q.shape())?;
+    let inputs = [&q, &k, &v];
+    if !autograd::needs_grad(&inputs) {
+        return Ok(out);
+    }
+    let lse = Tensor::from_storage(OP, lse, &[shape.batch * heads * shape.l])?;
+    let saved = [&q, &k, &v, &out, &lse].map(Saved::new);
+    let dtype = q.dtype();
+    Ok(autograd::record(OP, &inputs, out, move |g, _| {
+        let [q, k, v, out, lse] = [0, 1, 2, 3, 4].map(|i| saved[i].get(OP));
+        let (q, k, v, out, lse) = (q?, k?, v?, out?, lse?);
+        let g = g.to_dtype(dtype)?.dense()?;
+        let delta = g
+            .to_dtype(DType::F32)?
+            .mul(&out.to_dtype(DType::F32)?)?
+            .reduce(ReduceOp::Sum, Some(&[-1]), false)?
+            .dense()?;
+        let (dq, dk, dv) = with_all_storages(&[q, k, v, &g, lse, &delta], |s| {
+            Storage::flash_attention_backward((s[0], qv), (s[1], kv), (s[2], vv), [s[3], s[4], s[5]], &shape)
+        })?;
+        Ok(vec![
+            Some(Tensor::from_storage(OP, dq, q.shape())?),
+            Some(Tensor::from_storage(OP, dk, k.shape())?),
+            Some(Tensor::from_storage(OP, dv, v.shape())?),
+        ])
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::Scalar;
+
+    fn zeros(shape: &[usize]) -> Tensor {
+        Tensor::full(shape, Scalar::Float(0.0), Some(DType::BF16), Device::Cpu).unwrap()
+    }
+
+    #[test]
+    fn dense_operands_have_head_views() {
+        let (b, h, view) = head_view(&zeros(&[2, 3, 5, 64])).unwrap();
+        assert_eq!((b, h), (2, 3));
+        assert_eq!(view, HeadView::dense(3, 5, 64));
+        let (b, h, view) = head_view(&zeros(&[7, 128])).unwrap();
+        assert_eq!((b, h, view.row, view.head, view.batch), (1, 1, 128, 0, 0));
+    }
+
+    #[test]
+    fn projections_split_into_heads_are_strided_views() {
+        // [B, L, H, D] seen as [B, H, L, D]
+        let t = zeros(&[2, 5, 3, 64]).transpose(1, 2).unwrap();
+        let (_, _, view) = head_view(&t).unwrap();
+        assert_eq!((view.batch, view.head, view.row), (5 * 3 * 64, 64, 3 * 64));
+        // leading dims that merge, and an expanded batch (stride 0)
+        let t = zeros(&[2, 4, 3, 5, 64]);
+        assert_eq!(head_view(&t).unwrap().0, 8);
+        let t = zeros(&[1, 3, 5, 64]).expand(&[4, 3, 5, 64]).unwrap();
+        assert_eq!(head_view(&t).unwrap().2.batch, 0);
+    }
+
+    #[test]
+    fn unmergeable_or_unaligned_operands_are_copied() {
+        // batch dims that do not merge into one stride
+        let t = zeros(&[4, 2, 3, 5, 64]).transpose(0, 1).unwrap();
+        assert!(head_view(&t).is_none());
+        let (t, (b, _, view)) = viewed(&t).unwrap();
+        assert!(t.is_contiguous());
+        assert_eq!((b, view), (8, HeadView::dense(3, 5, 64)));
+        // rows that start off a 16-byte boundary
+        let t = zeros(&[3, 5, 65]).narrow(2, 1, 64).unwrap();
+        assert!(head_view(&t).is_none());
+        // a transposed last dim
+        let t = zeros(&[3, 64, 5]).transpose(1, 2).unwrap();
+        assert!(head_view(&t).is_none());
+    }
+}

@@ -17,6 +17,10 @@ use crate::core::Scalar;
 impl Tensor {
     /// `log(1 + e^(beta x)) / beta`, and `x` itself where `beta x > threshold`.
     pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+        if crate::tensor::autocast::widens(self) {
+            let w = crate::tensor::autocast::widen;
+            return w(self)?.softplus(beta, threshold);
+        }
         let x = self.to_float()?;
         let z = x.mul_scalar(beta)?;
         let linear = z.compare_scalar(CmpOp::Gt, Scalar::Float(threshold), false)?;

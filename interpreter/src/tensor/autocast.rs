@@ -1,13 +1,18 @@
-//! Automatic mixed precision, as `torch.autocast`: while a thread's autocast
-//! dtype is set (f16 or bf16), matrix products, linear layers, convolutions
-//! and attention run in that dtype from f32 operands, and softmax,
-//! normalisations and cross-entropy run in f32 from f16/bf16 operands;
-//! every other op runs in its inputs' dtype, f64 is never touched, and the
-//! casts are recorded, so f32 parameters get f32 gradients. Backward passes
-//! run with autocast off (their dtypes follow the forward's).
+//! Automatic mixed precision, as `torch.autocast` on CUDA: while a
+//! thread's autocast dtype is set (f16 or bf16), matrix products, linear
+//! layers, convolutions and attention run in that dtype from f32 operands,
+//! and the ops of PyTorch's CUDA float32 list run in f32 from f16/bf16
+//! operands: softmax and log-softmax, the norms, the losses, `exp`, `log`
+//! and their kin ([`widens_unary`]), `pow`, `sum`, `prod`, `cumsum`,
+//! `cumprod`, `softplus`, `softmin`, `normalize`, `cdist`,
+//! `cosine_similarity`. Every other op runs in its inputs' dtype, f64 is
+//! never touched, and the casts are recorded, so f32 parameters get f32
+//! gradients. Backward passes run with autocast off (their dtypes follow
+//! the forward's).
 
 use super::Tensor;
 use crate::core::error::{Error, Result};
+use crate::core::op::{ReduceOp, UnaryOp};
 use crate::core::DType;
 use std::cell::Cell;
 
@@ -73,4 +78,36 @@ pub fn widen(t: &Tensor) -> Result<Tensor> {
 /// True while autocast is on (ops check before casting anything).
 pub fn enabled() -> bool {
     autocast_dtype().is_some()
+}
+
+/// True when autocast is on and `t` is f16 or bf16: an op of the f32 list
+/// widens it ([`widen`]) before running.
+pub fn widens(t: &Tensor) -> bool {
+    enabled() && matches!(t.dtype(), DType::F16 | DType::BF16)
+}
+
+/// The elementwise ops of PyTorch's CUDA autocast float32 list.
+pub fn widens_unary(op: UnaryOp) -> bool {
+    use UnaryOp::*;
+    matches!(
+        op,
+        Exp | Expm1
+            | Log
+            | Log2
+            | Log10
+            | Log1p
+            | Reciprocal
+            | Rsqrt
+            | Acos
+            | Asin
+            | Cosh
+            | Sinh
+            | Tan
+            | Erfinv
+    )
+}
+
+/// The reductions of that list (`sum`, `prod`).
+pub fn widens_reduce(op: ReduceOp) -> bool {
+    matches!(op, ReduceOp::Sum | ReduceOp::Prod)
 }

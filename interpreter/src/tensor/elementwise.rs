@@ -92,6 +92,9 @@ binary_methods!(
 impl Tensor {
     /// Applies a unary op; integer inputs of float-only ops compute in f32.
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        if super::autocast::widens(self) && super::autocast::widens_unary(op) {
+            return super::autocast::widen(self)?.unary(op);
+        }
         if !autograd::needs_grad(&[self]) {
             return self.unary_impl(op);
         }
@@ -133,6 +136,10 @@ impl Tensor {
 
     /// `self op rhs` with broadcasting and promotion.
     pub fn binary(&self, op: BinaryOp, rhs: &Tensor) -> Result<Tensor> {
+        if op == BinaryOp::Pow && (super::autocast::widens(self) || super::autocast::widens(rhs)) {
+            let widen = super::autocast::widen;
+            return widen(self)?.binary(op, &widen(rhs)?);
+        }
         if !autograd::needs_grad(&[self, rhs]) {
             return self.binary_impl(op, rhs);
         }
@@ -162,6 +169,10 @@ impl Tensor {
 
     /// `self op s` (or `s op self` when `reversed`) with a host scalar.
     pub fn binary_scalar(&self, op: BinaryOp, s: Scalar, reversed: bool) -> Result<Tensor> {
+        // `x ** s`, `s ** x` and `s / x` are on autocast's f32 list
+        if super::autocast::widens(self) && (op == BinaryOp::Pow || (reversed && op == BinaryOp::Div)) {
+            return super::autocast::widen(self)?.binary_scalar(op, s, reversed);
+        }
         if !autograd::needs_grad(&[self]) {
             return self.binary_scalar_impl(op, s, reversed);
         }

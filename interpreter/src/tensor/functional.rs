@@ -140,6 +140,10 @@ impl Tensor {
 
     /// `x / max(‖x‖_p, eps)` along `dim` (`F.normalize`).
     pub fn normalize(&self, p: f64, dim: i64, eps: f64) -> Result<Tensor> {
+        if crate::tensor::autocast::widens(self) {
+            let w = crate::tensor::autocast::widen;
+            return w(self)?.normalize(p, dim, eps);
+        }
         let x = self.to_float()?;
         let norm = x.vector_norm(p, &[dim], true)?;
         x.div(&norm.maximum_scalar(eps)?)
@@ -148,6 +152,10 @@ impl Tensor {
     /// The cosine of the angle between `self` and `other` along `dim`, each
     /// norm kept at least `eps` (`F.cosine_similarity`; broadcasting).
     pub fn cosine_similarity(&self, other: &Tensor, dim: i64, eps: f64) -> Result<Tensor> {
+        if crate::tensor::autocast::widens(self) || crate::tensor::autocast::widens(other) {
+            let w = crate::tensor::autocast::widen;
+            return w(self)?.cosine_similarity(&w(other)?, dim, eps);
+        }
         let (a, b) = super::pointwise::floats(self, other)?;
         let shape = crate::core::shape::broadcast_shapes("cosine_similarity", a.shape(), b.shape())?;
         normalize_dim("cosine_similarity", dim, &shape)?;
@@ -175,6 +183,10 @@ impl Tensor {
     /// larger inputs the squared norms and one matrix product give it (as
     /// PyTorch's `use_mm_for_euclid_dist_if_necessary`).
     pub fn cdist(&self, other: &Tensor, p: f64) -> Result<Tensor> {
+        if crate::tensor::autocast::widens(self) || crate::tensor::autocast::widens(other) {
+            let w = crate::tensor::autocast::widen;
+            return w(self)?.cdist(&w(other)?, p);
+        }
         const OP: &str = "cdist";
         let (s1, s2) = (self.shape(), other.shape());
         if s1.len() < 2 || s2.len() < 2 || s1[s1.len() - 1] != s2[s2.len() - 1] {

@@ -78,7 +78,7 @@ impl Tensor {
     pub fn cumsum(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         let x = match dtype {
             Some(d) => self.to_dtype(d)?,
-            None => self.clone(),
+            None => super::autocast::widen(self)?,
         };
         if !autograd::needs_grad(&[&x]) {
             return Ok(x.scan_forward(ScanOp::Cumsum, dim)?.0);
@@ -97,7 +97,7 @@ impl Tensor {
     pub fn cumprod(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         let x = match dtype {
             Some(d) => self.to_dtype(d)?,
-            None => self.clone(),
+            None => super::autocast::widen(self)?,
         };
         if !autograd::needs_grad(&[&x]) {
             return Ok(x.scan_forward(ScanOp::Cumprod, dim)?.0);

@@ -10,6 +10,9 @@ use crate::core::shape::normalize_dim;
 impl Tensor {
     /// Reduces `dims` (all dims when `None`); `keepdim` keeps them as size 1.
     pub fn reduce(&self, op: ReduceOp, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        if super::autocast::widens(self) && super::autocast::widens_reduce(op) {
+            return super::autocast::widen(self)?.reduce(op, dims, keepdim);
+        }
         let (keep, squeezed) = self.reduce_impl(op, dims)?;
         let out = if keepdim {
             keep.clone()

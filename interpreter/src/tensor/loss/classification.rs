@@ -77,6 +77,10 @@ impl Tensor {
         r: Reduction,
     ) -> Result<Tensor> {
         const OP: &str = "nll_loss";
+        if crate::tensor::autocast::widens(self) {
+            let w = crate::tensor::autocast::widen;
+            return w(self)?.nll_loss(target, weight.map(w).transpose()?.as_ref(), ignore_index, r);
+        }
         check_labels(OP, self, target)?;
         self.same_device(OP, target)?;
         let x = self.to_float()?;
@@ -232,6 +236,15 @@ impl Tensor {
         pos_weight: Option<&Tensor>,
         r: Reduction,
     ) -> Result<Tensor> {
+        if crate::tensor::autocast::widens(self) || crate::tensor::autocast::widens(target) {
+            let w = crate::tensor::autocast::widen;
+            return w(self)?.binary_cross_entropy_with_logits(
+                &w(target)?,
+                weight.map(w).transpose()?.as_ref(),
+                pos_weight.map(w).transpose()?.as_ref(),
+                r,
+            );
+        }
         if self.shape() != target.shape() {
             return Err(Error::shape(
                 "binary_cross_entropy_with_logits",
@@ -270,6 +283,10 @@ impl Tensor {
     /// `e^target (target - input)` for a log target. `batchmean` divides
     /// the sum by the batch size (dim 0).
     pub fn kl_div(&self, target: &Tensor, reduction: &str, log_target: bool) -> Result<Tensor> {
+        if crate::tensor::autocast::widens(self) || crate::tensor::autocast::widens(target) {
+            let w = crate::tensor::autocast::widen;
+            return w(self)?.kl_div(&w(target)?, reduction, log_target);
+        }
         let (x, t) = floats(self, target)?;
         let loss = if log_target {
             t.exp()?.mul(&t.sub(&x)?)?

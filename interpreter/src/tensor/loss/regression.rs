@@ -18,17 +18,29 @@ fn difference(input: &Tensor, target: &Tensor) -> Result<Tensor> {
 impl Tensor {
     /// The squared error `(input - target)²`, reduced.
     pub fn mse_loss(&self, target: &Tensor, r: Reduction) -> Result<Tensor> {
+        if crate::tensor::autocast::widens(self) || crate::tensor::autocast::widens(target) {
+            let w = crate::tensor::autocast::widen;
+            return w(self)?.mse_loss(&w(target)?, r);
+        }
         difference(self, target)?.square()?.reduced(r)
     }
 
     /// The absolute error `|input - target|`, reduced.
     pub fn l1_loss(&self, target: &Tensor, r: Reduction) -> Result<Tensor> {
+        if crate::tensor::autocast::widens(self) || crate::tensor::autocast::widens(target) {
+            let w = crate::tensor::autocast::widen;
+            return w(self)?.l1_loss(&w(target)?, r);
+        }
         difference(self, target)?.abs()?.reduced(r)
     }
 
     /// `0.5 d² / beta` where `|d| < beta`, `|d| - 0.5 beta` elsewhere
     /// (`beta` 0 is the L1 loss).
     pub fn smooth_l1_loss(&self, target: &Tensor, r: Reduction, beta: f64) -> Result<Tensor> {
+        if crate::tensor::autocast::widens(self) || crate::tensor::autocast::widens(target) {
+            let w = crate::tensor::autocast::widen;
+            return w(self)?.smooth_l1_loss(&w(target)?, r, beta);
+        }
         if beta < 0.0 {
             return Err(Error::invalid(
                 "smooth_l1_loss",

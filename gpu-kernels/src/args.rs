@@ -16,6 +16,7 @@
 
 use crate::params::{
     AdamParams, CrossEntropyParams, FlashParams, Geometry, IndexDim, MatmulShape, Operand, SgdParams,
+    TensorList,
 };
 
 /// What each argument struct declares about its family's launches.
@@ -56,7 +57,7 @@ macro_rules! args {
             }
 
             impl ArgBlock for $name {
-                type Pointers = [u64; [$(stringify!($ptr)),*].len()];
+                type Pointers = [u64; <[&str]>::len(&[$(stringify!($ptr)),*])];
                 const POINTERS: &'static [&'static str] = &[$(stringify!($ptr)),*];
             }
         )*
@@ -172,6 +173,10 @@ args! {
 
     /// `flash_backward_q_*`: the query gradient `dq [B, H, L, D]`.
     FlashBackwardQArgs [q, k, v, dout, lse, delta, dq] { h: FlashParams }
+
+    /// `adam_multi_*`: one fused Adam / AdamW step over every tensor of
+    /// `list` (a block per chunk; the addresses travel in the list).
+    AdamMultiArgs [] { h: AdamParams, list: TensorList }
 
     /// `scan_totals_*`: the combined value of each chunk of `chunk` elements
     /// of `rows` dense rows of `len` (`chunks` per row).

@@ -27,7 +27,7 @@ pub const MODULES: [&str; 14] = [
 /// its name's family prefix; `None` for a name of no known family.
 pub fn module_of(entry: &str) -> Option<usize> {
     // Longer prefixes first: `binary_v_` is dense, `binary_` strided.
-    const PREFIXES: [(&str, usize); 25] = [
+    const PREFIXES: [(&str, usize); 26] = [
         ("unary_v_", 1),
         ("unary_", 0),
         ("binary_v_", 3),
@@ -47,6 +47,7 @@ pub fn module_of(entry: &str) -> Option<usize> {
         ("cross_entropy_", 9),
         ("sgd_step_", 10),
         ("adam_step_", 10),
+        ("adam_multi_", 10),
         ("gather_", 11),
         ("scatter_add_", 11),
         ("matmul_int_", 11),

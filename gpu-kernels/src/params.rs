@@ -282,3 +282,120 @@ impl FlashParams {
         (Self::forward_shared_bytes(d) as usize + 2 * q * (d + Self::PAD) * 2 + 2 * q * 4) as u32
     }
 }
+
+/// Tensors one multi-tensor optimizer launch takes (more go in more launches).
+pub const LIST_TENSORS: usize = 24;
+
+/// The tensors of a multi-tensor optimizer step (`adam_multi_*`): each
+/// tensor's parameter, gradient and two state buffers (device addresses,
+/// dense, `len` elements), split into chunks of [`TensorList::CHUNK`]
+/// elements, one block each. Passed by value: the kernel reads it with
+/// constant indices only (its lookups are written out), so it stays in the
+/// parameter space.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TensorList {
+    /// Tensors in the list.
+    pub count: u32,
+    /// Elements of each tensor.
+    pub len: [u32; LIST_TENSORS],
+    /// The first block of each tensor; entry `count` is the launch's blocks.
+    pub first_block: [u32; LIST_TENSORS + 1],
+    /// Parameters.
+    pub p: [u64; LIST_TENSORS],
+    /// Gradients.
+    pub g: [u64; LIST_TENSORS],
+    /// First state buffers (Adam's first moments).
+    pub m: [u64; LIST_TENSORS],
+    /// Second state buffers (Adam's second moments).
+    pub v: [u64; LIST_TENSORS],
+}
+
+impl TensorList {
+    /// Elements a block updates.
+    pub const CHUNK: u32 = 4096;
+
+    /// Appends a tensor of `len` elements (dense, at the given addresses);
+    /// false when the list is full.
+    pub fn push(&mut self, len: u32, [p, g, m, v]: [u64; 4]) -> bool {
+        let i = self.count as usize;
+        if i == LIST_TENSORS {
+            return false;
+        }
+        self.len[i] = len;
+        (self.p[i], self.g[i], self.m[i], self.v[i]) = (p, g, m, v);
+        self.first_block[i + 1] = self.first_block[i] + len.div_ceil(Self::CHUNK);
+        self.count += 1;
+        true
+    }
+
+    /// Blocks the launch takes.
+    pub fn blocks(&self) -> u32 {
+        self.first_block[self.count as usize]
+    }
+
+    /// The tensor block `block` updates, and its element range there
+    /// (constant indices only, for the kernel).
+    #[inline(always)]
+    pub fn locate(&self, block: u32) -> (usize, u32, u32) {
+        let mut t = 0;
+        let mut i = 1;
+        while i < LIST_TENSORS {
+            if (i as u32) < self.count && block >= self.first_block[i] {
+                t = i;
+            }
+            i += 1;
+        }
+        let mut first = 0;
+        let mut len = 0;
+        let mut i = 0;
+        while i < LIST_TENSORS {
+            if i == t {
+                first = self.first_block[i];
+                len = self.len[i];
+            }
+            i += 1;
+        }
+        let start = (block - first) * Self::CHUNK;
+        (t, start, len.min(start + Self::CHUNK))
+    }
+
+    /// Entry `t` of `a` (constant indices only, for the kernel).
+    #[inline(always)]
+    pub fn pick(a: &[u64; LIST_TENSORS], t: usize) -> u64 {
+        let mut r = 0;
+        let mut i = 0;
+        while i < LIST_TENSORS {
+            if i == t {
+                r = a[i];
+            }
+            i += 1;
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod list_tests {
+    use super::*;
+
+    #[test]
+    fn blocks_find_their_tensor_and_range() {
+        let mut l = TensorList::default();
+        let c = TensorList::CHUNK;
+        for (k, n) in [1, c, c + 1, 3 * c].iter().enumerate() {
+            assert!(l.push(*n, [k as u64; 4]));
+        }
+        assert_eq!(l.blocks(), 1 + 1 + 2 + 3);
+        assert_eq!(l.locate(0), (0, 0, 1));
+        assert_eq!(l.locate(1), (1, 0, c));
+        assert_eq!(l.locate(2), (2, 0, c));
+        assert_eq!(l.locate(3), (2, c, c + 1));
+        assert_eq!(l.locate(6), (3, 2 * c, 3 * c));
+        assert_eq!(TensorList::pick(&l.p, 2), 2);
+        for _ in 4..LIST_TENSORS {
+            assert!(l.push(1, [0; 4]));
+        }
+        assert!(!l.push(1, [0; 4]));
+    }
+}

@@ -3,12 +3,17 @@
 //! formulas of [`crate::optim`]. State buffers are in the accumulator type
 //! (f32 for f32, f16 and bf16 parameters; f64 for f64). A grid-stride loop
 //! over packs (16-byte accesses on the widest of the arrays) when every array
-//! is 16-byte aligned, else over single elements.
+//! is 16-byte aligned, else over single elements. `adam_multi_*` updates a
+//! whole list of parameters in one launch (PyTorch's `fused=True`): a block
+//! per chunk of [`TensorList::CHUNK`] elements.
+//!
+//! [`TensorList::CHUNK`]: crate::params::TensorList::CHUNK
 
 use super::accum::FloatElem;
-use crate::device::{for_each_index, global_index, AlignTo, Aligned, Bytes};
+use crate::device::{block_xyz, dims, for_each_index, global_index, thread_xy, AlignTo, Aligned, Bytes};
 use crate::elem::{BF16, F16};
 use crate::optim::{Adam, Sgd};
+use crate::params::TensorList;
 
 /// Calls `f(0)`, ..., `f(V - 1)` for `V` of 2 or 4, written out so that the
 /// packs indexed by `e` stay in registers.
@@ -78,6 +83,27 @@ macro_rules! optim_steps {
                 let t = global_index();
                 if t < n - tail {
                     one((tail + t) as usize);
+                }
+            }
+
+            #[export_name = crate::kernel_name!(adam_multi, $tn)]
+            unsafe extern "ptx-kernel" fn adam_multi(args: crate::args::AdamMultiArgs) {
+                let o = Adam::<S>::new(&args.h);
+                let list = &args.list;
+                let (t, start, end) = list.locate(block_xyz().0);
+                let p = TensorList::pick(&list.p, t) as *mut $t;
+                let g = TensorList::pick(&list.g, t) as *const $t;
+                let m = TensorList::pick(&list.m, t) as *mut S;
+                let v = TensorList::pick(&list.v, t) as *mut S;
+                let step = dims().0;
+                let mut i = start + thread_xy().0;
+                while i < end {
+                    let k = i as usize;
+                    let (np, nm, nv) = o.step((*p.add(k)).acc(), (*g.add(k)).acc(), *m.add(k), *v.add(k));
+                    *p.add(k) = <$t>::from_acc(np);
+                    *m.add(k) = nm;
+                    *v.add(k) = nv;
+                    i += step;
                 }
             }
 

@@ -1,10 +1,10 @@
-//! The fused optimizer steps `sgd_step_`, `adam_step_` and
+//! The fused optimizer steps `sgd_step_`, `adam_step_`, `adam_step_multi_` and
 //! `optimizer_state(p)`, with their options maps converted to the front-end's
 //! option structs. No math lives here (see `crate::tensor::optim`).
 
-use super::convert::{ok, script_error, RhaiResult};
+use super::convert::{ok, script_error, tensor_list, RhaiResult};
 use super::registry::{Api, Category};
-use crate::tensor::optim::{AdamOptions, SgdOptions};
+use crate::tensor::optim::{adam_step_multi_, AdamOptions, SgdOptions};
 use crate::tensor::Tensor;
 use rhai::{Array, Dynamic, Engine, Map, INT};
 
@@ -31,6 +31,13 @@ pub fn register(engine: &mut Engine) {
     api.doc("one fused Adam/AdamW step on p in place (m, v: moment buffers); opts #{lr, betas, eps, weight_decay, decoupled}").func("adam_step_", ["p", "grad", "m", "v", "step", "opts"], |p: Tensor, g: Tensor, mo: Tensor, vo: Tensor, step: INT, m: Map| -> RhaiResult<Tensor> {
             ok(p.adam_step_(&g, &mo, &vo, step, &adam_options(&m)?))?;
             Ok(p)
+        },
+    );
+    api.doc("one fused Adam/AdamW step over arrays of parameters, gradients and moments (one launch per 24 CUDA parameters, as fused=True); opts as adam_step_").func("adam_step_multi_", ["params", "grads", "m", "v", "step", "opts"], |p: Array, g: Array, mo: Array, vo: Array, step: INT, m: Map| -> RhaiResult<()> {
+            const OP: &str = "adam_step_multi_";
+            let (p, g) = (tensor_list(OP, &p)?, tensor_list(OP, &g)?);
+            let (mo, vo) = (tensor_list(OP, &mo)?, tensor_list(OP, &vo)?);
+            ok(adam_step_multi_(&p, &g, &mo, &vo, step, &adam_options(&m)?))
         },
     );
 }

@@ -5,7 +5,7 @@
 use super::{kernels, CudaRuntime, CudaStorage};
 use crate::core::error::{Error, Result};
 use crate::core::DType;
-use kiln_kernels::params::{AdamParams, CrossEntropyParams, SgdParams};
+use kiln_kernels::params::{AdamParams, CrossEntropyParams, SgdParams, TensorList};
 
 /// `n` as a kernel size, or a clear error.
 fn size32(op: &'static str, n: usize) -> Result<u32> {
@@ -137,5 +137,41 @@ impl CudaStorage {
         let (mp, vp) = (m.0.at(m.1 as u32), v.0.at(v.1 as u32));
         let packed = [p, g, mp, vp].iter().all(|a| a % 16 == 0);
         kernels::adam_step(rt, self.dtype, n as u32, packed, (p, g), (mp, vp), *h)
+    }
+
+    /// One Adam / AdamW step over many dense parameters, each
+    /// `[(param, offset), (grad, offset), (m, offset), (v, offset)]` and its
+    /// element count: one launch per 24 parameters of one dtype.
+    pub fn adam_step_multi(items: &[([(&CudaStorage, usize); 4], usize)], h: &AdamParams) -> Result<()> {
+        let rt = CudaRuntime::get()?;
+        let mut lists: Vec<(DType, TensorList)> = vec![];
+        for &(parts, n) in items {
+            if n == 0 {
+                continue;
+            }
+            for (_, o) in parts {
+                size32("adam_step_", o + n)?;
+            }
+            let addresses = parts.map(|(s, o)| s.at(o as u32));
+            let dtype = parts[0].0.dtype;
+            let open = lists
+                .iter_mut()
+                .rev()
+                .find(|(d, l)| *d == dtype && (l.count as usize) < kiln_kernels::params::LIST_TENSORS);
+            match open {
+                Some((_, l)) => {
+                    l.push(n as u32, addresses);
+                }
+                None => {
+                    let mut l = TensorList::default();
+                    l.push(n as u32, addresses);
+                    lists.push((dtype, l));
+                }
+            }
+        }
+        for (dtype, list) in lists {
+            kernels::adam_multi(rt, dtype, list, *h)?;
+        }
+        Ok(())
     }
 }

@@ -140,6 +140,7 @@ kernel_args!(
     CrossEntropyBackwardArgs,
     SgdArgs,
     AdamArgs,
+    AdamMultiArgs,
     ScanTotalsArgs,
     ScanCarryArgs,
     ScanApplyArgs,

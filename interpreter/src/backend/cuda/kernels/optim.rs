@@ -1,5 +1,6 @@
 //! Launches of the fused optimizer steps (`gpu-kernels/src/kernels/optim.rs`):
-//! SGD and Adam / AdamW, one launch per parameter.
+//! SGD and Adam / AdamW, one launch per parameter, and Adam / AdamW over a
+//! list of parameters in one launch.
 
 use super::launch::*;
 use super::table::Kernel;
@@ -7,8 +8,8 @@ use crate::backend::cuda::runtime::CudaRuntime;
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::sys;
-use kiln_kernels::args::{AdamArgs, SgdArgs};
-use kiln_kernels::params::{AdamParams, SgdParams};
+use kiln_kernels::args::{AdamArgs, AdamMultiArgs, SgdArgs};
+use kiln_kernels::params::{AdamParams, SgdParams, TensorList};
 
 /// Elements per pack of the optimizer kernels for parameters of `dtype` (16
 /// bytes of the wider of the parameter and its f32/f64 state).
@@ -57,4 +58,25 @@ pub fn adam_step(
     // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
     // allocations the launch stays inside; packed accesses need the alignment the caller checked.
     unsafe { launch(rt, f, threads, [p, g, m, v], AdamArgs { n, packed, h }) }
+}
+
+/// One Adam / AdamW step over every tensor of `list` (dense, of `dtype`,
+/// their state in the accumulator dtype): a block of 256 threads per chunk.
+pub fn adam_multi(rt: &CudaRuntime, dtype: DType, list: TensorList, h: AdamParams) -> Result<()> {
+    let f = rt.kernels.get(Kernel::AdamMulti(dtype))?;
+    // SAFETY: the kernel takes this argument block; every address in `list`
+    // starts a live allocation of at least `len` elements of its array's
+    // type (the caller built it from checked storages), and its blocks stay
+    // inside their tensor's chunk.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            (list.blocks(), 1, 1),
+            (256, 1, 1),
+            0,
+            [],
+            AdamMultiArgs { h, list },
+        )
+    }
 }

@@ -80,6 +80,8 @@ pub enum Kernel {
     SgdStep(DType),
     /// `adam_step_<param dtype>`: one fused Adam / AdamW step
     AdamStep(DType),
+    /// `adam_multi_<param dtype>`: one fused Adam / AdamW step over a list of parameters
+    AdamMulti(DType),
     /// `gather_<dtype>`: reads along a dim through an i64 index (index_select, gather)
     Gather(DType),
     /// `scatter_add_<source dtype>`: atomic adds along a dim through an i64 index
@@ -330,6 +332,7 @@ impl Kernel {
             Kernel::CrossEntropyBackward(d) => by_dtype!(d, cross_entropy_backward),
             Kernel::SgdStep(d) => by_dtype!(d, sgd_step),
             Kernel::AdamStep(d) => by_dtype!(d, adam_step),
+            Kernel::AdamMulti(d) => by_dtype!(d, adam_multi),
             Kernel::Gather(d) => by_dtype!(d, gather),
             Kernel::ScatterAdd(d) => by_dtype!(d, scatter_add),
             Kernel::ScanTotals(op, d) => scan_name(op, d, 0),
@@ -386,6 +389,7 @@ impl Kernel {
             Kernel::CrossEntropyBackward(_) => size_of::<CrossEntropyBackwardArgs>(),
             Kernel::SgdStep(_) => size_of::<SgdArgs>(),
             Kernel::AdamStep(_) => size_of::<AdamArgs>(),
+            Kernel::AdamMulti(_) => size_of::<AdamMultiArgs>(),
             Kernel::Gather(_) => size_of::<GatherArgs>(),
             Kernel::ScatterAdd(_) => size_of::<ScatterAddArgs>(),
             Kernel::ScanTotals(..) => size_of::<ScanTotalsArgs>(),
@@ -424,7 +428,7 @@ impl Kernel {
             Kernel::Softmax(_) | Kernel::SoftmaxRows(_) | Kernel::LayerNorm(_) => 7,
             Kernel::Transpose(_) => 8,
             Kernel::CrossEntropy(_) | Kernel::CrossEntropyBackward(_) => 9,
-            Kernel::SgdStep(_) | Kernel::AdamStep(_) => 10,
+            Kernel::SgdStep(_) | Kernel::AdamStep(_) | Kernel::AdamMulti(_) => 10,
             Kernel::Gather(_) | Kernel::ScatterAdd(_) | Kernel::MatmulInt(_) => 11,
             Kernel::ScanTotals(..)
             | Kernel::ScanCarry(..)
@@ -520,6 +524,7 @@ impl Kernel {
                     Kernel::CrossEntropyBackward(d),
                     Kernel::SgdStep(d),
                     Kernel::AdamStep(d),
+                    Kernel::AdamMulti(d),
                 ]);
             }
         }

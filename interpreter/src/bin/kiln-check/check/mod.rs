@@ -234,7 +234,10 @@ pub fn run_groups(groups: &[&str]) -> Vec<Case> {
             "cnn" => c.cnn(),
             "attention" => c.attention(),
             "collectives" => c.collectives(),
-            _ => c.training(),
+            _ => {
+                c.training();
+                c.training_multi();
+            }
         }
     }
     c.cases

@@ -127,4 +127,88 @@ impl Checker {
             }
         }
     }
+
+    /// The multi-tensor AdamW step (`adam_multi_*`) over 30 parameters of
+    /// mixed sizes (two launches of up to 24; chunks of one block and
+    /// several; one parameter an unaligned slice), three steps, against
+    /// the CPU.
+    pub(super) fn training_multi(&mut self) {
+        use kiln::tensor::optim::{adam_step_multi_, state_dtype, AdamOptions};
+        let d = gpu();
+        let sizes: Vec<usize> = (0..30).map(|i| [1, 4095, 4097, 9000, 33][i % 5] + i).collect();
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let r: Result<Vec<(Tensor, Tensor)>> = (|| {
+                let p0: Vec<Tensor> = sizes
+                    .iter()
+                    .map(|&n| input(&mut self.gen, &[n + 1], dtype, false))
+                    .collect::<Result<_>>()?;
+                let gs: Vec<Vec<Tensor>> = (0..3)
+                    .map(|_| {
+                        sizes
+                            .iter()
+                            .map(|&n| input(&mut self.gen, &[n + 1], dtype, false))
+                            .collect()
+                    })
+                    .collect::<Result<_>>()?;
+                // parameter 7 is an unaligned dense slice, the rest whole tensors
+                let cut = |i: usize, t: Tensor| -> Result<Tensor> {
+                    let n = sizes[i] as i64;
+                    t.narrow(0, if i == 7 { 1 } else { 0 }, n)
+                };
+                let run = |dev: Device| -> Result<Vec<Tensor>> {
+                    let ps: Vec<Tensor> = p0
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| cut(i, p.to_device(dev)?.clone_data()?))
+                        .collect::<Result<_>>()?;
+                    let state = || -> Result<Vec<Tensor>> {
+                        sizes
+                            .iter()
+                            .map(|&n| Tensor::zeros(&[n], Some(state_dtype(dtype)), dev))
+                            .collect()
+                    };
+                    let (m, v) = (state()?, state()?);
+                    let o = AdamOptions {
+                        lr: 0.01,
+                        weight_decay: 0.05,
+                        decoupled: true,
+                        ..Default::default()
+                    };
+                    for (step, g) in gs.iter().enumerate() {
+                        let g: Vec<Tensor> = g
+                            .iter()
+                            .enumerate()
+                            .map(|(i, t)| cut(i, t.to_device(dev)?))
+                            .collect::<Result<_>>()?;
+                        adam_step_multi_(&ps, &g, &m, &v, step as i64 + 1, &o)?;
+                    }
+                    Ok(ps.into_iter().chain(v).collect())
+                };
+                let (c, g) = (run(Device::Cpu)?, run(d)?);
+                Ok(c.into_iter().zip(g).collect())
+            })();
+            // parameters (in their dtype) then second moments (in the state dtype), end to end
+            let joined = |part: std::ops::Range<usize>| {
+                r.as_ref().map_err(|e| e.clone()).and_then(|pairs| {
+                    let (c, g): (Vec<Tensor>, Vec<Tensor>) = pairs[part].iter().cloned().unzip();
+                    Ok((Tensor::cat(&c, 0)?, Tensor::cat(&g, 0)?))
+                })
+            };
+            let n = sizes.len();
+            self.record_scaled(
+                "adamw multi-tensor params",
+                dtype,
+                "30 tensors",
+                joined(0..n),
+                10.0,
+            );
+            self.record_scaled(
+                "adamw multi-tensor states",
+                dtype,
+                "30 tensors",
+                joined(n..2 * n),
+                10.0,
+            );
+        }
+    }
 }

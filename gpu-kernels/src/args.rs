@@ -178,6 +178,15 @@ args! {
     /// `list` (a block per chunk; the addresses travel in the list).
     AdamMultiArgs [] { h: AdamParams, list: TensorList }
 
+    /// `norm_multi_*`: each block's sum of squares (`inf` 1: largest
+    /// magnitude) of its chunk of the tensors at `list.p`, to `partial[block]`
+    /// in the accumulator type.
+    NormMultiArgs [partial] { list: TensorList, inf: u32 }
+
+    /// `scale_multi_*`: every element of the tensors at `list.p` times the
+    /// f32 at `coef` (rounded to the tensors' dtype first), in place.
+    ScaleMultiArgs [coef] { list: TensorList }
+
     /// `scan_totals_*`: the combined value of each chunk of `chunk` elements
     /// of `rows` dense rows of `len` (`chunks` per row).
     ScanTotalsArgs [x, totals] { rows: u32, len: u32, chunk: u32, chunks: u32 }

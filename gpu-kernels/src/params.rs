@@ -286,9 +286,10 @@ impl FlashParams {
 /// Tensors one multi-tensor optimizer launch takes (more go in more launches).
 pub const LIST_TENSORS: usize = 24;
 
-/// The tensors of a multi-tensor optimizer step (`adam_multi_*`): each
-/// tensor's parameter, gradient and two state buffers (device addresses,
-/// dense, `len` elements), split into chunks of [`TensorList::CHUNK`]
+/// The tensors of a multi-tensor launch (`adam_multi_*`: each tensor's
+/// parameter, gradient and two state buffers; `norm_multi_*` and
+/// `scale_multi_*`: one tensor each, in `p`), as device addresses of dense
+/// runs of `len` elements, split into chunks of [`TensorList::CHUNK`]
 /// elements, one block each. Passed by value: the kernel reads it with
 /// constant indices only (its lookups are written out), so it stays in the
 /// parameter space.

@@ -5,12 +5,14 @@
 //! over packs (16-byte accesses on the widest of the arrays) when every array
 //! is 16-byte aligned, else over single elements. `adam_multi_*` updates a
 //! whole list of parameters in one launch (PyTorch's `fused=True`): a block
-//! per chunk of [`TensorList::CHUNK`] elements.
+//! per chunk of [`TensorList::CHUNK`] elements; `norm_multi_*` and
+//! `scale_multi_*` are `clip_grad_norm_`'s two passes over every gradient.
 //!
 //! [`TensorList::CHUNK`]: crate::params::TensorList::CHUNK
 
-use super::accum::FloatElem;
-use crate::device::{block_xyz, dims, for_each_index, global_index, thread_xy, AlignTo, Aligned, Bytes};
+use super::accum::{max_nan, Acc, FloatElem};
+use crate::device::{block_all_reduce, block_xyz, dims, for_each_index, global_index, shared, thread_xy};
+use crate::device::{AlignTo, Aligned, Bytes};
 use crate::elem::{BF16, F16};
 use crate::optim::{Adam, Sgd};
 use crate::params::TensorList;
@@ -103,6 +105,47 @@ macro_rules! optim_steps {
                     *p.add(k) = <$t>::from_acc(np);
                     *m.add(k) = nm;
                     *v.add(k) = nv;
+                    i += step;
+                }
+            }
+
+            #[export_name = crate::kernel_name!(norm_multi, $tn)]
+            unsafe extern "ptx-kernel" fn norm_multi(partial: *mut S, args: crate::args::NormMultiArgs) {
+                let list = &args.list;
+                let block = block_xyz().0;
+                let (t, start, end) = list.locate(block);
+                let x = TensorList::pick(&list.p, t) as *const $t;
+                let inf = args.inf != 0;
+                let combine = move |a: S, b: S| if inf { max_nan(a, b) } else { a + b };
+                let (tid, step) = (thread_xy().0, dims().0);
+                let mut acc = S::ZERO;
+                let mut i = start + tid;
+                while i < end {
+                    let v = (*x.add(i as usize)).acc();
+                    acc = if inf {
+                        max_nan(acc, if v < S::ZERO { S::ZERO - v } else { v })
+                    } else {
+                        acc + v * v
+                    };
+                    i += step;
+                }
+                let total = block_all_reduce(acc, shared::<S>(), combine);
+                if tid == 0 {
+                    *partial.add(block as usize) = total;
+                }
+            }
+
+            #[export_name = crate::kernel_name!(scale_multi, $tn)]
+            unsafe extern "ptx-kernel" fn scale_multi(coef: *const f32, args: crate::args::ScaleMultiArgs) {
+                let list = &args.list;
+                let (t, start, end) = list.locate(block_xyz().0);
+                let x = TensorList::pick(&list.p, t) as *mut $t;
+                let c = <$t>::from_acc(S::of_f64(*coef as f64)).acc();
+                let step = dims().0;
+                let mut i = start + thread_xy().0;
+                while i < end {
+                    let k = i as usize;
+                    *x.add(k) = <$t>::from_acc((*x.add(k)).acc() * c);
                     i += step;
                 }
             }

@@ -15,34 +15,20 @@ pub mod conv;
 pub mod cpu;
 pub mod cuda;
 pub mod factor;
+pub mod multi_tensor;
 pub mod pool;
 
 pub use cpu::CpuStorage;
 pub use cpu::MatmulDims;
 pub use cuda::CudaStorage;
 pub use factor::{Mats, SvdParts};
+pub use multi_tensor::AdamItem;
 
 use crate::core::error::{Error, Result};
 use crate::core::index::Along;
 use crate::core::op::{BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
 use crate::core::{DType, Device, HostValues, Layout, Scalar};
 use kiln_kernels::params::{AdamParams, SgdParams};
-
-/// One parameter of [`Storage::adam_step_multi`]: the storages of the
-/// parameter, its gradient and its two moments, each with the element
-/// offset of its dense run, and the run's length.
-pub struct AdamItem<'a> {
-    /// The parameter (updated).
-    pub p: (&'a mut Storage, usize),
-    /// Its gradient.
-    pub g: (&'a Storage, usize),
-    /// The first moment (updated).
-    pub m: (&'a mut Storage, usize),
-    /// The second moment (updated).
-    pub v: (&'a mut Storage, usize),
-    /// Elements.
-    pub n: usize,
-}
 
 /// The elements of a tensor on one device.
 #[derive(Debug)]
@@ -621,41 +607,6 @@ impl Storage {
             }
             _ => Err(mixed("adam_step_")),
         }
-    }
-
-    /// One Adam / AdamW step in place over many parameters: each item's
-    /// `[param, grad, m, v]` storages with their offsets and its element
-    /// count. On CUDA one launch per 24 parameters of one dtype (PyTorch's
-    /// `fused=True`); on the CPU the single-parameter loop over each.
-    pub fn adam_step_multi(items: &mut [AdamItem<'_>], h: &AdamParams) -> Result<()> {
-        if items.iter().all(|i| {
-            matches!(
-                (&*i.p.0, i.g.0, &*i.m.0, &*i.v.0),
-                (
-                    Storage::Cuda(_),
-                    Storage::Cuda(_),
-                    Storage::Cuda(_),
-                    Storage::Cuda(_)
-                )
-            )
-        }) {
-            let cuda: Vec<([(&CudaStorage, usize); 4], usize)> = items
-                .iter()
-                .filter_map(|i| match (&*i.p.0, i.g.0, &*i.m.0, &*i.v.0) {
-                    (Storage::Cuda(p), Storage::Cuda(g), Storage::Cuda(m), Storage::Cuda(v)) => {
-                        Some(([(p, i.p.1), (g, i.g.1), (m, i.m.1), (v, i.v.1)], i.n))
-                    }
-                    _ => None,
-                })
-                .collect();
-            return CudaStorage::adam_step_multi(&cuda, h);
-        }
-        for i in items.iter_mut() {
-            let (g, n) = (i.g, i.n);
-            i.p.0
-                .adam_step(i.p.1, g, (&mut *i.m.0, i.m.1), (&mut *i.v.0, i.v.1), n, h)?;
-        }
-        Ok(())
     }
 
     /// For each element `i` of `lx`'s shape, `self` at `lx(i) + k * along.stride`

@@ -23,6 +23,7 @@ pub mod join;
 pub mod linalg;
 pub(crate) mod locks;
 pub mod loss;
+mod multi_tensor;
 pub mod nn;
 pub mod optim;
 pub mod order;

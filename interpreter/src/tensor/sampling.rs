@@ -276,19 +276,28 @@ pub fn clip_grad_norm_(params: &[Tensor], max_norm: f64, norm_type: f64) -> Resu
         let device = params.first().map_or(crate::core::Device::Cpu, |p| p.device());
         return Tensor::zeros(&[], Some(DType::F32), device);
     }
-    let norms = grads
-        .iter()
-        .map(|g| {
-            g.to_dtype(DType::F32)?
-                .vector_norm(norm_type, &[], false)?
-                .reshape(&[1])
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let total = Tensor::cat(&norms, 0)?.vector_norm(norm_type, &[], false)?;
+    let fused = super::multi_tensor::applies(&grads, norm_type);
+    let total = if fused {
+        no_grad(|| super::multi_tensor::grad_norm(&grads, norm_type))?
+    } else {
+        let norms = grads
+            .iter()
+            .map(|g| {
+                g.to_dtype(DType::F32)?
+                    .vector_norm(norm_type, &[], false)?
+                    .reshape(&[1])
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Tensor::cat(&norms, 0)?.vector_norm(norm_type, &[], false)?
+    };
     let coef = total
         .add_scalar(1e-6)?
         .binary_scalar(crate::core::op::BinaryOp::Div, Scalar::Float(max_norm), true)?
         .minimum_scalar(1.0)?;
+    if fused {
+        no_grad(|| super::multi_tensor::scale(&grads, &coef))?;
+        return Ok(total);
+    }
     no_grad(|| -> Result<()> {
         for g in &grads {
             g.binary_(crate::core::op::BinaryOp::Mul, &coef.to_dtype(g.dtype())?)?;

@@ -1,11 +1,12 @@
 //! CUDA training ops: cross-entropy from logits (forward and backward, one
-//! row kernel each) and the fused optimizer steps (one launch per parameter,
-//! in place). The op front-end has checked dtypes, shapes and density.
+//! row kernel each), the fused optimizer steps (one launch per parameter,
+//! in place, or one per list of 24 parameters) and `clip_grad_norm_`'s two
+//! passes over lists of gradients. The op front-end has checked dtypes, shapes and density.
 
 use super::{kernels, CudaRuntime, CudaStorage};
 use crate::core::error::{Error, Result};
 use crate::core::DType;
-use kiln_kernels::params::{AdamParams, CrossEntropyParams, SgdParams, TensorList};
+use kiln_kernels::params::{AdamParams, CrossEntropyParams, SgdParams, TensorList, LIST_TENSORS};
 
 /// `n` as a kernel size, or a clear error.
 fn size32(op: &'static str, n: usize) -> Result<u32> {
@@ -144,34 +145,79 @@ impl CudaStorage {
     /// element count: one launch per 24 parameters of one dtype.
     pub fn adam_step_multi(items: &[([(&CudaStorage, usize); 4], usize)], h: &AdamParams) -> Result<()> {
         let rt = CudaRuntime::get()?;
-        let mut lists: Vec<(DType, TensorList)> = vec![];
-        for &(parts, n) in items {
-            if n == 0 {
-                continue;
-            }
-            for (_, o) in parts {
-                size32("adam_step_", o + n)?;
-            }
-            let addresses = parts.map(|(s, o)| s.at(o as u32));
-            let dtype = parts[0].0.dtype;
-            let open = lists
-                .iter_mut()
-                .rev()
-                .find(|(d, l)| *d == dtype && (l.count as usize) < kiln_kernels::params::LIST_TENSORS);
-            match open {
-                Some((_, l)) => {
-                    l.push(n as u32, addresses);
-                }
-                None => {
-                    let mut l = TensorList::default();
-                    l.push(n as u32, addresses);
-                    lists.push((dtype, l));
-                }
-            }
-        }
-        for (dtype, list) in lists {
+        for (dtype, list) in tensor_lists("adam_step_", items.iter().map(|&(parts, n)| (parts, n)))? {
             kernels::adam_multi(rt, dtype, list, *h)?;
         }
         Ok(())
     }
+
+    /// Per-block sums of squares (`inf`: largest magnitudes) over many dense
+    /// runs `(storage, offset, elements)`: one accumulator-dtype storage per
+    /// launch (24 runs of one dtype), whose sum (maximum) is theirs.
+    pub fn norm_multi(items: &[(&CudaStorage, usize, usize)], inf: bool) -> Result<Vec<CudaStorage>> {
+        let rt = CudaRuntime::get()?;
+        let mut partials = vec![];
+        for (dtype, list) in tensor_lists("clip_grad_norm_", items.iter().map(|&(s, o, n)| ([(s, o); 4], n)))?
+        {
+            let partial = CudaStorage::alloc(acc_dtype(dtype), list.blocks() as usize)?;
+            kernels::norm_multi(rt, dtype, list, inf, partial.ptr())?;
+            partials.push(partial);
+        }
+        Ok(partials)
+    }
+
+    /// Many dense runs `(storage, offset, elements)` scaled in place by the
+    /// f32 `coef` (one element): one launch per 24 runs of one dtype.
+    pub fn scale_multi(items: &[(&CudaStorage, usize, usize)], coef: &CudaStorage) -> Result<()> {
+        let rt = CudaRuntime::get()?;
+        if coef.dtype != DType::F32 || coef.len == 0 {
+            return Err(Error::invalid(
+                "clip_grad_norm_",
+                "internal: the scale must be one f32",
+            ));
+        }
+        for (dtype, list) in tensor_lists("clip_grad_norm_", items.iter().map(|&(s, o, n)| ([(s, o); 4], n)))?
+        {
+            kernels::scale_multi(rt, dtype, list, coef.ptr())?;
+        }
+        Ok(())
+    }
+}
+
+/// The launches' lists of `items` (up to four `(storage, offset)` runs of
+/// `n` elements each, the first one's dtype naming the item's): each list
+/// 24 items of one dtype; empty runs are left out.
+fn tensor_lists<'a>(
+    op: &'static str,
+    items: impl Iterator<Item = ([(&'a CudaStorage, usize); 4], usize)>,
+) -> Result<Vec<(DType, TensorList)>> {
+    let mut lists: Vec<(DType, TensorList)> = vec![];
+    for (parts, n) in items {
+        if n == 0 {
+            continue;
+        }
+        for (s, o) in parts {
+            size32(op, o + n)?;
+            if o + n > s.len {
+                return Err(Error::invalid(
+                    op,
+                    format!("internal: a run of {n} from {o} overruns {} elements", s.len),
+                ));
+            }
+        }
+        let addresses = parts.map(|(s, o)| s.at(o as u32));
+        let dtype = parts[0].0.dtype;
+        let room = |(d, l): &&mut (DType, TensorList)| *d == dtype && (l.count as usize) < LIST_TENSORS;
+        match lists.iter_mut().rev().find(room) {
+            Some((_, l)) => {
+                l.push(n as u32, addresses);
+            }
+            None => {
+                let mut l = TensorList::default();
+                l.push(n as u32, addresses);
+                lists.push((dtype, l));
+            }
+        }
+    }
+    Ok(lists)
 }

@@ -141,6 +141,8 @@ kernel_args!(
     SgdArgs,
     AdamArgs,
     AdamMultiArgs,
+    NormMultiArgs,
+    ScaleMultiArgs,
     ScanTotalsArgs,
     ScanCarryArgs,
     ScanApplyArgs,

@@ -8,7 +8,7 @@ use crate::backend::cuda::runtime::CudaRuntime;
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::sys;
-use kiln_kernels::args::{AdamArgs, AdamMultiArgs, SgdArgs};
+use kiln_kernels::args::{AdamArgs, AdamMultiArgs, NormMultiArgs, ScaleMultiArgs, SgdArgs};
 use kiln_kernels::params::{AdamParams, SgdParams, TensorList};
 
 /// Elements per pack of the optimizer kernels for parameters of `dtype` (16
@@ -77,6 +77,55 @@ pub fn adam_multi(rt: &CudaRuntime, dtype: DType, list: TensorList, h: AdamParam
             0,
             [],
             AdamMultiArgs { h, list },
+        )
+    }
+}
+
+/// Each block's sum of squares (`inf`: largest magnitude) of its chunk of
+/// the tensors at `list.p` (dense, of `dtype`), to `partial[block]` in the
+/// accumulator dtype (`list.blocks()` entries).
+pub fn norm_multi(
+    rt: &CudaRuntime,
+    dtype: DType,
+    list: TensorList,
+    inf: bool,
+    partial: sys::CUdeviceptr,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::NormMulti(dtype))?;
+    // SAFETY: the kernel takes this argument block; the list's addresses start
+    // live dense runs of their lengths and `partial` holds one accumulator per
+    // block; the block-wide reduction gets its scratch.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            (list.blocks(), 1, 1),
+            (256, 1, 1),
+            REDUCE_SCRATCH,
+            [partial],
+            NormMultiArgs {
+                list,
+                inf: inf as u32,
+            },
+        )
+    }
+}
+
+/// Every element of the tensors at `list.p` (dense, of `dtype`) times the
+/// f32 at `coef`, in place.
+pub fn scale_multi(rt: &CudaRuntime, dtype: DType, list: TensorList, coef: sys::CUdeviceptr) -> Result<()> {
+    let f = rt.kernels.get(Kernel::ScaleMulti(dtype))?;
+    // SAFETY: the kernel takes this argument block; the list's addresses start
+    // live dense runs of their lengths and `coef` is a live f32.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            (list.blocks(), 1, 1),
+            (256, 1, 1),
+            0,
+            [coef],
+            ScaleMultiArgs { list },
         )
     }
 }

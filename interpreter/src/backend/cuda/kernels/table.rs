@@ -82,6 +82,10 @@ pub enum Kernel {
     AdamStep(DType),
     /// `adam_multi_<param dtype>`: one fused Adam / AdamW step over a list of parameters
     AdamMulti(DType),
+    /// `norm_multi_<dtype>`: per-block sums of squares (or largest magnitudes) over a list of tensors
+    NormMulti(DType),
+    /// `scale_multi_<dtype>`: a list of tensors scaled in place by a device scalar
+    ScaleMulti(DType),
     /// `gather_<dtype>`: reads along a dim through an i64 index (index_select, gather)
     Gather(DType),
     /// `scatter_add_<source dtype>`: atomic adds along a dim through an i64 index
@@ -333,6 +337,8 @@ impl Kernel {
             Kernel::SgdStep(d) => by_dtype!(d, sgd_step),
             Kernel::AdamStep(d) => by_dtype!(d, adam_step),
             Kernel::AdamMulti(d) => by_dtype!(d, adam_multi),
+            Kernel::NormMulti(d) => by_dtype!(d, norm_multi),
+            Kernel::ScaleMulti(d) => by_dtype!(d, scale_multi),
             Kernel::Gather(d) => by_dtype!(d, gather),
             Kernel::ScatterAdd(d) => by_dtype!(d, scatter_add),
             Kernel::ScanTotals(op, d) => scan_name(op, d, 0),
@@ -390,6 +396,8 @@ impl Kernel {
             Kernel::SgdStep(_) => size_of::<SgdArgs>(),
             Kernel::AdamStep(_) => size_of::<AdamArgs>(),
             Kernel::AdamMulti(_) => size_of::<AdamMultiArgs>(),
+            Kernel::NormMulti(_) => size_of::<NormMultiArgs>(),
+            Kernel::ScaleMulti(_) => size_of::<ScaleMultiArgs>(),
             Kernel::Gather(_) => size_of::<GatherArgs>(),
             Kernel::ScatterAdd(_) => size_of::<ScatterAddArgs>(),
             Kernel::ScanTotals(..) => size_of::<ScanTotalsArgs>(),
@@ -428,7 +436,11 @@ impl Kernel {
             Kernel::Softmax(_) | Kernel::SoftmaxRows(_) | Kernel::LayerNorm(_) => 7,
             Kernel::Transpose(_) => 8,
             Kernel::CrossEntropy(_) | Kernel::CrossEntropyBackward(_) => 9,
-            Kernel::SgdStep(_) | Kernel::AdamStep(_) | Kernel::AdamMulti(_) => 10,
+            Kernel::SgdStep(_)
+            | Kernel::AdamStep(_)
+            | Kernel::AdamMulti(_)
+            | Kernel::NormMulti(_)
+            | Kernel::ScaleMulti(_) => 10,
             Kernel::Gather(_) | Kernel::ScatterAdd(_) | Kernel::MatmulInt(_) => 11,
             Kernel::ScanTotals(..)
             | Kernel::ScanCarry(..)
@@ -525,6 +537,8 @@ impl Kernel {
                     Kernel::SgdStep(d),
                     Kernel::AdamStep(d),
                     Kernel::AdamMulti(d),
+                    Kernel::NormMulti(d),
+                    Kernel::ScaleMulti(d),
                 ]);
             }
         }

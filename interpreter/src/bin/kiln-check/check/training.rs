@@ -209,6 +209,56 @@ impl Checker {
                 joined(n..2 * n),
                 10.0,
             );
+            self.clip_multi(dtype, &sizes);
+        }
+    }
+
+    /// `clip_grad_norm_` over gradients of `sizes` (the fused passes on
+    /// CUDA): the returned norm and the clipped gradients, against the CPU.
+    fn clip_multi(&mut self, dtype: DType, sizes: &[usize]) {
+        let d = gpu();
+        for (name, norm_type, max_norm) in [("2-norm", 2.0, 5.0), ("inf-norm", f64::INFINITY, 0.5)] {
+            let r: Result<((Tensor, Tensor), (Tensor, Tensor))> = (|| {
+                let gs: Vec<Tensor> = sizes
+                    .iter()
+                    .map(|&n| input(&mut self.gen, &[n], dtype, false))
+                    .collect::<Result<_>>()?;
+                let run = |dev: Device| -> Result<(Tensor, Tensor)> {
+                    let ps: Vec<Tensor> = gs
+                        .iter()
+                        .map(|g| {
+                            let p = Tensor::zeros(g.shape(), Some(dtype), dev)?;
+                            p.set_requires_grad(true)?;
+                            p.set_grad(Some(g.to_device(dev)?.clone_data()?))?;
+                            Ok(p)
+                        })
+                        .collect::<Result<_>>()?;
+                    let total = kiln::tensor::sampling::clip_grad_norm_(&ps, max_norm, norm_type)?;
+                    let grads: Vec<Tensor> = ps.iter().filter_map(|p| p.grad()).collect();
+                    Ok((total.reshape(&[1])?, Tensor::cat(&grads, 0)?))
+                };
+                let ((tc, gc), (tg, gg)) = (run(Device::Cpu)?, run(d)?);
+                Ok(((tc, tg), (gc, gg)))
+            })();
+            let (total, grads) = match r {
+                Ok((t, g)) => (Ok(t), Ok(g)),
+                Err(e) => (Err(e.clone()), Err(e)),
+            };
+            let layout = format!("{} tensors", sizes.len());
+            self.record_scaled(
+                &format!("clip_grad_norm_ {name} total"),
+                dtype,
+                &layout,
+                total,
+                10.0,
+            );
+            self.record_scaled(
+                &format!("clip_grad_norm_ {name} grads"),
+                dtype,
+                &layout,
+                grads,
+                10.0,
+            );
         }
     }
 }

@@ -1,0 +1,100 @@
+//! Steps over many tensors at once: the multi-tensor Adam / AdamW update
+//! (PyTorch's `fused=True`) and `clip_grad_norm_`'s two passes (the norm
+//! of every gradient together, then every gradient scaled). On CUDA one
+//! launch covers up to 24 tensors of a dtype (`cuda/train.rs`); on the CPU
+//! the Adam step runs its single-tensor loop over each, and the tensor
+//! layer composes the norm from reductions.
+
+use super::{mixed, CudaStorage, Storage};
+use crate::core::error::{Error, Result};
+use kiln_kernels::params::AdamParams;
+
+/// One parameter of [`Storage::adam_step_multi`]: the storages of the
+/// parameter, its gradient and its two moments, each with the element
+/// offset of its dense run, and the run's length.
+pub struct AdamItem<'a> {
+    /// The parameter (updated).
+    pub p: (&'a mut Storage, usize),
+    /// Its gradient.
+    pub g: (&'a Storage, usize),
+    /// The first moment (updated).
+    pub m: (&'a mut Storage, usize),
+    /// The second moment (updated).
+    pub v: (&'a mut Storage, usize),
+    /// Elements.
+    pub n: usize,
+}
+
+impl Storage {
+    /// One Adam / AdamW step in place over many parameters: each item's
+    /// `[param, grad, m, v]` storages with their offsets and its element
+    /// count. On CUDA one launch per 24 parameters of one dtype (PyTorch's
+    /// `fused=True`); on the CPU the single-parameter loop over each.
+    pub fn adam_step_multi(items: &mut [AdamItem<'_>], h: &AdamParams) -> Result<()> {
+        if items.iter().all(|i| {
+            matches!(
+                (&*i.p.0, i.g.0, &*i.m.0, &*i.v.0),
+                (
+                    Storage::Cuda(_),
+                    Storage::Cuda(_),
+                    Storage::Cuda(_),
+                    Storage::Cuda(_)
+                )
+            )
+        }) {
+            let cuda: Vec<([(&CudaStorage, usize); 4], usize)> = items
+                .iter()
+                .filter_map(|i| match (&*i.p.0, i.g.0, &*i.m.0, &*i.v.0) {
+                    (Storage::Cuda(p), Storage::Cuda(g), Storage::Cuda(m), Storage::Cuda(v)) => {
+                        Some(([(p, i.p.1), (g, i.g.1), (m, i.m.1), (v, i.v.1)], i.n))
+                    }
+                    _ => None,
+                })
+                .collect();
+            return CudaStorage::adam_step_multi(&cuda, h);
+        }
+        for i in items.iter_mut() {
+            let (g, n) = (i.g, i.n);
+            i.p.0
+                .adam_step(i.p.1, g, (&mut *i.m.0, i.m.1), (&mut *i.v.0, i.v.1), n, h)?;
+        }
+        Ok(())
+    }
+
+    /// Per-block sums of squares (`inf`: largest magnitudes) over dense runs
+    /// `(storage, offset, elements)` of CUDA tensors: partial results in the
+    /// accumulator dtype, whose sum (maximum) over every storage returned is
+    /// that of all the runs.
+    pub fn norm_multi(items: &[(&Storage, usize, usize)], inf: bool) -> Result<Vec<Storage>> {
+        let cuda = cuda_runs("clip_grad_norm_", items.iter().map(|&(s, o, n)| (s, o, n)))?;
+        Ok(CudaStorage::norm_multi(&cuda, inf)?
+            .into_iter()
+            .map(Storage::Cuda)
+            .collect())
+    }
+
+    /// Dense runs `(storage, offset, elements)` of CUDA tensors scaled in
+    /// place by the one-element f32 `coef`.
+    pub fn scale_multi(items: &mut [(&mut Storage, usize, usize)], coef: &Storage) -> Result<()> {
+        let Storage::Cuda(c) = coef else {
+            return Err(mixed("clip_grad_norm_"));
+        };
+        let cuda = cuda_runs("clip_grad_norm_", items.iter().map(|(s, o, n)| (&**s, *o, *n)))?;
+        CudaStorage::scale_multi(&cuda, c)
+    }
+}
+
+/// The CUDA storages of `runs`, or an error when one is on the CPU.
+fn cuda_runs<'a>(
+    op: &'static str,
+    runs: impl Iterator<Item = (&'a Storage, usize, usize)>,
+) -> Result<Vec<(&'a CudaStorage, usize, usize)>> {
+    runs.map(|(s, o, n)| match s {
+        Storage::Cuda(c) => Ok((c, o, n)),
+        Storage::Cpu(_) => Err(Error::invalid(
+            op,
+            "internal: the multi-tensor passes run on CUDA only",
+        )),
+    })
+    .collect()
+}

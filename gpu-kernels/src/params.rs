@@ -268,10 +268,24 @@ impl FlashParams {
         }
     }
 
-    /// Shared memory of the forward and of the query backward: two tiles
-    /// of 64 rows.
+    /// Bytes of one shared tile of 64 rows.
+    const fn tile_bytes(d: usize) -> usize {
+        Self::BLOCK_ROWS as usize * (d + Self::PAD) * 2
+    }
+
+    /// Shared memory of the forward: two buffers of a key and a value tile
+    /// of 64 rows (the next pair loads while the current one is used).
     pub const fn forward_shared_bytes(d: usize) -> u32 {
-        (2 * Self::BLOCK_ROWS as usize * (d + Self::PAD) * 2) as u32
+        (4 * Self::tile_bytes(d)) as u32
+    }
+
+    /// Shared memory of the query backward: its query and output-gradient
+    /// tiles of 64 rows, then (in the same memory) two buffers of a key and
+    /// a value tile of [`FlashParams::q_key_rows`].
+    pub const fn backward_q_shared_bytes(d: usize) -> u32 {
+        let staged = 2 * Self::tile_bytes(d);
+        let pipelined = 4 * Self::q_key_rows(d) as usize * (d + Self::PAD) * 2;
+        (if staged > pipelined { staged } else { pipelined }) as u32
     }
 
     /// Shared memory of the key/value backward: key and value tiles of 64
@@ -279,7 +293,7 @@ impl FlashParams {
     /// and deltas.
     pub const fn backward_kv_shared_bytes(d: usize) -> u32 {
         let q = Self::kv_query_rows(d) as usize;
-        (Self::forward_shared_bytes(d) as usize + 2 * q * (d + Self::PAD) * 2 + 2 * q * 4) as u32
+        (2 * Self::tile_bytes(d) + 2 * q * (d + Self::PAD) * 2 + 2 * q * 4) as u32
     }
 }
 

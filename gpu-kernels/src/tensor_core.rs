@@ -125,3 +125,38 @@ pub unsafe fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
     );
     [r0, r1, r2, r3]
 }
+
+/// Starts an asynchronous 16-byte copy from global memory at `src` to
+/// shared memory at `dst` (a shared-space address), or a 16-byte zero fill
+/// when `fill` is false (`src` is not read then). It lands by the matching
+/// [`cp_async_wait`].
+///
+/// # Safety
+/// `src` (when read) is 16 readable, 16-byte aligned bytes of global
+/// memory; `dst` is 16-byte aligned inside the block's shared memory, not
+/// read or written by anyone until the copy has landed and a barrier passed.
+#[inline(always)]
+pub unsafe fn cp_async_16(dst: u32, src: *const u8, fill: bool) {
+    let bytes: u32 = if fill { 16 } else { 0 };
+    asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {s}; cp.async.cg.shared.global [{d}], [g], 16, {n}; }}",
+        d = in(reg32) dst,
+        s = in(reg64) src as u64,
+        n = in(reg32) bytes,
+        options(nostack),
+    );
+}
+
+/// Closes this thread's group of [`cp_async_16`] copies started since the last one.
+#[inline(always)]
+pub fn cp_async_commit() {
+    // SAFETY: bookkeeping of this thread's asynchronous copies.
+    unsafe { asm!("cp.async.commit_group;", options(nostack)) };
+}
+
+/// Waits until at most `PENDING` of this thread's committed groups are still in flight.
+#[inline(always)]
+pub fn cp_async_wait<const PENDING: u32>() {
+    // SAFETY: as above; memory is clobbered, so no shared read moves above it.
+    unsafe { asm!("cp.async.wait_group {n};", n = const PENDING, options(nostack)) };
+}

@@ -247,7 +247,7 @@ fn check<T: MmaHalf, const D: usize>(c: Case) {
         launch(
             (tiles(l), heads as u32, batch as u32),
             FlashParams::THREADS,
-            FlashParams::forward_shared_bytes(D) as usize,
+            FlashParams::backward_q_shared_bytes(D) as usize,
             || {
                 let (q, k, v, dout, lse, delta) = p.get();
                 // SAFETY: as above.

@@ -116,3 +116,32 @@ pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
 pub unsafe fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
     ldmatrix(addr, true)
 }
+
+/// The emulated asynchronous copy: done at once (one of the orders the
+/// real copy may land in; the kernels' waits and barriers are what make
+/// every order correct).
+///
+/// # Safety
+/// As for the real instruction.
+pub unsafe fn cp_async_16(dst: u32, src: *const u8, fill: bool) {
+    assert!(
+        dst.is_multiple_of(16),
+        "cp.async destinations are 16-byte aligned"
+    );
+    let to = context().1.shared.add(dst as usize);
+    if fill {
+        assert!(
+            (src as usize).is_multiple_of(16),
+            "cp.async sources are 16-byte aligned"
+        );
+        core::ptr::copy_nonoverlapping(src, to, 16);
+    } else {
+        core::ptr::write_bytes(to, 0, 16);
+    }
+}
+
+/// See the real module (nothing to do here).
+pub fn cp_async_commit() {}
+
+/// See the real module (nothing to do here).
+pub fn cp_async_wait<const PENDING: u32>() {}

@@ -30,6 +30,7 @@ use crate::params::{FlashParams, HeadStrides};
 use crate::tensor_core::{
     a_lane_offset, b_lane_offset, ldmatrix_x4, ldmatrix_x4_trans, mma, pack, shared_address, MmaHalf,
 };
+use crate::tensor_core::{cp_async_16, cp_async_commit, cp_async_wait};
 
 const THREADS: u32 = FlashParams::THREADS;
 /// Rows a warp owns.
@@ -91,6 +92,34 @@ impl Tile {
             } else {
                 *dst = Pack([0; 4]);
             }
+            i += THREADS as usize;
+        }
+    }
+}
+
+impl Tile {
+    /// [`Tile::load`] through asynchronous copies (`cp.async`): they land by
+    /// the `cp_async_wait` after the caller's `cp_async_commit`.
+    ///
+    /// # Safety
+    /// As for [`Tile::load`]; nobody touches the tile until the copies have
+    /// landed and a barrier has passed.
+    #[inline(always)]
+    unsafe fn load_async(&self, src: *const u16, row: u32, r0: u32, rows: u32, n: u32, d: usize) {
+        let (tid, _) = thread_xy();
+        let pieces = d / 8;
+        let total = rows as usize * pieces;
+        let mut i = tid as usize;
+        while i < total {
+            let (r, c) = (i / pieces, i % pieces);
+            let g = r0 + r as u32;
+            let inside = g < n;
+            let from = if inside {
+                src.add(g as usize * row as usize + c * 8)
+            } else {
+                src
+            };
+            cp_async_16(self.addr(r as u32, c as u32 * 8), from as *const u8, inside);
             i += THREADS as usize;
         }
     }
@@ -206,8 +235,11 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     let row0 = tile * BLOCK_ROWS;
     let wr = warp * WARP_ROWS;
     let smem = shared::<u16>();
-    let tk = Tile::new(smem, D);
-    let tv = Tile::new(smem.add(Tile::len(BLOCK_ROWS, D)), D);
+    // two buffers of a key and a value tile: tile j + 1 loads while j is used
+    let buffer = |b: u32| {
+        let at = |t: u32| Tile::new(smem.add(t as usize * Tile::len(BLOCK_ROWS, D)), D);
+        (at(2 * b), at(2 * b + 1))
+    };
     let (qb, kb, vb) = (
         q.add(head_base(&h.q, batch, head)),
         k.add(head_base(&h.k, batch, kvh)),
@@ -215,11 +247,18 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     );
 
     // this warp's 16 query rows, as A fragments for every 16 columns
-    tk.load(qb, h.q.row, row0, BLOCK_ROWS, h.l, D);
+    let (staging, _) = buffer(0);
+    staging.load(qb, h.q.row, row0, BLOCK_ROWS, h.l, D);
     sync_threads();
     let mut qf = [[0u32; 4]; 8];
-    unroll(D / 16, |kk| qf[kk] = frag_a(tk, wr, kk as u32 * 16));
+    unroll(D / 16, |kk| qf[kk] = frag_a(staging, wr, kk as u32 * 16));
     sync_threads();
+    let fetch = |j: u32| {
+        let (tk, tv) = buffer(j % 2);
+        tk.load_async(kb, h.k.row, j * BLOCK_ROWS, BLOCK_ROWS, h.s, D);
+        tv.load_async(vb, h.v.row, j * BLOCK_ROWS, BLOCK_ROWS, h.s, D);
+        cp_async_commit();
+    };
 
     let scale = h.scale * LOG2E;
     let mut m_run = [f32::NEG_INFINITY; 2];
@@ -233,12 +272,18 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
         key_tiles
     };
     let my_row = row0 + wr + g;
+    fetch(0);
     let mut j = 0;
     while j < tiles {
         let key0 = j * BLOCK_ROWS;
-        tk.load(kb, h.k.row, key0, BLOCK_ROWS, h.s, D);
-        tv.load(vb, h.v.row, key0, BLOCK_ROWS, h.s, D);
+        if j + 1 < tiles {
+            fetch(j + 1);
+            cp_async_wait::<1>();
+        } else {
+            cp_async_wait::<0>();
+        }
         sync_threads();
+        let (tk, tv) = buffer(j % 2);
 
         // scores of 16 rows × 64 keys, in log2 units
         let mut sc = [[0f32; 4]; 16];
@@ -458,7 +503,7 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
 ///
 /// # Safety
 /// Launched with [`THREADS`] threads, a grid of `(⌈L/64⌉, H, B)` and
-/// [`FlashParams::forward_shared_bytes`] of shared memory; as for [`forward`] otherwise.
+/// [`FlashParams::backward_q_shared_bytes`] of shared memory; as for [`forward`] otherwise.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
@@ -482,6 +527,12 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
     let smem = shared::<u16>();
     let tk = Tile::new(smem, D);
     let tv = Tile::new(smem.add(Tile::len(BLOCK_ROWS, D)), D);
+    // then two buffers of a key and a value tile of `bk` rows in the same
+    // memory: tile j + 1 loads while j is used
+    let buffer = |b: u32| {
+        let at = |t: u32| Tile::new(smem.add(t as usize * Tile::len(bk, D)), D);
+        (at(2 * b), at(2 * b + 1))
+    };
     let batch_head = (batch * h.heads + head) as usize;
     let dense = HeadStrides {
         batch: h.heads * h.l * D as u32,
@@ -539,12 +590,24 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
         k.add(head_base(&h.k, batch, kvh)),
         v.add(head_base(&h.v, batch, kvh)),
     );
+    let fetch = |j: u32| {
+        let (tk, tv) = buffer(j % 2);
+        tk.load_async(kb, h.k.row, j * bk, bk, h.s, D);
+        tv.load_async(vb, h.v.row, j * bk, bk, h.s, D);
+        cp_async_commit();
+    };
+    fetch(0);
     let mut j = 0;
     while j < tiles {
         let key0 = j * bk;
-        tk.load(kb, h.k.row, key0, bk, h.s, D);
-        tv.load(vb, h.v.row, key0, bk, h.s, D);
+        if j + 1 < tiles {
+            fetch(j + 1);
+            cp_async_wait::<1>();
+        } else {
+            cp_async_wait::<0>();
+        }
         sync_threads();
+        let (tk, tv) = buffer(j % 2);
 
         // P = exp(S - lse), masked
         let mut p = [[0f32; 4]; 16];

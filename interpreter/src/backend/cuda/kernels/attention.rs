@@ -75,7 +75,7 @@ pub fn flash_backward(
     let shared_kv = FlashParams::backward_kv_shared_bytes(d);
     allow_shared(fkv, shared_kv)?;
     let fq = rt.kernels.get(Kernel::FlashBackwardQ(dtype, d))?;
-    let shared_q = FlashParams::forward_shared_bytes(d);
+    let shared_q = FlashParams::backward_q_shared_bytes(d);
     allow_shared(fq, shared_q)?;
     // SAFETY: as for the forward; the gradients are dense buffers of the
     // shapes above.

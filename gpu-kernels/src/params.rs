@@ -244,7 +244,7 @@ impl FlashParams {
     /// keys in the key/value gradients (16 a warp).
     pub const BLOCK_ROWS: u32 = 64;
     /// The head dims the kernels are built for.
-    pub const HEAD_DIMS: [usize; 2] = [64, 128];
+    pub const HEAD_DIMS: [usize; 4] = [32, 64, 96, 128];
     /// Padding of each shared-memory row, in elements (the eight rows one
     /// `ldmatrix` reads then fall in distinct banks).
     pub const PAD: usize = 8;

@@ -1,7 +1,7 @@
 //! The fused attention kernels (`kernels/attention.rs`) run through the
 //! emulator against attention computed in f64: forward outputs and
-//! log-sum-exps, and the three gradients, for both half types and head
-//! dims, causal or not, grouped-query heads, strided queries and lengths
+//! log-sum-exps, and the three gradients, for both half types and every
+//! head dim, causal or not, grouped-query heads, strided queries and lengths
 //! that are not multiples of the tiles.
 
 use super::{launch, Shared};
@@ -302,4 +302,18 @@ fn bf16_d128_causal_two_tiles() {
 #[test]
 fn f16_d128_one_query() {
     check::<F16, 128>(case(1, 33, 128, false, false));
+}
+
+#[test]
+fn bf16_d32_causal() {
+    check::<BF16, 32>(case(70, 70, 32, true, true));
+}
+
+#[test]
+fn f16_d96_grouped_heads() {
+    check::<F16, 96>(Case {
+        heads: 3,
+        kv_heads: 1,
+        ..case(40, 77, 96, false, false)
+    });
 }

@@ -1,6 +1,6 @@
 //! Fused attention on tensor cores (FlashAttention-2's algorithm and work
 //! split, written for `mma.sync`): f16 and bf16 operands, f32 accumulators,
-//! head dims 64 and 128, no `L × S` matrix anywhere.
+//! head dims 32, 64, 96 and 128, no `L × S` matrix anywhere.
 //!
 //! - `flash_forward_*`: a block of four warps takes 64 query rows (16 a
 //!   warp, kept in registers as A fragments) and walks the key/value tiles
@@ -705,7 +705,11 @@ macro_rules! flash {
     };
 }
 
+flash!(f16, F16, d32, 32);
 flash!(f16, F16, d64, 64);
+flash!(f16, F16, d96, 96);
 flash!(f16, F16, d128, 128);
+flash!(bf16, BF16, d32, 32);
 flash!(bf16, BF16, d64, 64);
+flash!(bf16, BF16, d96, 96);
 flash!(bf16, BF16, d128, 128);

@@ -1,6 +1,6 @@
 //! Fused attention as a backend call: CUDA's tensor-core kernels
 //! (`cuda/attention.rs`). The front end (`tensor/attention/fused.rs`)
-//! decides when they apply (f16/bf16, head dims 64 and 128, no mask or
+//! decides when they apply (f16/bf16, head dims 32, 64, 96 and 128, no mask or
 //! dropout) and hands each operand over as a `[B, H, rows, D]` view of its
 //! storage; every other attention is composed from tensor ops
 //! (`tensor/attention/blocked.rs`), which serves every backend.

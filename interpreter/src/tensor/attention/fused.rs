@@ -1,5 +1,5 @@
 //! Attention through the fused CUDA kernels (`backend/attention.rs`):
-//! f16/bf16 operands with head dims 64 or 128, causal or not, grouped-query
+//! f16/bf16 operands with head dims 32, 64, 96 or 128, causal or not, grouped-query
 //! heads shared in the kernel (no repeated keys and values), any batch
 //! dims the kernels can stride through (others are copied dense first). The
 //! forward keeps the output and the rows' log-sum-exp for the backward,

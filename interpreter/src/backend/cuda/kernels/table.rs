@@ -116,15 +116,19 @@ pub enum Kernel {
 
 /// The name of a fused attention kernel (`family` 0 forward, 1 key/value
 /// gradients, 2 query gradient); dtypes other than f16 and bf16, and head
-/// dims other than `FlashParams::HEAD_DIMS`, name the bf16 / d128 kernels (never
+/// dims other than `FlashParams::HEAD_DIMS`, name bf16 / d128 kernels (never
 /// launched: the front end checks first).
 fn flash_name(d: DType, head_dim: usize, family: u8) -> &'static str {
     macro_rules! by_dim {
         ($family:ident) => {
             match (d, head_dim) {
+                (DType::F16, 32) => kernel_name!($family, d32, f16),
                 (DType::F16, 64) => kernel_name!($family, d64, f16),
+                (DType::F16, 96) => kernel_name!($family, d96, f16),
                 (DType::F16, _) => kernel_name!($family, d128, f16),
+                (_, 32) => kernel_name!($family, d32, bf16),
                 (_, 64) => kernel_name!($family, d64, bf16),
+                (_, 96) => kernel_name!($family, d96, bf16),
                 _ => kernel_name!($family, d128, bf16),
             }
         };

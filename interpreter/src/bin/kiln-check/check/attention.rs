@@ -2,7 +2,7 @@
 //! unfused reference: each case computed on the CPU in f32 from the same
 //! f16/bf16 inputs and on CUDA through the kernels, compared in the half
 //! dtype: the output and the gradients of q, k and v (of `sum(out · w)`
-//! for a fixed random `w`). Head dims 64 and 128, causal or not, lengths
+//! for a fixed random `w`). Head dims 32, 64, 96 and 128, causal or not, lengths
 //! that are not multiples of the tiles, one query, grouped-query heads, and
 //! operands that are views of a `[B, L, H, D]` projection.
 
@@ -23,7 +23,7 @@ struct Sdpa {
     projected: bool,
 }
 
-const CASES: [Sdpa; 6] = [
+const CASES: [Sdpa; 8] = [
     Sdpa {
         name: "d64 causal",
         batch: 2,
@@ -89,6 +89,28 @@ const CASES: [Sdpa; 6] = [
         d: 128,
         causal: true,
         projected: true,
+    },
+    Sdpa {
+        name: "d32 causal",
+        batch: 2,
+        heads: 2,
+        kv_heads: 2,
+        l: 100,
+        s: 100,
+        d: 32,
+        causal: true,
+        projected: false,
+    },
+    Sdpa {
+        name: "d96 grouped-query heads",
+        batch: 1,
+        heads: 4,
+        kv_heads: 1,
+        l: 50,
+        s: 70,
+        d: 96,
+        causal: false,
+        projected: false,
     },
 ];
 

@@ -31,9 +31,14 @@ for dtype, dname in [(torch.bfloat16, "bf16"), (torch.float16, "f16")]:
     for b, h, l, d, causal in shapes:
         q, k, v = (torch.randn(b, h, l, d, device=dev, dtype=dtype) for _ in range(3))
         tag = f"sdpa b{b} h{h} L{l} d{d} {'causal' if causal else 'full'} {dname}"
-        report(f"{tag} fwd", per_call(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), 5))
+        flops = 4.0 * b * h * l * l * d / (2.0 if causal else 1.0)
+        fwd = per_call(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), 5)
+        report(f"{tag} fwd", fwd)
+        report(f"{tag} fwd TFLOP/s", flops / fwd * 1e-9, "TFLOP/s")
         qg, kg, vg = (t.detach().requires_grad_(True) for t in (q, k, v))
-        report(f"{tag} fwd+bwd", per_call(lambda: F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal).sum().backward(), 3))
+        both = per_call(lambda: F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal).sum().backward(), 3)
+        report(f"{tag} fwd+bwd", both)
+        report(f"{tag} fwd+bwd TFLOP/s", 2.5 * flops / both * 1e-9, "TFLOP/s")
 
 
 class Block(nn.Module):

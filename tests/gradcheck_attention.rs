@@ -215,8 +215,8 @@ fn attention_by_blocks() {
     ]);
 }
 
-/// Values do not depend on the block size (without dropout, whose draws
-/// follow the blocks).
+/// Values do not depend on the block size, with dropout too (each weight's
+/// draw is fixed by its place in the whole batch of score matrices).
 #[test]
 fn blocks_give_the_same_values() {
     let mut rng = Rng::new("blocks");
@@ -224,11 +224,12 @@ fn blocks_give_the_same_values() {
         let i = uni(&mut rng, &s, -1.0, 1.0);
         f64_tensor(&i.values, &i.shape)
     });
-    for causal in [false, true] {
+    for (causal, dropout_p) in [(false, 0.0), (true, 0.0), (false, 0.4), (true, 0.25)] {
         let run = |rows| {
             let o = AttentionOptions {
                 is_causal: causal,
                 block_rows: rows,
+                dropout_p,
                 ..Default::default()
             };
             values(
@@ -239,7 +240,7 @@ fn blocks_give_the_same_values() {
         let whole = run(None);
         for rows in [1, 2, 3, 7] {
             assert_close(
-                &format!("causal {causal}, blocks of {rows}"),
+                &format!("causal {causal}, dropout {dropout_p}, blocks of {rows}"),
                 &run(Some(rows)),
                 &whole,
             );

@@ -15,8 +15,8 @@
 //! bytes of a `u64` ([`Bits`]).
 
 use crate::params::{
-    AdamParams, CrossEntropyParams, FlashParams, Geometry, IndexDim, MatmulShape, Operand, SgdParams,
-    TensorList,
+    AdamParams, CrossEntropyParams, FlashParams, Geometry, IndexDim, MatmulShape, Operand, RandView,
+    SgdParams, TensorList,
 };
 
 /// What each argument struct declares about its family's launches.
@@ -101,7 +101,7 @@ args! {
     ArangeArgs [y] { n: u32, start: f64, step: f64, istart: i64, istep: i64 }
 
     /// `rand_uniform_*` and `rand_normal_*`: Philox numbers of `seed` and `stream`.
-    RandArgs [y] { n: u32, seed: u64, stream: u64 }
+    RandArgs [y] { n: u32, seed: u64, stream: u64, view: RandView }
 
     /// `rand_int_*`: integers in `low .. low + range`.
     RandIntArgs [y] { n: u32, seed: u64, stream: u64, low: i64, range: u64 }

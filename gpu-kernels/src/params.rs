@@ -187,6 +187,33 @@ pub struct IndexDim {
     pub size: u32,
 }
 
+/// Which elements of a Philox stream a uniform draw takes: output element
+/// `e` is element `start + (e / run) · stride + e % run` of the stream, so a
+/// block of rows of every matrix of a batch draws exactly the values the
+/// whole batch's draw has there (attention's dropout, drawn block by block
+/// or in a fused kernel, is the same); `run` 0 takes elements `0..n`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RandView {
+    /// The stream element of output element 0.
+    pub start: u64,
+    /// Stream elements between the starts of consecutive runs.
+    pub stride: u64,
+    /// Output elements per run (0: one dense run).
+    pub run: u64,
+}
+
+impl RandView {
+    /// The stream element output element `e` takes.
+    #[inline(always)]
+    pub fn index(&self, e: u64) -> u64 {
+        match (e.checked_div(self.run), e.checked_rem(self.run)) {
+            (Some(q), Some(r)) => self.start + q * self.stride + r,
+            _ => e,
+        }
+    }
+}
+
 /// Where one `[batch, head, row, :]` row of an attention operand starts:
 /// its strides in elements (the last dim is dense and its rows 16-byte
 /// aligned; the host checks both).
@@ -235,9 +262,28 @@ pub struct FlashParams {
     pub k: HeadStrides,
     /// The value's strides.
     pub v: HeadStrides,
+    /// Dropout probability of the attention weights (0: none).
+    pub dropout: f32,
+    /// The factor on a kept weight, `1 / (1 - dropout)` rounded to f32.
+    pub dropout_scale: f32,
+    /// The dropout's draw: the weight of key `j` for query `i` of matrix
+    /// `b·H + h` is kept when element `((b·H + h)·L + i)·S + j` of the
+    /// uniform draw `(seed, stream)` is at least `dropout` (as the blocked
+    /// attention draws it).
+    pub seed: u64,
+    /// See `seed`.
+    pub stream: u64,
 }
 
 impl FlashParams {
+    /// Whether the weight of key `col` for query `row` of matrix `bh`
+    /// survives the dropout.
+    #[inline(always)]
+    pub fn keeps(&self, bh: u32, row: u32, col: u32) -> bool {
+        let i = (bh as u64 * self.l as u64 + row as u64) * self.s as u64 + col as u64;
+        crate::philox::uniform_at(self.seed, self.stream, i) >= self.dropout
+    }
+
     /// Threads a block of the `flash_*` kernels (four warps).
     pub const THREADS: u32 = 128;
     /// Rows a block owns: queries in the forward and the query gradient,

@@ -56,10 +56,23 @@ pub fn uniform_f64(hi: u32, lo: u32) -> f64 {
     bits as f64 * (1.0 / 9_007_199_254_740_992.0)
 }
 
+/// Word `k` (0..4) of `w`, picked by selects: a run-time index into the
+/// array would put it in the GPU's local memory.
+#[inline(always)]
+pub fn word(w: [u32; 4], k: u64) -> u32 {
+    let lo = if k & 1 == 0 { w[0] } else { w[1] };
+    let hi = if k & 1 == 0 { w[2] } else { w[3] };
+    if k & 2 == 0 {
+        lo
+    } else {
+        hi
+    }
+}
+
 /// Element `i` of a uniform draw: word `i % 4` of block `i / 4`.
 #[inline]
 pub fn uniform_at(seed: u64, stream: u64, i: u64) -> f32 {
-    uniform_f32(block(seed, stream, i / 4)[(i % 4) as usize])
+    uniform_f32(word(block(seed, stream, i / 4), i % 4))
 }
 
 /// Element `i` of a uniform f64 draw: words `2(i%2)`, `2(i%2)+1` of block `i / 2`.

@@ -23,6 +23,7 @@ struct Case {
     d: usize,
     causal: bool,
     bf16: bool,
+    dropout: f32,
 }
 
 impl Case {
@@ -81,6 +82,7 @@ struct Reference {
 
 fn reference(
     c: &Case,
+    fp: &FlashParams,
     q: &dyn Fn(usize, usize, usize, usize) -> f64,
     k: &[f64],
     v: &[f64],
@@ -98,6 +100,16 @@ fn reference(
     } = *c;
     let scale = 1.0 / (d as f64).sqrt();
     let group = heads / kv_heads;
+    // the dropout factor of key j for query i of matrix bh
+    let z = |bh: usize, i: usize, j: usize| {
+        if c.dropout == 0.0 {
+            1.0
+        } else if fp.keeps(bh as u32, i as u32, j as u32) {
+            fp.dropout_scale as f64
+        } else {
+            0.0
+        }
+    };
     let mut r = Reference {
         o: std::vec![0.0; batch * heads * l * d],
         lse: std::vec![0.0; batch * heads * l],
@@ -121,15 +133,15 @@ fn reference(
                 let row = (bh * l + i) * d;
                 for (j, pj) in p.iter().enumerate() {
                     for e in 0..d {
-                        r.o[row + e] += pj * v[kv + j * d + e];
+                        r.o[row + e] += pj * z(bh, i, j) * v[kv + j * d + e];
                     }
                 }
                 let delta: f64 = (0..d).map(|e| dout[row + e] * r.o[row + e]).sum();
                 for (j, pj) in p.iter().enumerate() {
-                    let dp: f64 = (0..d).map(|e| dout[row + e] * v[kv + j * d + e]).sum();
+                    let dp = (0..d).map(|e| dout[row + e] * v[kv + j * d + e]).sum::<f64>() * z(bh, i, j);
                     let ds = pj * (dp - delta);
                     for e in 0..d {
-                        r.dv[kv + j * d + e] += pj * dout[row + e];
+                        r.dv[kv + j * d + e] += pj * z(bh, i, j) * dout[row + e];
                         r.dq[row + e] += scale * ds * k[kv + j * d + e];
                         r.dk[kv + j * d + e] += scale * ds * q(b, h, i, e);
                     }
@@ -142,7 +154,8 @@ fn reference(
 
 /// Runs the three kernels on `c` (queries stored as `[B, L, H, D]`, the
 /// layout of a projection split into heads) and checks them.
-fn check<T: MmaHalf, const D: usize>(c: Case) {
+fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
+    assert_eq!(DROP, c.dropout > 0.0);
     assert_eq!(c.d, D);
     let Case {
         batch,
@@ -163,7 +176,6 @@ fn check<T: MmaHalf, const D: usize>(c: Case) {
     let (vb, vw) = half(values(batch * kv_heads * s * d, 3));
     let (dob, dow) = half(values(batch * heads * l * d, 4));
     let q_at = |b: usize, h: usize, i: usize, e: usize| qw[((b * l + i) * heads + h) * d + e];
-    let want = reference(&c, &q_at, &kw, &vw, &dow);
 
     let h = FlashParams {
         l: l as u32,
@@ -187,7 +199,12 @@ fn check<T: MmaHalf, const D: usize>(c: Case) {
             head: (s * d) as u32,
             row: d as u32,
         },
+        dropout: c.dropout,
+        dropout_scale: (1.0 / (1.0 - c.dropout as f64)) as f32,
+        seed: 1234,
+        stream: 5,
     };
+    let want = reference(&c, &h, &q_at, &kw, &vw, &dow);
     let mut o = std::vec![0u16; batch * heads * l * d];
     let mut lse = std::vec![0f32; batch * heads * l];
     let tiles = |n: usize| n.div_ceil(FlashParams::BLOCK_ROWS as usize) as u32;
@@ -206,7 +223,7 @@ fn check<T: MmaHalf, const D: usize>(c: Case) {
             || {
                 let (q, k, v, o, lse) = p.get();
                 // SAFETY: the buffers hold the shapes `h` describes.
-                unsafe { forward::<T, D>(q, k, v, o, lse, h) }
+                unsafe { forward::<T, D, DROP>(q, k, v, o, lse, h) }
             },
         );
     }
@@ -240,7 +257,7 @@ fn check<T: MmaHalf, const D: usize>(c: Case) {
                 let (q, k, v, dout, lse, delta) = p.get();
                 let (dk, dv) = grads.get();
                 // SAFETY: as above.
-                unsafe { backward_kv::<T, D>(q, k, v, dout, lse, delta, dk, dv, h) }
+                unsafe { backward_kv::<T, D, DROP>(q, k, v, dout, lse, delta, dk, dv, h) }
             },
         );
         let dq_at = Shared(dq.as_mut_ptr());
@@ -251,7 +268,7 @@ fn check<T: MmaHalf, const D: usize>(c: Case) {
             || {
                 let (q, k, v, dout, lse, delta) = p.get();
                 // SAFETY: as above.
-                unsafe { backward_q::<T, D>(q, k, v, dout, lse, delta, dq_at.get(), h) }
+                unsafe { backward_q::<T, D, DROP>(q, k, v, dout, lse, delta, dq_at.get(), h) }
             },
         );
     }
@@ -271,12 +288,13 @@ fn case(l: usize, s: usize, d: usize, causal: bool, bf16: bool) -> Case {
         d,
         causal,
         bf16,
+        dropout: 0.0,
     }
 }
 
 #[test]
 fn bf16_d64_grouped_heads_odd_lengths() {
-    check::<BF16, 64>(Case {
+    check::<BF16, 64, false>(Case {
         batch: 2,
         heads: 2,
         kv_heads: 1,
@@ -286,34 +304,53 @@ fn bf16_d64_grouped_heads_odd_lengths() {
 
 #[test]
 fn f16_d64_causal_more_keys_than_queries() {
-    check::<F16, 64>(case(45, 70, 64, true, false));
+    check::<F16, 64, false>(case(45, 70, 64, true, false));
 }
 
 #[test]
 fn f16_d64_causal_more_queries_than_keys() {
-    check::<F16, 64>(case(80, 20, 64, true, false));
+    check::<F16, 64, false>(case(80, 20, 64, true, false));
 }
 
 #[test]
 fn bf16_d128_causal_two_tiles() {
-    check::<BF16, 128>(case(66, 66, 128, true, true));
+    check::<BF16, 128, false>(case(66, 66, 128, true, true));
 }
 
 #[test]
 fn f16_d128_one_query() {
-    check::<F16, 128>(case(1, 33, 128, false, false));
+    check::<F16, 128, false>(case(1, 33, 128, false, false));
 }
 
 #[test]
 fn bf16_d32_causal() {
-    check::<BF16, 32>(case(70, 70, 32, true, true));
+    check::<BF16, 32, false>(case(70, 70, 32, true, true));
 }
 
 #[test]
 fn f16_d96_grouped_heads() {
-    check::<F16, 96>(Case {
+    check::<F16, 96, false>(Case {
         heads: 3,
         kv_heads: 1,
         ..case(40, 77, 96, false, false)
+    });
+}
+
+#[test]
+fn bf16_d64_dropout_causal() {
+    check::<BF16, 64, true>(Case {
+        dropout: 0.3,
+        heads: 2,
+        ..case(70, 45, 64, true, true)
+    });
+}
+
+#[test]
+fn f16_d128_dropout_grouped_heads() {
+    check::<F16, 128, true>(Case {
+        dropout: 0.2,
+        heads: 2,
+        kv_heads: 1,
+        ..case(33, 66, 128, false, false)
     });
 }

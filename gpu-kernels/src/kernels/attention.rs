@@ -13,6 +13,10 @@
 //!   transposed scores `K·Qᵀ` so that `Pᵀ` and `dSᵀ` are A fragments as
 //!   they stand: `dV += Pᵀ·dO`, `dPᵀ = V·dOᵀ`, `dSᵀ = Pᵀ(dPᵀ - Δ)`,
 //!   `dK += dSᵀ·Q`.
+//! - each with dropout (`*_dropout_*`, a separate build so that the plain
+//!   kernels keep their registers): a weight is kept where the uniform of
+//!   its place in the batch of score matrices ([`FlashParams::keeps`]) is
+//!   at least the probability, as the blocked attention draws it;
 //! - `flash_backward_q_*`: a block takes 64 query rows and walks the key
 //!   tiles: `dQ += dS·K`. Splitting the backward in two costs one more
 //!   product per tile than FlashAttention-2's atomics on `dQ`, and buys
@@ -163,6 +167,43 @@ fn log2(x: f32) -> f32 {
     }
 }
 
+/// The dropout's keep bits of a thread's fragment elements `(nt, e)` for
+/// `nt < tiles` (bit `4·nt + e`), `at` giving each element's matrix row and
+/// column; all kept without dropout.
+#[inline(always)]
+fn keep_bits<const DROP: bool>(
+    h: &FlashParams,
+    bh: u32,
+    tiles: usize,
+    at: impl Fn(usize, usize) -> (u32, u32),
+) -> u64 {
+    if !DROP {
+        return u64::MAX;
+    }
+    let mut bits = 0u64;
+    unroll(tiles, |nt| {
+        unroll(4, |e| {
+            let (row, col) = at(nt, e);
+            if h.keeps(bh, row, col) {
+                bits |= 1 << (4 * nt + e);
+            }
+        })
+    });
+    bits
+}
+
+/// The dropout factor of fragment element `(nt, e)` from its keep bits.
+#[inline(always)]
+fn kept<const DROP: bool>(h: &FlashParams, bits: u64, nt: usize, e: usize) -> f32 {
+    if !DROP {
+        1.0
+    } else if (bits >> (4 * nt + e)) & 1 != 0 {
+        h.dropout_scale
+    } else {
+        0.0
+    }
+}
+
 /// The A fragment of the 16×16 tile made of the f32 C fragments `lo`
 /// (columns 0-7) and `hi` (columns 8-15), rounded to `T`.
 #[inline(always)]
@@ -219,7 +260,7 @@ fn head_base(s: &HeadStrides, batch: u32, head: u32) -> usize {
 /// [`FlashParams::forward_shared_bytes`] of shared memory; the pointers and strides
 /// describe live tensors as [`FlashParams`] says.
 #[inline(always)]
-pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
+pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
     q: *const u16,
     k: *const u16,
     v: *const u16,
@@ -325,6 +366,16 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
             })
         });
         unroll(D / 8, |nt| unroll(4, |e| acc[nt][e] *= alpha[e >> 1]));
+        // the sums keep every weight; the output only the kept ones
+        if DROP {
+            let bits = keep_bits::<DROP>(&h, batch * h.heads + head, 8, |nt, e| {
+                (
+                    my_row + (e as u32 >> 1) * 8,
+                    key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
+                )
+            });
+            unroll(8, |nt| unroll(4, |e| sc[nt][e] *= kept::<DROP>(&h, bits, nt, e)));
+        }
 
         // out += P · V
         unroll(4, |kk| {
@@ -361,7 +412,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
 /// and [`FlashParams::backward_kv_shared_bytes`] of shared memory; as for [`forward`] otherwise.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
+pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
     q: *const u16,
     k: *const u16,
     v: *const u16,
@@ -455,9 +506,24 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
                     p[nt][e] = if h.causal != 0 && q0 + c < key { 0.0 } else { x };
                 })
             });
-            // dV += Pᵀ · dO
+            // the kept weights of this tile (rows of Pᵀ are keys, columns queries)
+            let bits = keep_bits::<DROP>(&h, batch * h.heads + hq, bq as usize / 8, |nt, e| {
+                (
+                    q0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
+                    my_key + (e as u32 >> 1) * 8,
+                )
+            });
+            // dV += (Pᵀ with dropout) · dO
             unroll(bq as usize / 16, |kk| {
-                let a = to_a::<T>(&p[2 * kk], &p[2 * kk + 1]);
+                let z = |nt: usize, e: usize| p[nt][e] * kept::<DROP>(&h, bits, nt, e);
+                let lo = [z(2 * kk, 0), z(2 * kk, 1), z(2 * kk, 2), z(2 * kk, 3)];
+                let hi = [
+                    z(2 * kk + 1, 0),
+                    z(2 * kk + 1, 1),
+                    z(2 * kk + 1, 2),
+                    z(2 * kk + 1, 3),
+                ];
+                let a = to_a::<T>(&lo, &hi);
                 mma_kn::<T>(&mut dva, &a, tdo, kk as u32 * 16, D / 16);
             });
             // dPᵀ = V · dOᵀ, then dSᵀ = Pᵀ (dPᵀ - Δ)
@@ -469,7 +535,7 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
             unroll(bq as usize / 8, |nt| {
                 unroll(4, |e| {
                     let c = nt as u32 * 8 + 2 * t + (e as u32 & 1);
-                    p[nt][e] *= dp[nt][e] - *delta_s.add(c as usize);
+                    p[nt][e] *= dp[nt][e] * kept::<DROP>(&h, bits, nt, e) - *delta_s.add(c as usize);
                 })
             });
             // dK += dSᵀ · Q
@@ -506,7 +572,7 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
 /// [`FlashParams::backward_q_shared_bytes`] of shared memory; as for [`forward`] otherwise.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
+pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
     q: *const u16,
     k: *const u16,
     v: *const u16,
@@ -626,13 +692,21 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
                 };
             })
         });
-        // dP = dO · Vᵀ, dS = P (dP - Δ)
+        // dP = dO · Vᵀ (through the dropout), dS = P (dP - Δ)
+        let bits = keep_bits::<DROP>(&h, batch * h.heads + head, bk as usize / 8, |nt, e| {
+            (
+                my_row + (e as u32 >> 1) * 8,
+                key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
+            )
+        });
         let mut dp = [[0f32; 4]; 16];
         unroll(D / 16, |kk| {
             mma_nk::<T>(&mut dp, &df[kk], tv, kk as u32 * 16, bk as usize / 16)
         });
         unroll(bk as usize / 8, |nt| {
-            unroll(4, |e| p[nt][e] *= dp[nt][e] - delta_r[e >> 1])
+            unroll(4, |e| {
+                p[nt][e] *= dp[nt][e] * kept::<DROP>(&h, bits, nt, e) - delta_r[e >> 1]
+            })
         });
         // dQ += dS · K
         unroll(bk as usize / 16, |kk| {
@@ -657,9 +731,13 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
 
 macro_rules! flash {
     ($tn:ident, $t:ty, $dn:ident, $d:literal) => {
+        flash!(@variant $tn, $t, $dn, $d, false, flash_forward, flash_backward_kv, flash_backward_q);
+        flash!(@variant $tn, $t, $dn, $d, true, flash_forward_dropout, flash_backward_kv_dropout, flash_backward_q_dropout);
+    };
+    (@variant $tn:ident, $t:ty, $dn:ident, $d:literal, $drop:literal, $fwd:ident, $kv:ident, $q:ident) => {
         #[cfg(target_arch = "nvptx64")]
         const _: () = {
-            #[export_name = crate::kernel_name!(flash_forward, $dn, $tn)]
+            #[export_name = crate::kernel_name!($fwd, $dn, $tn)]
             unsafe extern "ptx-kernel" fn fwd(
                 q: *const u16,
                 k: *const u16,
@@ -668,10 +746,10 @@ macro_rules! flash {
                 lse: *mut f32,
                 args: crate::args::FlashForwardArgs,
             ) {
-                forward::<$t, $d>(q, k, v, o, lse, args.h)
+                forward::<$t, $d, $drop>(q, k, v, o, lse, args.h)
             }
 
-            #[export_name = crate::kernel_name!(flash_backward_kv, $dn, $tn)]
+            #[export_name = crate::kernel_name!($kv, $dn, $tn)]
             #[allow(clippy::too_many_arguments)]
             unsafe extern "ptx-kernel" fn bwd_kv(
                 q: *const u16,
@@ -684,10 +762,10 @@ macro_rules! flash {
                 dv: *mut u16,
                 args: crate::args::FlashBackwardKvArgs,
             ) {
-                backward_kv::<$t, $d>(q, k, v, dout, lse, delta, dk, dv, args.h)
+                backward_kv::<$t, $d, $drop>(q, k, v, dout, lse, delta, dk, dv, args.h)
             }
 
-            #[export_name = crate::kernel_name!(flash_backward_q, $dn, $tn)]
+            #[export_name = crate::kernel_name!($q, $dn, $tn)]
             #[allow(clippy::too_many_arguments)]
             unsafe extern "ptx-kernel" fn bwd_q(
                 q: *const u16,
@@ -699,7 +777,7 @@ macro_rules! flash {
                 dq: *mut u16,
                 args: crate::args::FlashBackwardQArgs,
             ) {
-                backward_q::<$t, $d>(q, k, v, dout, lse, delta, dq, args.h)
+                backward_q::<$t, $d, $drop>(q, k, v, dout, lse, delta, dq, args.h)
             }
         };
     };

@@ -276,12 +276,18 @@ macro_rules! random_float {
         const _: () = {
             #[export_name = crate::kernel_name!(rand_uniform, $tn)]
             unsafe extern "ptx-kernel" fn kernel(y: *mut $t, args: crate::args::RandArgs) {
-                let crate::args::RandArgs { n, seed, stream } = args;
+                let crate::args::RandArgs {
+                    n,
+                    seed,
+                    stream,
+                    view,
+                } = args;
                 for_each_index(n, |i| {
+                    let at = view.index(i as u64);
                     let v: $t = if core::mem::size_of::<$t>() == 8 {
-                        <$t>::from_f64(philox::uniform_f64_at(seed, stream, i as u64))
+                        <$t>::from_f64(philox::uniform_f64_at(seed, stream, at))
                     } else {
-                        let x = <$t>::from_f32(philox::uniform_at(seed, stream, i as u64));
+                        let x = <$t>::from_f32(philox::uniform_at(seed, stream, at));
                         if x.to_f64() >= 1.0 {
                             <$t>::from_f64(0.0)
                         } else {
@@ -295,9 +301,15 @@ macro_rules! random_float {
         const _: () = {
             #[export_name = crate::kernel_name!(rand_normal, $tn)]
             unsafe extern "ptx-kernel" fn kernel(y: *mut $t, args: crate::args::RandArgs) {
-                let crate::args::RandArgs { n, seed, stream } = args;
+                let crate::args::RandArgs {
+                    n,
+                    seed,
+                    stream,
+                    view,
+                } = args;
                 for_each_index(n, |i| {
-                    *y.add(i as usize) = <$t>::from_f64(philox::normal_at(seed, stream, i as u64));
+                    *y.add(i as usize) =
+                        <$t>::from_f64(philox::normal_at(seed, stream, view.index(i as u64)));
                 });
             }
         };

@@ -1,7 +1,7 @@
 //! Fused attention as a backend call: CUDA's tensor-core kernels
 //! (`cuda/attention.rs`). The front end (`tensor/attention/fused.rs`)
-//! decides when they apply (f16/bf16, head dims 32, 64, 96 and 128, no mask or
-//! dropout) and hands each operand over as a `[B, H, rows, D]` view of its
+//! decides when they apply (f16/bf16, head dims 32, 64, 96 and 128, no mask)
+//! and hands each operand over as a `[B, H, rows, D]` view of its
 //! storage; every other attention is composed from tensor ops
 //! (`tensor/attention/blocked.rs`), which serves every backend.
 
@@ -57,6 +57,12 @@ pub struct FlashShape {
     pub causal: bool,
     /// The factor on `q·k`.
     pub scale: f64,
+    /// Dropout probability of the weights (0: none).
+    pub dropout: f64,
+    /// The dropout's uniform draw `(seed, stream)`: the weight of key `j`
+    /// for query `i` of matrix `b·H + h` is dropped when the draw's element
+    /// `((b·H + h)·L + i)·S + j` is below `dropout`.
+    pub draw: (u64, u64),
 }
 
 fn cuda_only() -> Error {

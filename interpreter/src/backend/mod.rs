@@ -28,7 +28,7 @@ use crate::core::error::{Error, Result};
 use crate::core::index::Along;
 use crate::core::op::{BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
 use crate::core::{DType, Device, HostValues, Layout, Scalar};
-use kiln_kernels::params::{AdamParams, SgdParams};
+use kiln_kernels::params::{AdamParams, RandView, SgdParams};
 
 /// The elements of a tensor on one device.
 #[derive(Debug)]
@@ -210,11 +210,23 @@ impl Storage {
 
     /// Uniform `[0, 1)` draw `stream` of the Philox generator under `seed`.
     pub fn rand_uniform(device: Device, dtype: DType, n: usize, seed: u64, stream: u64) -> Result<Storage> {
+        Storage::rand_uniform_view(device, dtype, n, (seed, stream), RandView::default())
+    }
+
+    /// `n` uniform values taken from draw `stream` under `seed` through `view`
+    /// (runs of a larger draw, see [`RandView`]).
+    pub fn rand_uniform_view(
+        device: Device,
+        dtype: DType,
+        n: usize,
+        (seed, stream): (u64, u64),
+        view: RandView,
+    ) -> Result<Storage> {
         check_device(device)?;
         preflight("rand", device, dtype, n)?;
         Ok(match device {
-            Device::Cpu => Storage::Cpu(cpu::rand_uniform(dtype, n, seed, stream)),
-            Device::Cuda(_) => Storage::Cuda(CudaStorage::rand_float(dtype, n, seed, stream, false)?),
+            Device::Cpu => Storage::Cpu(cpu::rand_uniform(dtype, n, seed, stream, view)),
+            Device::Cuda(_) => Storage::Cuda(CudaStorage::rand_float(dtype, n, (seed, stream), view, false)?),
         })
     }
 
@@ -224,7 +236,13 @@ impl Storage {
         preflight("randn", device, dtype, n)?;
         Ok(match device {
             Device::Cpu => Storage::Cpu(cpu::rand_normal(dtype, n, seed, stream)),
-            Device::Cuda(_) => Storage::Cuda(CudaStorage::rand_float(dtype, n, seed, stream, true)?),
+            Device::Cuda(_) => Storage::Cuda(CudaStorage::rand_float(
+                dtype,
+                n,
+                (seed, stream),
+                RandView::default(),
+                true,
+            )?),
         })
     }
 

@@ -196,6 +196,20 @@ impl Tensor {
         Tensor::from_storage("rand", s, shape)
     }
 
+    /// Uniform values in `[0, 1)` of `shape` taken through `view` from the
+    /// draw `(seed, stream)`: pieces of a larger draw (attention's dropout).
+    pub(crate) fn rand_view(
+        shape: &[usize],
+        dtype: DType,
+        device: Device,
+        draw: (u64, u64),
+        view: kiln_kernels::params::RandView,
+    ) -> Result<Tensor> {
+        check_alloc_on("rand", shape, dtype, device)?;
+        let s = Storage::rand_uniform_view(device, dtype, numel(shape), draw, view)?;
+        Tensor::from_storage("rand", s, shape)
+    }
+
     /// Standard normal values (f32 by default).
     pub fn randn(
         shape: &[usize],

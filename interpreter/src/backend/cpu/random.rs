@@ -5,13 +5,16 @@
 use super::element::{with_dtype, Element};
 use super::CpuStorage;
 use crate::core::DType;
+use kiln_kernels::params::RandView;
 use kiln_kernels::philox;
 use rayon::prelude::*;
 
-/// `n` uniform values in `[0, 1)` of a float `dtype`.
-pub(crate) fn rand_uniform(dtype: DType, n: usize, seed: u64, stream: u64) -> CpuStorage {
+/// `n` uniform values in `[0, 1)` of a float `dtype`, the stream's
+/// elements `view` picks.
+pub(crate) fn rand_uniform(dtype: DType, n: usize, seed: u64, stream: u64, view: RandView) -> CpuStorage {
     with_dtype!(dtype, T => {
-        let v: Vec<T> = (0..n as u64).into_par_iter().map(|i| {
+        let v: Vec<T> = (0..n as u64).into_par_iter().map(|e| {
+            let i = view.index(e);
             if dtype == DType::F64 {
                 T::from_f64(philox::uniform_f64_at(seed, stream, i))
             } else {

@@ -56,7 +56,13 @@ fn params(shape: &FlashShape, [q, k, v]: [(&CudaStorage, HeadView); 3]) -> Resul
     if !FlashParams::HEAD_DIMS.contains(&s.d) {
         return Err(invalid(format!("head dim {}", s.d)));
     }
-    if s.batch == 0 || s.l == 0 || s.s == 0 || s.kv_heads == 0 || s.heads % s.kv_heads != 0 {
+    if s.batch == 0
+        || s.l == 0
+        || s.s == 0
+        || s.kv_heads == 0
+        || s.heads % s.kv_heads != 0
+        || !(0.0..=1.0).contains(&s.dropout)
+    {
         return Err(invalid(format!("shape {s:?}")));
     }
     let out = s.batch * s.heads * s.l * s.d;
@@ -76,6 +82,10 @@ fn params(shape: &FlashShape, [q, k, v]: [(&CudaStorage, HeadView); 3]) -> Resul
         q: strides("query", q.1, s, s.heads, s.l, q.0.len)?,
         k: strides("key", k.1, s, s.kv_heads, s.s, k.0.len)?,
         v: strides("value", v.1, s, s.kv_heads, s.s, v.0.len)?,
+        dropout: s.dropout as f32,
+        dropout_scale: (1.0 / (1.0 - s.dropout)) as f32,
+        seed: s.draw.0,
+        stream: s.draw.1,
     })
 }
 

@@ -191,7 +191,13 @@ impl CudaStorage {
     }
 
     /// A Philox draw (`normal` or uniform) of a float dtype.
-    pub fn rand_float(dtype: DType, n: usize, seed: u64, stream: u64, normal: bool) -> Result<CudaStorage> {
+    pub fn rand_float(
+        dtype: DType,
+        n: usize,
+        (seed, stream): (u64, u64),
+        view: kiln_kernels::params::RandView,
+        normal: bool,
+    ) -> Result<CudaStorage> {
         let rt = CudaRuntime::get()?;
         let out = CudaStorage::alloc(dtype, n)?;
         let k = if normal {
@@ -199,7 +205,7 @@ impl CudaStorage {
         } else {
             Kernel::RandUniform(dtype)
         };
-        kernels::rand_float(rt, k, n as u32, out.ptr(), seed, stream)?;
+        kernels::rand_float(rt, k, n as u32, out.ptr(), seed, stream, view)?;
         Ok(out)
     }
 

@@ -7,10 +7,11 @@
 //! direction, on every device and dtype.
 
 use super::super::autograd::{self, functions, Saved};
-use super::super::{Generator, Tensor};
+use super::super::Tensor;
 use crate::core::error::Result;
 use crate::core::op::{CmpOp, ReduceOp};
 use crate::core::{DType, Scalar};
+use kiln_kernels::params::RandView;
 
 /// `t` in f32 when it is f16 or bf16: scores, their exponentials and the
 /// log-sum-exp are kept in f32, as FlashAttention keeps them.
@@ -39,8 +40,11 @@ pub(super) struct Plan {
     pub scale: f64,
     pub mask: Mask,
     pub dropout: f64,
-    /// The generator as it was before the forward drew its dropout masks.
-    pub gen: Generator,
+    /// The draw the dropout takes its uniforms from (seed, stream): query
+    /// `i`'s weight of key `j` in matrix `bh` of the batch uses the draw's
+    /// element `(bh·L + i)·S + j`, whatever the blocks (and in the fused
+    /// kernels too).
+    pub draw: Option<(u64, u64)>,
     /// Query rows per block.
     pub rows: usize,
 }
@@ -93,13 +97,22 @@ impl Plan {
         }
     }
 
-    /// The dropout factor of a block's probabilities (kept / (1 - p), or 0),
-    /// drawn from `gen`; `None` without dropout.
-    fn dropout_factor(&self, like: &Tensor, gen: &mut Generator) -> Result<Option<Tensor>> {
-        if self.dropout <= 0.0 {
+    /// The dropout factor of the probabilities of query rows `i0..i0 + n`
+    /// out of `l` (kept / (1 - p), or 0): the draw's elements of those rows;
+    /// `None` without dropout.
+    fn dropout_factor(&self, like: &Tensor, i0: usize, l: usize) -> Result<Option<Tensor>> {
+        let (Some(draw), true) = (self.draw, self.dropout > 0.0) else {
             return Ok(None);
-        }
-        let u = Tensor::rand(like.shape(), Some(like.dtype()), like.device(), gen)?;
+        };
+        let nd = like.ndim();
+        let (n, s) = (like.shape()[nd - 2], like.shape()[nd - 1]);
+        let view = RandView {
+            start: (i0 * s) as u64,
+            stride: (l * s) as u64,
+            run: (n * s) as u64,
+        };
+        // f32 uniforms whatever the scores' dtype, as the fused kernels draw them
+        let u = Tensor::rand_view(like.shape(), DType::F32, like.device(), draw, view)?;
         let keep = u.compare_scalar(CmpOp::Ge, Scalar::Float(self.dropout), false)?;
         let f = like.constant(1.0 / (1.0 - self.dropout))?;
         Ok(Some(Tensor::where_cond(&keep, &f, &like.constant(0.0)?)?))
@@ -107,9 +120,8 @@ impl Plan {
 
     /// Output `[..., L, Ev]` and log-sum-exp `[..., L, 1]` (+inf for a row
     /// with no key left, whose output is zeros).
-    fn forward(&self, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor, Generator)> {
+    fn forward(&self, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
         let l = q.shape()[q.ndim() - 2];
-        let mut gen = self.gen;
         let (mut outs, mut lses) = (Vec::new(), Vec::new());
         let mut i0 = 0;
         while i0 < l {
@@ -122,7 +134,7 @@ impl Plan {
             let sum = p.reduce(ReduceOp::Sum, Some(&[-1]), true)?;
             let sum = Tensor::where_cond(&empty, &sum.constant(1.0)?, &sum)?;
             let mut w = p.div(&sum)?;
-            if let Some(f) = self.dropout_factor(&w, &mut gen)? {
+            if let Some(f) = self.dropout_factor(&w, i0, l)? {
                 w = w.mul(&f)?;
             }
             outs.push(w.to_dtype(v.dtype())?.matmul(v)?);
@@ -130,7 +142,7 @@ impl Plan {
             lses.push(Tensor::where_cond(&empty, &lse.constant(f64::INFINITY)?, &lse)?);
             i0 += n;
         }
-        Ok((Tensor::cat(&outs, -2)?, Tensor::cat(&lses, -2)?, gen))
+        Ok((Tensor::cat(&outs, -2)?, Tensor::cat(&lses, -2)?))
     }
 
     /// Gradients of q, k, v and (for an additive mask) the mask, from the
@@ -144,7 +156,6 @@ impl Plan {
         mask_grad: bool,
     ) -> Result<(Tensor, Tensor, Tensor, Option<Tensor>)> {
         let l = q.shape()[q.ndim() - 2];
-        let mut gen = self.gen;
         let d = wide(&g.mul(out)?)?.reduce(ReduceOp::Sum, Some(&[-1]), true)?;
         let low = |t: &Tensor| t.to_dtype(q.dtype());
         let (mut gq, mut gm) = (Vec::new(), Vec::new());
@@ -163,7 +174,7 @@ impl Plan {
             let w = s.sub(&block(lse)?)?.exp()?;
             let gb = block(g)?;
             let gw_d = wide(&gb.matmul(&v.transpose(-2, -1)?)?)?;
-            let (w_d, gw) = match self.dropout_factor(&w, &mut gen)? {
+            let (w_d, gw) = match self.dropout_factor(&w, i0, l)? {
                 Some(f) => (w.mul(&f)?, gw_d.mul(&f)?),
                 None => (w.clone(), gw_d),
             };
@@ -202,7 +213,7 @@ impl Plan {
 /// differentiable in q, k, v and an additive mask, and the generator after
 /// the forward's dropout draws. `q`, `k`, `v` share their batch dims; the
 /// mask broadcasts to `[..., L, S]`.
-pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, plan: Plan) -> Result<(Tensor, Generator)> {
+pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, plan: Plan) -> Result<Tensor> {
     const OP: &str = "scaled_dot_product_attention";
     let mask = match &plan.mask {
         Mask::Add(m) => Some(m.clone()),
@@ -211,10 +222,9 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, plan: Plan) -> Resul
     let mut inputs = vec![q, k, v];
     inputs.extend(mask.as_ref());
     if !autograd::needs_grad(&inputs) {
-        let (out, _, gen) = autograd::forward(|| plan.forward(q, k, v))?;
-        return Ok((out, gen));
+        return Ok(autograd::forward(|| plan.forward(q, k, v))?.0);
     }
-    let (out, lse, gen) = autograd::forward(|| plan.forward(q, k, v))?;
+    let (out, lse) = autograd::forward(|| plan.forward(q, k, v))?;
     let saved = [q, k, v, &out, &lse].map(Saved::new);
     let mask_like = mask.as_ref().map(|m| (m.shape().to_vec(), m.dtype()));
     let dtype = q.dtype();
@@ -237,7 +247,7 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, plan: Plan) -> Resul
         }
         Ok(grads)
     });
-    Ok((out, gen))
+    Ok(out)
 }
 
 /// The common batch shape of q, k and v (all but their last two dims),

@@ -3,9 +3,10 @@
 //! heads shared in the kernel (no repeated keys and values), any batch
 //! dims the kernels can stride through (others are copied dense first). The
 //! forward keeps the output and the rows' log-sum-exp for the backward,
-//! whose gradients come from two more kernels. Attention with a mask or
-//! dropout, other dtypes or head dims, and every CPU attention take the
-//! blocked path.
+//! whose gradients come from two more kernels. Dropout draws each weight's
+//! uniform where the blocked path does, so both drop the same weights.
+//! Attention with a mask, other dtypes or head dims, and every CPU
+//! attention take the blocked path.
 //!
 //! `KILN_FLASH=1` or `0` (or [`set_fused_attention`]) turns the kernels on
 //! or off; until they have been checked on a GPU by `kiln-check` they are
@@ -59,7 +60,6 @@ pub(super) fn applies(q: &Tensor, k: &Tensor, v: &Tensor, opts: &AttentionOption
     matches!(q.device(), Device::Cuda(_))
         && matches!(q.dtype(), DType::F16 | DType::BF16)
         && opts.attn_mask.is_none()
-        && opts.dropout_p == 0.0
         && last(q) == last(v)
         && FlashParams::HEAD_DIMS.contains(&last(q))
         && (!opts.enable_gqa || (q.ndim() >= 3 && q.ndim() == k.ndim() && k.ndim() == v.ndim()))
@@ -115,17 +115,27 @@ fn viewed(t: &Tensor) -> Result<(Tensor, (usize, usize, HeadView))> {
     Ok((t, v))
 }
 
-/// Fused `softmax(q kᵀ · scale) v` (causal when asked), differentiable in
-/// q, k and v; `gqa`: k and v have fewer heads (dim -3), each shared by
-/// `Hq / Hkv` query heads. The operands are checked and `L`, `S` > 0.
-pub(super) fn attention(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    causal: bool,
-    scale: f64,
-    gqa: bool,
-) -> Result<Tensor> {
+/// How one fused attention runs: causal or not, the scale, grouped-query
+/// heads (k and v have fewer heads, dim -3, each shared by `Hq / Hkv`
+/// query heads), and the dropout probability with its draw.
+pub(super) struct Fused {
+    pub causal: bool,
+    pub scale: f64,
+    pub gqa: bool,
+    pub dropout: f64,
+    pub draw: (u64, u64),
+}
+
+/// Fused `softmax(q kᵀ · scale) v` as `how` says, differentiable in q, k
+/// and v. The operands are checked and `L`, `S` > 0.
+pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, how: Fused) -> Result<Tensor> {
+    let Fused {
+        causal,
+        scale,
+        gqa,
+        dropout,
+        draw,
+    } = how;
     let (q, k, v) = super::blocked::broadcast_lead(q, k, v, if gqa { 3 } else { 2 })?;
     let (q, (batch, heads, qv)) = viewed(&q)?;
     let (k, (_, kv_heads, kv)) = viewed(&k)?;
@@ -140,6 +150,8 @@ pub(super) fn attention(
         d: q.shape()[n - 1],
         causal,
         scale,
+        dropout,
+        draw,
     };
     let (o, lse) = autograd::forward(|| {
         with_all_storages(&[&q, &k, &v], |s| {
@@ -219,5 +231,67 @@ mod tests {
         // a transposed last dim
         let t = zeros(&[3, 64, 5]).transpose(1, 2).unwrap();
         assert!(head_view(&t).is_none());
+    }
+}
+
+#[cfg(test)]
+mod dropout_tests {
+    use super::super::AttentionOptions;
+    use crate::core::{DType, Device, HostValues};
+    use crate::tensor::{Generator, Tensor};
+    use kiln_kernels::params::FlashParams;
+
+    /// The blocked path drops exactly the weights the fused kernels drop
+    /// (`FlashParams::keeps` on the same draw): attention with uniform
+    /// scores (q = 0) and v = the key index gives, per row, the mean of the
+    /// kept keys' indices scaled by 1 / (1 - p).
+    #[test]
+    fn the_blocked_path_drops_what_the_kernels_drop() {
+        let (b, h, l, s, d) = (2usize, 3usize, 5usize, 7usize, 4usize);
+        let p = 0.4f64;
+        let q = Tensor::zeros(&[b, h, l, d], Some(DType::F64), Device::Cpu).unwrap();
+        let k = q
+            .narrow(2, 0, 1)
+            .unwrap()
+            .expand(&[b as i64, h as i64, s as i64, d as i64])
+            .unwrap();
+        let idx: Vec<f64> = (0..b * h * s * d).map(|i| ((i / d) % s) as f64).collect();
+        let v = Tensor::from_host(&HostValues::Float(idx), &[b, h, s, d], DType::F64, Device::Cpu).unwrap();
+        for rows in [None, Some(2)] {
+            let o = AttentionOptions {
+                dropout_p: p,
+                block_rows: rows,
+                ..Default::default()
+            };
+            let mut gen = Generator::new(11);
+            let out = q.scaled_dot_product_attention(&k, &v, &o, &mut gen).unwrap();
+            let HostValues::Float(got) = out.to_host().unwrap() else {
+                panic!("not floats")
+            };
+            let (seed, stream) = Generator::new(11).next_stream();
+            let fp = FlashParams {
+                l: l as u32,
+                s: s as u32,
+                dropout: p as f32,
+                seed,
+                stream,
+                ..Default::default()
+            };
+            for m in 0..b * h {
+                for i in 0..l {
+                    let kept: f64 = (0..s)
+                        .filter(|&j| fp.keeps(m as u32, i as u32, j as u32))
+                        .map(|j| j as f64)
+                        .sum();
+                    let want = kept / s as f64 / (1.0 - p);
+                    let at = (m * l + i) * d;
+                    assert!(
+                        (got[at] - want).abs() < 1e-12,
+                        "matrix {m} row {i}: {} vs {want}",
+                        got[at]
+                    );
+                }
+            }
+        }
     }
 }

@@ -68,7 +68,19 @@ impl Tensor {
             gqa_group(q, k, v)?;
         }
         if l > 0 && s > 0 && fused::applies(q, k, v, opts) {
-            return fused::attention(q, k, v, opts.is_causal, scale, opts.enable_gqa);
+            let how = fused::Fused {
+                causal: opts.is_causal,
+                scale,
+                gqa: opts.enable_gqa,
+                dropout: opts.dropout_p,
+                // one draw per attention, as the blocked path takes it
+                draw: if opts.dropout_p > 0.0 {
+                    gen.next_stream()
+                } else {
+                    (0, 0)
+                },
+            };
+            return fused::attention(q, k, v, how);
         }
         let (k, v) = if opts.enable_gqa {
             share_heads(q, k, v)?
@@ -107,15 +119,13 @@ impl Tensor {
             scale,
             mask,
             dropout: opts.dropout_p,
-            gen: *gen,
+            draw: (opts.dropout_p > 0.0).then(|| gen.next_stream()),
             rows: opts
                 .block_rows
                 .unwrap_or_else(|| blocked::rows_per_block(batch, l, s))
                 .max(1),
         };
-        let (out, after) = blocked::attention(&q, &k, &v, plan)?;
-        *gen = after;
-        Ok(out)
+        blocked::attention(&q, &k, &v, plan)
     }
 
     /// `x / √(mean(x², normalized dims) + eps) · weight` over the trailing

@@ -40,7 +40,7 @@ pub fn flash_forward(
     h: FlashParams,
     [q, k, v, o, lse]: [sys::CUdeviceptr; 5],
 ) -> Result<()> {
-    let f = rt.kernels.get(Kernel::FlashForward(dtype, d))?;
+    let f = rt.kernels.get(Kernel::FlashForward(dtype, d, h.dropout > 0.0))?;
     let shared = FlashParams::forward_shared_bytes(d);
     allow_shared(f, shared)?;
     // SAFETY: the kernel takes this argument block; the front end checked the
@@ -71,10 +71,14 @@ pub fn flash_backward(
     [q, k, v, dout, lse, delta]: [sys::CUdeviceptr; 6],
     [dq, dk, dv]: [sys::CUdeviceptr; 3],
 ) -> Result<()> {
-    let fkv = rt.kernels.get(Kernel::FlashBackwardKv(dtype, d))?;
+    let fkv = rt
+        .kernels
+        .get(Kernel::FlashBackwardKv(dtype, d, h.dropout > 0.0))?;
     let shared_kv = FlashParams::backward_kv_shared_bytes(d);
     allow_shared(fkv, shared_kv)?;
-    let fq = rt.kernels.get(Kernel::FlashBackwardQ(dtype, d))?;
+    let fq = rt
+        .kernels
+        .get(Kernel::FlashBackwardQ(dtype, d, h.dropout > 0.0))?;
     let shared_q = FlashParams::backward_q_shared_bytes(d);
     allow_shared(fq, shared_q)?;
     // SAFETY: as for the forward; the gradients are dense buffers of the

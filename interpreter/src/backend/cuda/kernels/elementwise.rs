@@ -14,7 +14,7 @@ use kiln_kernels::args::{
     ArangeArgs, BinaryArgs, Bits, CastArgs, DenseArgs, DenseBinaryArgs, DenseScalarArgs, FillArgs, RandArgs,
     RandIntArgs, RowArgs, ScalarArgs, UnaryArgs, WhereArgs,
 };
-use kiln_kernels::params::{Geometry, Operand};
+use kiln_kernels::params::{Geometry, Operand, RandView};
 
 /// `y = op(x)` (y dense).
 pub fn unary(
@@ -282,11 +282,25 @@ pub fn rand_float(
     y: sys::CUdeviceptr,
     seed: u64,
     stream: u64,
+    view: RandView,
 ) -> Result<()> {
     let f = rt.kernels.get(kernel)?;
     // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
     // allocations the launch stays inside.
-    unsafe { launch(rt, f, n, [y], RandArgs { n, seed, stream }) }
+    unsafe {
+        launch(
+            rt,
+            f,
+            n,
+            [y],
+            RandArgs {
+                n,
+                seed,
+                stream,
+                view,
+            },
+        )
+    }
 }
 
 /// An integer Philox draw in `[low, low + range)`.

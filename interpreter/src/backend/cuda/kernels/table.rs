@@ -106,19 +106,19 @@ pub enum Kernel {
     SortGather(DType),
     /// `sort_search_<dtype>`: binary searches in sorted rows
     SortSearch(DType),
-    /// `flash_forward_d<head dim>_<dtype>`: fused attention, output and log-sum-exp
-    FlashForward(DType, usize),
-    /// `flash_backward_kv_d<head dim>_<dtype>`: its key and value gradients
-    FlashBackwardKv(DType, usize),
-    /// `flash_backward_q_d<head dim>_<dtype>`: its query gradient
-    FlashBackwardQ(DType, usize),
+    /// `flash_forward[_dropout]_d<head dim>_<dtype>`: fused attention, output and log-sum-exp
+    FlashForward(DType, usize, bool),
+    /// `flash_backward_kv[_dropout]_d<head dim>_<dtype>`: its key and value gradients
+    FlashBackwardKv(DType, usize, bool),
+    /// `flash_backward_q[_dropout]_d<head dim>_<dtype>`: its query gradient
+    FlashBackwardQ(DType, usize, bool),
 }
 
 /// The name of a fused attention kernel (`family` 0 forward, 1 key/value
-/// gradients, 2 query gradient); dtypes other than f16 and bf16, and head
-/// dims other than `FlashParams::HEAD_DIMS`, name bf16 / d128 kernels (never
-/// launched: the front end checks first).
-fn flash_name(d: DType, head_dim: usize, family: u8) -> &'static str {
+/// gradients, 2 query gradient; with dropout or not); dtypes other than
+/// f16 and bf16, and head dims other than `FlashParams::HEAD_DIMS`, name
+/// bf16 / d128 kernels (never launched: the front end checks first).
+fn flash_name(d: DType, head_dim: usize, family: u8, dropout: bool) -> &'static str {
     macro_rules! by_dim {
         ($family:ident) => {
             match (d, head_dim) {
@@ -133,10 +133,13 @@ fn flash_name(d: DType, head_dim: usize, family: u8) -> &'static str {
             }
         };
     }
-    match family {
-        0 => by_dim!(flash_forward),
-        1 => by_dim!(flash_backward_kv),
-        _ => by_dim!(flash_backward_q),
+    match (family, dropout) {
+        (0, false) => by_dim!(flash_forward),
+        (1, false) => by_dim!(flash_backward_kv),
+        (_, false) => by_dim!(flash_backward_q),
+        (0, true) => by_dim!(flash_forward_dropout),
+        (1, true) => by_dim!(flash_backward_kv_dropout),
+        (_, true) => by_dim!(flash_backward_q_dropout),
     }
 }
 
@@ -353,9 +356,9 @@ impl Kernel {
             Kernel::SortGlobal => "sort_global",
             Kernel::SortGather(d) => by_dtype!(d, sort_gather),
             Kernel::SortSearch(d) => by_dtype!(d, sort_search),
-            Kernel::FlashForward(d, e) => flash_name(d, e, 0),
-            Kernel::FlashBackwardKv(d, e) => flash_name(d, e, 1),
-            Kernel::FlashBackwardQ(d, e) => flash_name(d, e, 2),
+            Kernel::FlashForward(d, e, drop) => flash_name(d, e, 0, drop),
+            Kernel::FlashBackwardKv(d, e, drop) => flash_name(d, e, 1, drop),
+            Kernel::FlashBackwardQ(d, e, drop) => flash_name(d, e, 2, drop),
         }
     }
 
@@ -550,11 +553,13 @@ impl Kernel {
         v.extend([Kernel::SortLocal, Kernel::SortGlobal]);
         for d in [DType::F16, DType::BF16] {
             for e in kiln_kernels::params::FlashParams::HEAD_DIMS {
-                v.extend([
-                    Kernel::FlashForward(d, e),
-                    Kernel::FlashBackwardKv(d, e),
-                    Kernel::FlashBackwardQ(d, e),
-                ]);
+                for drop in [false, true] {
+                    v.extend([
+                        Kernel::FlashForward(d, e, drop),
+                        Kernel::FlashBackwardKv(d, e, drop),
+                        Kernel::FlashBackwardQ(d, e, drop),
+                    ]);
+                }
             }
         }
         v
@@ -690,8 +695,12 @@ mod tests {
         );
         assert_eq!(Kernel::Transpose(4).name(), "transpose_b4");
         assert_eq!(
-            Kernel::FlashBackwardKv(DType::F16, 64).name(),
+            Kernel::FlashBackwardKv(DType::F16, 64, false).name(),
             "flash_backward_kv_d64_f16"
+        );
+        assert_eq!(
+            Kernel::FlashForward(DType::BF16, 96, true).name(),
+            "flash_forward_dropout_d96_bf16"
         );
         let all = Kernel::expected();
         let names: HashSet<&str> = all.iter().map(|k| k.name()).collect();

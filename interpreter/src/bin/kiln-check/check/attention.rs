@@ -4,7 +4,8 @@
 //! dtype: the output and the gradients of q, k and v (of `sum(out · w)`
 //! for a fixed random `w`). Head dims 32, 64, 96 and 128, causal or not, lengths
 //! that are not multiples of the tiles, one query, grouped-query heads, and
-//! operands that are views of a `[B, L, H, D]` projection.
+//! operands that are views of a `[B, L, H, D]` projection, and dropout
+//! (one draw per call: the same weights drop on both sides).
 
 use super::*;
 use kiln::tensor::attention::{fused_attention_enabled, set_fused_attention, AttentionOptions};
@@ -21,9 +22,11 @@ struct Sdpa {
     causal: bool,
     /// Operands made as `[B, rows, H, D]` and transposed to `[B, H, rows, D]`.
     projected: bool,
+    /// Dropout probability (the same weights drop on both sides).
+    dropout: f64,
 }
 
-const CASES: [Sdpa; 8] = [
+const CASES: [Sdpa; 10] = [
     Sdpa {
         name: "d64 causal",
         batch: 2,
@@ -34,6 +37,7 @@ const CASES: [Sdpa; 8] = [
         d: 64,
         causal: true,
         projected: false,
+        dropout: 0.0,
     },
     Sdpa {
         name: "d64 odd lengths",
@@ -45,6 +49,7 @@ const CASES: [Sdpa; 8] = [
         d: 64,
         causal: false,
         projected: false,
+        dropout: 0.0,
     },
     Sdpa {
         name: "d128 causal, more keys",
@@ -56,6 +61,7 @@ const CASES: [Sdpa; 8] = [
         d: 128,
         causal: true,
         projected: false,
+        dropout: 0.0,
     },
     Sdpa {
         name: "d128 grouped-query heads",
@@ -67,6 +73,7 @@ const CASES: [Sdpa; 8] = [
         d: 128,
         causal: false,
         projected: false,
+        dropout: 0.0,
     },
     Sdpa {
         name: "d64 one query",
@@ -78,6 +85,7 @@ const CASES: [Sdpa; 8] = [
         d: 64,
         causal: false,
         projected: false,
+        dropout: 0.0,
     },
     Sdpa {
         name: "d128 causal, projected views",
@@ -89,6 +97,7 @@ const CASES: [Sdpa; 8] = [
         d: 128,
         causal: true,
         projected: true,
+        dropout: 0.0,
     },
     Sdpa {
         name: "d32 causal",
@@ -100,6 +109,7 @@ const CASES: [Sdpa; 8] = [
         d: 32,
         causal: true,
         projected: false,
+        dropout: 0.0,
     },
     Sdpa {
         name: "d96 grouped-query heads",
@@ -111,6 +121,31 @@ const CASES: [Sdpa; 8] = [
         d: 96,
         causal: false,
         projected: false,
+        dropout: 0.0,
+    },
+    Sdpa {
+        name: "d64 causal, dropout",
+        batch: 2,
+        heads: 2,
+        kv_heads: 2,
+        l: 90,
+        s: 90,
+        d: 64,
+        causal: true,
+        projected: false,
+        dropout: 0.3,
+    },
+    Sdpa {
+        name: "d128 dropout, grouped-query heads",
+        batch: 1,
+        heads: 4,
+        kv_heads: 2,
+        l: 70,
+        s: 100,
+        d: 128,
+        causal: false,
+        projected: false,
+        dropout: 0.2,
     },
 ];
 
@@ -133,6 +168,7 @@ impl Sdpa {
         let opts = AttentionOptions {
             is_causal: self.causal,
             enable_gqa: self.heads != self.kv_heads,
+            dropout_p: self.dropout,
             ..Default::default()
         };
         let out = heads(&q)?.scaled_dot_product_attention(

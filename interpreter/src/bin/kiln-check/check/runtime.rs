@@ -211,19 +211,30 @@ pub fn kernel_resources() -> std::result::Result<Vec<String>, String> {
             }
         }
     }
+    use kiln_kernels::params::FlashParams;
     for d in [DType::F16, DType::BF16] {
-        for e in kiln_kernels::params::FlashParams::HEAD_DIMS {
-            use kiln_kernels::params::FlashParams;
-            for (k, shared) in [
-                (Kernel::FlashForward(d, e), FlashParams::forward_shared_bytes(e)),
-                (Kernel::FlashBackwardKv(d, e), FlashParams::backward_kv_shared_bytes(e)),
-                (Kernel::FlashBackwardQ(d, e), FlashParams::backward_q_shared_bytes(e)),
-            ] {
-                if let Some((regs, local, max)) = rt.kernels().resources(k) {
-                    lines.push(format!(
-                        "{:<28} {regs:>4} registers, {local:>4} local bytes, {max:>5} threads max, {shared:>6} shared bytes",
-                        k.name()
-                    ));
+        for e in FlashParams::HEAD_DIMS {
+            for drop in [false, true] {
+                for (k, shared) in [
+                    (
+                        Kernel::FlashForward(d, e, drop),
+                        FlashParams::forward_shared_bytes(e),
+                    ),
+                    (
+                        Kernel::FlashBackwardKv(d, e, drop),
+                        FlashParams::backward_kv_shared_bytes(e),
+                    ),
+                    (
+                        Kernel::FlashBackwardQ(d, e, drop),
+                        FlashParams::backward_q_shared_bytes(e),
+                    ),
+                ] {
+                    if let Some((regs, local, max)) = rt.kernels().resources(k) {
+                        lines.push(format!(
+                            "{:<34} {regs:>4} registers, {local:>4} local bytes, {max:>5} threads max, {shared:>6} shared bytes",
+                            k.name()
+                        ));
+                    }
                 }
             }
         }

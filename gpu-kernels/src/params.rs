@@ -335,11 +335,11 @@ impl FlashParams {
     }
 
     /// Shared memory of the key/value backward: key and value tiles of 64
-    /// rows, query and output-gradient tiles, and the tile's log-sum-exps
-    /// and deltas.
+    /// rows, then two buffers of a query and an output-gradient tile and
+    /// the tile's log-sum-exps and deltas.
     pub const fn backward_kv_shared_bytes(d: usize) -> u32 {
         let q = Self::kv_query_rows(d) as usize;
-        (2 * Self::tile_bytes(d) + 2 * q * (d + Self::PAD) * 2 + 2 * q * 4) as u32
+        (2 * Self::tile_bytes(d) + 4 * q * (d + Self::PAD) * 2 + 4 * q * 4) as u32
     }
 }
 

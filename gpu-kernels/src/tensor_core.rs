@@ -160,3 +160,19 @@ pub fn cp_async_wait<const PENDING: u32>() {
     // SAFETY: as above; memory is clobbered, so no shared read moves above it.
     unsafe { asm!("cp.async.wait_group {n};", n = const PENDING, options(nostack)) };
 }
+
+/// [`cp_async_16`] of 4 bytes (`cp.async.ca`), or a 4-byte zero fill.
+///
+/// # Safety
+/// As for [`cp_async_16`], with 4-byte alignment.
+#[inline(always)]
+pub unsafe fn cp_async_4(dst: u32, src: *const u8, fill: bool) {
+    let bytes: u32 = if fill { 4 } else { 0 };
+    asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {s}; cp.async.ca.shared.global [{d}], [g], 4, {n}; }}",
+        d = in(reg32) dst,
+        s = in(reg64) src as u64,
+        n = in(reg32) bytes,
+        options(nostack),
+    );
+}

@@ -140,6 +140,23 @@ pub unsafe fn cp_async_16(dst: u32, src: *const u8, fill: bool) {
     }
 }
 
+/// The emulated 4-byte asynchronous copy (done at once).
+///
+/// # Safety
+/// As for the real instruction.
+pub unsafe fn cp_async_4(dst: u32, src: *const u8, fill: bool) {
+    assert!(
+        dst.is_multiple_of(4),
+        "4-byte cp.async destinations are 4-byte aligned"
+    );
+    let to = context().1.shared.add(dst as usize);
+    if fill {
+        core::ptr::copy_nonoverlapping(src, to, 4);
+    } else {
+        core::ptr::write_bytes(to, 0, 4);
+    }
+}
+
 /// See the real module (nothing to do here).
 pub fn cp_async_commit() {}
 

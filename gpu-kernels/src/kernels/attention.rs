@@ -34,7 +34,7 @@ use crate::params::{FlashParams, HeadStrides};
 use crate::tensor_core::{
     a_lane_offset, b_lane_offset, ldmatrix_x4, ldmatrix_x4_trans, mma, pack, shared_address, MmaHalf,
 };
-use crate::tensor_core::{cp_async_16, cp_async_commit, cp_async_wait};
+use crate::tensor_core::{cp_async_16, cp_async_4, cp_async_commit, cp_async_wait};
 
 const THREADS: u32 = FlashParams::THREADS;
 /// Rows a warp owns.
@@ -433,27 +433,15 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
     let smem = shared::<u16>();
     let tk = Tile::new(smem, D);
     let tv = Tile::new(smem.add(Tile::len(BLOCK_ROWS, D)), D);
-    let tq = Tile::new(smem.add(2 * Tile::len(BLOCK_ROWS, D)), D);
-    let tdo = Tile::new(smem.add(2 * Tile::len(BLOCK_ROWS, D) + Tile::len(bq, D)), D);
-    let stats = smem.add(2 * Tile::len(BLOCK_ROWS, D) + 2 * Tile::len(bq, D)) as *mut f32;
-    let (lse_s, delta_s) = (stats, stats.add(bq as usize));
-
-    tk.load(
-        k.add(head_base(&h.k, batch, kvh)),
-        h.k.row,
-        key0,
-        BLOCK_ROWS,
-        h.s,
-        D,
-    );
-    tv.load(
-        v.add(head_base(&h.v, batch, kvh)),
-        h.v.row,
-        key0,
-        BLOCK_ROWS,
-        h.s,
-        D,
-    );
+    // two buffers of a query tile, an output-gradient tile and the tile's
+    // log-sum-exps and deltas: tile n + 1 loads while n is used
+    let tiles_end = 2 * Tile::len(BLOCK_ROWS, D);
+    let buffer = |b: u32| {
+        let at = |t: u32| Tile::new(smem.add(tiles_end + t as usize * Tile::len(bq, D)), D);
+        let stats = smem.add(tiles_end + 4 * Tile::len(bq, D)) as *mut f32;
+        let s = stats.add(2 * b as usize * bq as usize);
+        (at(2 * b), at(2 * b + 1), s, s.add(bq as usize))
+    };
 
     let scale = h.scale * LOG2E;
     let mut dka = [[0f32; 4]; 16];
@@ -461,93 +449,127 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
     let my_key = key0 + wr + g;
     let first = if h.causal != 0 { key0 / bq } else { 0 };
     let query_tiles = h.l.div_ceil(bq);
+    let per_head = query_tiles.saturating_sub(first);
     let dense = HeadStrides {
         batch: h.heads * h.l * D as u32,
         head: h.l * D as u32,
         row: D as u32,
     };
-    let mut hq = kvh * h.group;
-    while hq < (kvh + 1) * h.group {
-        let qb = q.add(head_base(&h.q, batch, hq));
-        let dob = dout.add(head_base(&dense, batch, hq));
-        let stat_base = ((batch * h.heads + hq) * h.l) as usize;
-        let mut i = first;
-        while i < query_tiles {
-            let q0 = i * bq;
-            tq.load(qb, h.q.row, q0, bq, h.l, D);
-            tdo.load(dob, D as u32, q0, bq, h.l, D);
-            if tid < bq {
-                let row = q0 + tid;
-                let inside = row < h.l;
-                *lse_s.add(tid as usize) = if inside {
-                    *lse.add(stat_base + row as usize) * LOG2E
-                } else {
-                    f32::INFINITY
-                };
-                *delta_s.add(tid as usize) = if inside {
-                    *delta.add(stat_base + row as usize)
-                } else {
-                    0.0
-                };
-            }
-            sync_threads();
-
-            // Sᵀ: 16 keys × bq queries; then Pᵀ
-            let mut p = [[0f32; 4]; 16];
-            unroll(D / 16, |kk| {
-                let a = frag_a(tk, wr, kk as u32 * 16);
-                mma_nk::<T>(&mut p, &a, tq, kk as u32 * 16, bq as usize / 16);
-            });
-            unroll(bq as usize / 8, |nt| {
-                unroll(4, |e| {
-                    let c = nt as u32 * 8 + 2 * t + (e as u32 & 1);
-                    let key = my_key + (e as u32 >> 1) * 8;
-                    let x = exp2(p[nt][e] * scale - *lse_s.add(c as usize));
-                    p[nt][e] = if h.causal != 0 && q0 + c < key { 0.0 } else { x };
-                })
-            });
-            // the kept weights of this tile (rows of Pᵀ are keys, columns queries)
-            let bits = keep_bits::<DROP>(&h, batch * h.heads + hq, bq as usize / 8, |nt, e| {
-                (
-                    q0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
-                    my_key + (e as u32 >> 1) * 8,
-                )
-            });
-            // dV += (Pᵀ with dropout) · dO
-            unroll(bq as usize / 16, |kk| {
-                let z = |nt: usize, e: usize| p[nt][e] * kept::<DROP>(&h, bits, nt, e);
-                let lo = [z(2 * kk, 0), z(2 * kk, 1), z(2 * kk, 2), z(2 * kk, 3)];
-                let hi = [
-                    z(2 * kk + 1, 0),
-                    z(2 * kk + 1, 1),
-                    z(2 * kk + 1, 2),
-                    z(2 * kk + 1, 3),
-                ];
-                let a = to_a::<T>(&lo, &hi);
-                mma_kn::<T>(&mut dva, &a, tdo, kk as u32 * 16, D / 16);
-            });
-            // dPᵀ = V · dOᵀ, then dSᵀ = Pᵀ (dPᵀ - Δ)
-            let mut dp = [[0f32; 4]; 16];
-            unroll(D / 16, |kk| {
-                let a = frag_a(tv, wr, kk as u32 * 16);
-                mma_nk::<T>(&mut dp, &a, tdo, kk as u32 * 16, bq as usize / 16);
-            });
-            unroll(bq as usize / 8, |nt| {
-                unroll(4, |e| {
-                    let c = nt as u32 * 8 + 2 * t + (e as u32 & 1);
-                    p[nt][e] *= dp[nt][e] * kept::<DROP>(&h, bits, nt, e) - *delta_s.add(c as usize);
-                })
-            });
-            // dK += dSᵀ · Q
-            unroll(bq as usize / 16, |kk| {
-                let a = to_a::<T>(&p[2 * kk], &p[2 * kk + 1]);
-                mma_kn::<T>(&mut dka, &a, tq, kk as u32 * 16, D / 16);
-            });
-            sync_threads();
-            i += 1;
+    // step n: query head kvh·group + n / per_head, query tile first + n % per_head
+    let step_of = |n: u32| (kvh * h.group + n / per_head, (first + n % per_head) * bq);
+    let fetch = |n: u32| {
+        let (hq, q0) = step_of(n);
+        let (tq, tdo, lse_s, delta_s) = buffer(n % 2);
+        tq.load_async(q.add(head_base(&h.q, batch, hq)), h.q.row, q0, bq, h.l, D);
+        tdo.load_async(dout.add(head_base(&dense, batch, hq)), D as u32, q0, bq, h.l, D);
+        if tid < bq {
+            let row = q0 + tid;
+            let inside = row < h.l;
+            let at = ((batch * h.heads + hq) * h.l) as usize + if inside { row as usize } else { 0 };
+            cp_async_4(
+                shared_address(lse_s.add(tid as usize)),
+                lse.add(at) as *const u8,
+                inside,
+            );
+            cp_async_4(
+                shared_address(delta_s.add(tid as usize)),
+                delta.add(at) as *const u8,
+                inside,
+            );
         }
-        hq += 1;
+    };
+
+    // the block's keys and values, with the first query tile
+    tk.load_async(
+        k.add(head_base(&h.k, batch, kvh)),
+        h.k.row,
+        key0,
+        BLOCK_ROWS,
+        h.s,
+        D,
+    );
+    tv.load_async(
+        v.add(head_base(&h.v, batch, kvh)),
+        h.v.row,
+        key0,
+        BLOCK_ROWS,
+        h.s,
+        D,
+    );
+    let steps = h.group * per_head;
+    if steps > 0 {
+        fetch(0);
     }
+    cp_async_commit();
+    let mut n = 0;
+    while n < steps {
+        if n + 1 < steps {
+            fetch(n + 1);
+            cp_async_commit();
+            cp_async_wait::<1>();
+        } else {
+            cp_async_wait::<0>();
+        }
+        sync_threads();
+        let (hq, q0) = step_of(n);
+        let (tq, tdo, lse_s, delta_s) = buffer(n % 2);
+
+        // Sᵀ: 16 keys × bq queries; then Pᵀ (0 past the queries and above the diagonal)
+        let mut p = [[0f32; 4]; 16];
+        unroll(D / 16, |kk| {
+            let a = frag_a(tk, wr, kk as u32 * 16);
+            mma_nk::<T>(&mut p, &a, tq, kk as u32 * 16, bq as usize / 16);
+        });
+        unroll(bq as usize / 8, |nt| {
+            unroll(4, |e| {
+                let c = nt as u32 * 8 + 2 * t + (e as u32 & 1);
+                let key = my_key + (e as u32 >> 1) * 8;
+                let x = exp2(p[nt][e] * scale - *lse_s.add(c as usize) * LOG2E);
+                let out = q0 + c >= h.l || (h.causal != 0 && q0 + c < key);
+                p[nt][e] = if out { 0.0 } else { x };
+            })
+        });
+        // the kept weights of this tile (rows of Pᵀ are keys, columns queries)
+        let bits = keep_bits::<DROP>(&h, batch * h.heads + hq, bq as usize / 8, |nt, e| {
+            (
+                q0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
+                my_key + (e as u32 >> 1) * 8,
+            )
+        });
+        // dV += (Pᵀ with dropout) · dO
+        unroll(bq as usize / 16, |kk| {
+            let z = |nt: usize, e: usize| p[nt][e] * kept::<DROP>(&h, bits, nt, e);
+            let lo = [z(2 * kk, 0), z(2 * kk, 1), z(2 * kk, 2), z(2 * kk, 3)];
+            let hi = [
+                z(2 * kk + 1, 0),
+                z(2 * kk + 1, 1),
+                z(2 * kk + 1, 2),
+                z(2 * kk + 1, 3),
+            ];
+            let a = to_a::<T>(&lo, &hi);
+            mma_kn::<T>(&mut dva, &a, tdo, kk as u32 * 16, D / 16);
+        });
+        // dPᵀ = V · dOᵀ, then dSᵀ = Pᵀ (dPᵀ - Δ)
+        let mut dp = [[0f32; 4]; 16];
+        unroll(D / 16, |kk| {
+            let a = frag_a(tv, wr, kk as u32 * 16);
+            mma_nk::<T>(&mut dp, &a, tdo, kk as u32 * 16, bq as usize / 16);
+        });
+        unroll(bq as usize / 8, |nt| {
+            unroll(4, |e| {
+                let c = nt as u32 * 8 + 2 * t + (e as u32 & 1);
+                p[nt][e] *= dp[nt][e] * kept::<DROP>(&h, bits, nt, e) - *delta_s.add(c as usize);
+            })
+        });
+        // dK += dSᵀ · Q
+        unroll(bq as usize / 16, |kk| {
+            let a = to_a::<T>(&p[2 * kk], &p[2 * kk + 1]);
+            mma_kn::<T>(&mut dka, &a, tq, kk as u32 * 16, D / 16);
+        });
+        sync_threads();
+        n += 1;
+    }
+    cp_async_wait::<0>();
 
     let kv_heads = h.heads / h.group;
     let batch_head = (batch * kv_heads + kvh) as usize;

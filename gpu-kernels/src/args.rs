@@ -178,6 +178,11 @@ args! {
     /// `list` (a block per chunk; the addresses travel in the list).
     AdamMultiArgs [] { h: AdamParams, list: TensorList }
 
+    /// `sgd_multi_*`: one fused SGD step over every tensor of `list`
+    /// (parameters `p`, gradients `g`, momentum buffers `m`, read only
+    /// with momentum).
+    SgdMultiArgs [] { h: SgdParams, list: TensorList }
+
     /// `norm_multi_*`: each block's sum of squares (`inf` 1: largest
     /// magnitude) of its chunk of the tensors at `list.p`, to `partial[block]`
     /// in the accumulator type.

@@ -27,7 +27,7 @@ pub const MODULES: [&str; 14] = [
 /// its name's family prefix; `None` for a name of no known family.
 pub fn module_of(entry: &str) -> Option<usize> {
     // Longer prefixes first: `binary_v_` is dense, `binary_` strided.
-    const PREFIXES: [(&str, usize); 28] = [
+    const PREFIXES: [(&str, usize); 29] = [
         ("unary_v_", 1),
         ("unary_", 0),
         ("binary_v_", 3),
@@ -48,6 +48,7 @@ pub fn module_of(entry: &str) -> Option<usize> {
         ("sgd_step_", 10),
         ("adam_step_", 10),
         ("adam_multi_", 10),
+        ("sgd_multi_", 10),
         ("norm_multi_", 10),
         ("scale_multi_", 10),
         ("gather_", 11),

@@ -109,6 +109,29 @@ macro_rules! optim_steps {
                 }
             }
 
+            #[export_name = crate::kernel_name!(sgd_multi, $tn)]
+            unsafe extern "ptx-kernel" fn sgd_multi(args: crate::args::SgdMultiArgs) {
+                let o = Sgd::<S>::new(&args.h);
+                let with_buf = o.uses_buffer();
+                let list = &args.list;
+                let (t, start, end) = list.locate(block_xyz().0);
+                let p = TensorList::pick(&list.p, t) as *mut $t;
+                let g = TensorList::pick(&list.g, t) as *const $t;
+                let buf = TensorList::pick(&list.m, t) as *mut S;
+                let step = dims().0;
+                let mut i = start + thread_xy().0;
+                while i < end {
+                    let k = i as usize;
+                    let b = if with_buf { *buf.add(k) } else { S::ZERO };
+                    let (np, nb) = o.step((*p.add(k)).acc(), (*g.add(k)).acc(), b);
+                    *p.add(k) = <$t>::from_acc(np);
+                    if with_buf {
+                        *buf.add(k) = nb;
+                    }
+                    i += step;
+                }
+            }
+
             #[export_name = crate::kernel_name!(norm_multi, $tn)]
             unsafe extern "ptx-kernel" fn norm_multi(partial: *mut S, args: crate::args::NormMultiArgs) {
                 let list = &args.list;

@@ -22,7 +22,7 @@ pub use cpu::CpuStorage;
 pub use cpu::MatmulDims;
 pub use cuda::CudaStorage;
 pub use factor::{Mats, SvdParts};
-pub use multi_tensor::AdamItem;
+pub use multi_tensor::{AdamItem, SgdItem};
 
 use crate::core::error::{Error, Result};
 use crate::core::index::Along;

@@ -7,7 +7,7 @@
 
 use super::{mixed, CudaStorage, Storage};
 use crate::core::error::{Error, Result};
-use kiln_kernels::params::AdamParams;
+use kiln_kernels::params::{AdamParams, SgdParams};
 
 /// One parameter of [`Storage::adam_step_multi`]: the storages of the
 /// parameter, its gradient and its two moments, each with the element
@@ -25,7 +25,51 @@ pub struct AdamItem<'a> {
     pub n: usize,
 }
 
+/// One parameter of [`Storage::sgd_step_multi`]: the storages of the
+/// parameter, its gradient and (with momentum) its buffer, each with the
+/// element offset of its dense run, and the run's length.
+pub struct SgdItem<'a> {
+    /// The parameter (updated).
+    pub p: (&'a mut Storage, usize),
+    /// Its gradient.
+    pub g: (&'a Storage, usize),
+    /// The momentum buffer (updated), when there is momentum.
+    pub buf: Option<(&'a mut Storage, usize)>,
+    /// Elements.
+    pub n: usize,
+}
+
 impl Storage {
+    /// One SGD step in place over many parameters (see [`SgdItem`]): on
+    /// CUDA one launch per 24 parameters of one dtype; on the CPU the
+    /// single-parameter loop over each.
+    pub fn sgd_step_multi(items: &mut [SgdItem<'_>], h: &SgdParams) -> Result<()> {
+        let cuda: Option<Vec<([(&CudaStorage, usize); 3], usize)>> = items
+            .iter()
+            .map(|i| {
+                let buf = i.buf.as_ref().map(|(b, o)| (&**b, *o));
+                match (&*i.p.0, i.g.0, buf) {
+                    (Storage::Cuda(p), Storage::Cuda(g), None) => {
+                        Some(([(p, i.p.1), (g, i.g.1), (p, i.p.1)], i.n))
+                    }
+                    (Storage::Cuda(p), Storage::Cuda(g), Some((Storage::Cuda(b), bo))) => {
+                        Some(([(p, i.p.1), (g, i.g.1), (b, bo)], i.n))
+                    }
+                    _ => None,
+                }
+            })
+            .collect();
+        if let Some(cuda) = cuda {
+            return CudaStorage::sgd_step_multi(&cuda, h);
+        }
+        for i in items.iter_mut() {
+            let (g, n) = (i.g, i.n);
+            let buf = i.buf.as_mut().map(|(b, o)| (&mut **b, *o));
+            i.p.0.sgd_step(i.p.1, g, buf, n, h)?;
+        }
+        Ok(())
+    }
+
     /// One Adam / AdamW step in place over many parameters: each item's
     /// `[param, grad, m, v]` storages with their offsets and its element
     /// count. On CUDA one launch per 24 parameters of one dtype (PyTorch's

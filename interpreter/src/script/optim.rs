@@ -1,10 +1,11 @@
-//! The fused optimizer steps `sgd_step_`, `adam_step_`, `adam_step_multi_` and
+//! The fused optimizer steps `sgd_step_`, `adam_step_`, their multi-tensor
+//! forms `sgd_step_multi_` and `adam_step_multi_`, and
 //! `optimizer_state(p)`, with their options maps converted to the front-end's
 //! option structs. No math lives here (see `crate::tensor::optim`).
 
 use super::convert::{ok, script_error, tensor_list, RhaiResult};
 use super::registry::{Api, Category};
-use crate::tensor::optim::{adam_step_multi_, AdamOptions, SgdOptions};
+use crate::tensor::optim::{adam_step_multi_, sgd_step_multi_, AdamOptions, SgdOptions};
 use crate::tensor::Tensor;
 use rhai::{Array, Dynamic, Engine, Map, INT};
 
@@ -38,6 +39,25 @@ pub fn register(engine: &mut Engine) {
             let (p, g) = (tensor_list(OP, &p)?, tensor_list(OP, &g)?);
             let (mo, vo) = (tensor_list(OP, &mo)?, tensor_list(OP, &vo)?);
             ok(adam_step_multi_(&p, &g, &mo, &vo, step, &adam_options(&m)?))
+        },
+    );
+    api.doc("one fused SGD step over arrays of parameters, gradients and momentum buffers (Tensor or () each; one launch per 24 CUDA parameters); opts as sgd_step_").func("sgd_step_multi_", ["params", "grads", "bufs", "opts"], |p: Array, g: Array, b: Array, m: Map| -> RhaiResult<()> {
+            const OP: &str = "sgd_step_multi_";
+            let (p, g) = (tensor_list(OP, &p)?, tensor_list(OP, &g)?);
+            let bufs = b
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    if x.is_unit() {
+                        Ok(None)
+                    } else {
+                        x.clone().try_cast::<Tensor>().map(Some).ok_or_else(|| {
+                            script_error(format!("{OP}: buffer {i} must be a Tensor or (), got {}", x.type_name()))
+                        })
+                    }
+                })
+                .collect::<RhaiResult<Vec<_>>>()?;
+            ok(sgd_step_multi_(&p, &g, &bufs, &sgd_options(&m)?))
         },
     );
 }

@@ -151,6 +151,18 @@ impl CudaStorage {
         Ok(())
     }
 
+    /// One SGD step over many dense parameters, each `[(param, offset),
+    /// (grad, offset), (buffer, offset)]` (the buffer read only with
+    /// momentum) and its element count: one launch per 24 parameters of one dtype.
+    pub fn sgd_step_multi(items: &[([(&CudaStorage, usize); 3], usize)], h: &SgdParams) -> Result<()> {
+        let rt = CudaRuntime::get()?;
+        let runs = items.iter().map(|&([p, g, b], n)| ([p, g, b, p], n));
+        for (dtype, list) in tensor_lists("sgd_step_", runs)? {
+            kernels::sgd_multi(rt, dtype, list, *h)?;
+        }
+        Ok(())
+    }
+
     /// Per-block sums of squares (`inf`: largest magnitudes) over many dense
     /// runs `(storage, offset, elements)`: one accumulator-dtype storage per
     /// launch (24 runs of one dtype), whose sum (maximum) is theirs.

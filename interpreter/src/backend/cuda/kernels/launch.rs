@@ -142,6 +142,7 @@ kernel_args!(
     AdamArgs,
     AdamMultiArgs,
     NormMultiArgs,
+    SgdMultiArgs,
     ScaleMultiArgs,
     ScanTotalsArgs,
     ScanCarryArgs,

@@ -8,7 +8,7 @@ use crate::backend::cuda::runtime::CudaRuntime;
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::sys;
-use kiln_kernels::args::{AdamArgs, AdamMultiArgs, NormMultiArgs, ScaleMultiArgs, SgdArgs};
+use kiln_kernels::args::{AdamArgs, AdamMultiArgs, NormMultiArgs, ScaleMultiArgs, SgdArgs, SgdMultiArgs};
 use kiln_kernels::params::{AdamParams, SgdParams, TensorList};
 
 /// Elements per pack of the optimizer kernels for parameters of `dtype` (16
@@ -126,6 +126,26 @@ pub fn scale_multi(rt: &CudaRuntime, dtype: DType, list: TensorList, coef: sys::
             0,
             [coef],
             ScaleMultiArgs { list },
+        )
+    }
+}
+
+/// One SGD step over every tensor of `list` (dense, of `dtype`; momentum
+/// buffers in the accumulator dtype, read only with momentum).
+pub fn sgd_multi(rt: &CudaRuntime, dtype: DType, list: TensorList, h: SgdParams) -> Result<()> {
+    let f = rt.kernels.get(Kernel::SgdMulti(dtype))?;
+    // SAFETY: the kernel takes this argument block; every address in `list`
+    // starts a live allocation of at least `len` elements of its array's
+    // type (the buffer address is read only when `h` asks for momentum).
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            (list.blocks(), 1, 1),
+            (256, 1, 1),
+            0,
+            [],
+            SgdMultiArgs { h, list },
         )
     }
 }

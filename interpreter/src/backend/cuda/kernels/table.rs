@@ -82,6 +82,8 @@ pub enum Kernel {
     AdamStep(DType),
     /// `adam_multi_<param dtype>`: one fused Adam / AdamW step over a list of parameters
     AdamMulti(DType),
+    /// `sgd_multi_<param dtype>`: one fused SGD step over a list of parameters
+    SgdMulti(DType),
     /// `norm_multi_<dtype>`: per-block sums of squares (or largest magnitudes) over a list of tensors
     NormMulti(DType),
     /// `scale_multi_<dtype>`: a list of tensors scaled in place by a device scalar
@@ -344,6 +346,7 @@ impl Kernel {
             Kernel::SgdStep(d) => by_dtype!(d, sgd_step),
             Kernel::AdamStep(d) => by_dtype!(d, adam_step),
             Kernel::AdamMulti(d) => by_dtype!(d, adam_multi),
+            Kernel::SgdMulti(d) => by_dtype!(d, sgd_multi),
             Kernel::NormMulti(d) => by_dtype!(d, norm_multi),
             Kernel::ScaleMulti(d) => by_dtype!(d, scale_multi),
             Kernel::Gather(d) => by_dtype!(d, gather),
@@ -403,6 +406,7 @@ impl Kernel {
             Kernel::SgdStep(_) => size_of::<SgdArgs>(),
             Kernel::AdamStep(_) => size_of::<AdamArgs>(),
             Kernel::AdamMulti(_) => size_of::<AdamMultiArgs>(),
+            Kernel::SgdMulti(_) => size_of::<SgdMultiArgs>(),
             Kernel::NormMulti(_) => size_of::<NormMultiArgs>(),
             Kernel::ScaleMulti(_) => size_of::<ScaleMultiArgs>(),
             Kernel::Gather(_) => size_of::<GatherArgs>(),
@@ -446,6 +450,7 @@ impl Kernel {
             Kernel::SgdStep(_)
             | Kernel::AdamStep(_)
             | Kernel::AdamMulti(_)
+            | Kernel::SgdMulti(_)
             | Kernel::NormMulti(_)
             | Kernel::ScaleMulti(_) => 10,
             Kernel::Gather(_) | Kernel::ScatterAdd(_) | Kernel::MatmulInt(_) => 11,
@@ -544,6 +549,7 @@ impl Kernel {
                     Kernel::SgdStep(d),
                     Kernel::AdamStep(d),
                     Kernel::AdamMulti(d),
+                    Kernel::SgdMulti(d),
                     Kernel::NormMulti(d),
                     Kernel::ScaleMulti(d),
                 ]);

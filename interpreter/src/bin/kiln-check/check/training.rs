@@ -128,15 +128,18 @@ impl Checker {
         }
     }
 
-    /// The multi-tensor AdamW step (`adam_multi_*`) over 30 parameters of
+    /// The multi-tensor AdamW and SGD steps (`adam_multi_*`, `sgd_multi_*`) over 30 parameters of
     /// mixed sizes (two launches of up to 24; chunks of one block and
     /// several; one parameter an unaligned slice), three steps, against
     /// the CPU.
     pub(super) fn training_multi(&mut self) {
-        use kiln::tensor::optim::{adam_step_multi_, state_dtype, AdamOptions};
+        use kiln::tensor::optim::{adam_step_multi_, sgd_step_multi_, state_dtype, AdamOptions, SgdOptions};
         let d = gpu();
         let sizes: Vec<usize> = (0..30).map(|i| [1, 4095, 4097, 9000, 33][i % 5] + i).collect();
-        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        for (kind, dtype) in ["adamw", "sgd nesterov"]
+            .into_iter()
+            .flat_map(|k| [DType::F32, DType::F64, DType::F16, DType::BF16].map(|d| (k, d)))
+        {
             let r: Result<Vec<(Tensor, Tensor)>> = (|| {
                 let p0: Vec<Tensor> = sizes
                     .iter()
@@ -180,7 +183,20 @@ impl Checker {
                             .enumerate()
                             .map(|(i, t)| cut(i, t.to_device(dev)?))
                             .collect::<Result<_>>()?;
-                        adam_step_multi_(&ps, &g, &m, &v, step as i64 + 1, &o)?;
+                        if kind == "adamw" {
+                            adam_step_multi_(&ps, &g, &m, &v, step as i64 + 1, &o)?;
+                        } else {
+                            let s = SgdOptions {
+                                lr: 0.05,
+                                momentum: 0.9,
+                                dampening: 0.0,
+                                weight_decay: 0.01,
+                                nesterov: true,
+                                init_buffer: step == 0,
+                            };
+                            let bufs: Vec<Option<Tensor>> = v.iter().cloned().map(Some).collect();
+                            sgd_step_multi_(&ps, &g, &bufs, &s)?;
+                        }
                     }
                     Ok(ps.into_iter().chain(v).collect())
                 };
@@ -196,20 +212,22 @@ impl Checker {
             };
             let n = sizes.len();
             self.record_scaled(
-                "adamw multi-tensor params",
+                &format!("{kind} multi-tensor params"),
                 dtype,
                 "30 tensors",
                 joined(0..n),
                 10.0,
             );
             self.record_scaled(
-                "adamw multi-tensor states",
+                &format!("{kind} multi-tensor states"),
                 dtype,
                 "30 tensors",
                 joined(n..2 * n),
                 10.0,
             );
-            self.clip_multi(dtype, &sizes);
+            if kind == "adamw" {
+                self.clip_multi(dtype, &sizes);
+            }
         }
     }
 

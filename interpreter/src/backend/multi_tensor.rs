@@ -25,6 +25,9 @@ pub struct AdamItem<'a> {
     pub n: usize,
 }
 
+/// A CUDA parameter's `[param, grad, buffer]` runs and their length.
+type CudaSgdRun<'a> = ([(&'a CudaStorage, usize); 3], usize);
+
 /// One parameter of [`Storage::sgd_step_multi`]: the storages of the
 /// parameter, its gradient and (with momentum) its buffer, each with the
 /// element offset of its dense run, and the run's length.
@@ -44,7 +47,7 @@ impl Storage {
     /// CUDA one launch per 24 parameters of one dtype; on the CPU the
     /// single-parameter loop over each.
     pub fn sgd_step_multi(items: &mut [SgdItem<'_>], h: &SgdParams) -> Result<()> {
-        let cuda: Option<Vec<([(&CudaStorage, usize); 3], usize)>> = items
+        let cuda: Option<Vec<CudaSgdRun<'_>>> = items
             .iter()
             .map(|i| {
                 let buf = i.buf.as_ref().map(|(b, o)| (&**b, *o));

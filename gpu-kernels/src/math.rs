@@ -45,7 +45,9 @@ pub fn exp_f32(x: f32) -> f32 {
         let y = x * core::f32::consts::LOG2_E;
         let r: f32;
         // SAFETY: a pure arithmetic instruction.
-        unsafe { core::arch::asm!("ex2.approx.ftz.f32 {r}, {y};", r = out(reg32) r, y = in(reg32) y) };
+        unsafe {
+            core::arch::asm!("ex2.approx.ftz.f32 {r}, {y};", r = out(reg32) r, y = in(reg32) y, options(pure, nomem, nostack))
+        };
         r
     }
     #[cfg(not(target_arch = "nvptx64"))]
@@ -144,7 +146,9 @@ pub fn exp2_f32(x: f32) -> f32 {
     {
         let r: f32;
         // SAFETY: a pure arithmetic instruction.
-        unsafe { core::arch::asm!("ex2.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x) };
+        unsafe {
+            core::arch::asm!("ex2.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
+        };
         r
     }
     #[cfg(not(target_arch = "nvptx64"))]

@@ -129,6 +129,14 @@ impl Tile {
     }
 }
 
+/// The block's dynamic shared memory as 16-bit elements, declared 16-byte
+/// aligned (asked for as 16-byte packs: `cp.async`, `ldmatrix` and the
+/// tiles' 16-byte rows need that).
+#[inline(always)]
+fn shared_tiles() -> *mut u16 {
+    shared::<Pack<u32, 4>>() as *mut u16
+}
+
 /// The maximum of `v` over the four lanes that share a fragment row.
 #[inline(always)]
 fn quad_max(v: f32) -> f32 {
@@ -275,7 +283,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
     let kvh = head / h.group;
     let row0 = tile * BLOCK_ROWS;
     let wr = warp * WARP_ROWS;
-    let smem = shared::<u16>();
+    let smem = shared_tiles();
     // two buffers of a key and a value tile: tile j + 1 loads while j is used
     let buffer = |b: u32| {
         let at = |t: u32| Tile::new(smem.add(t as usize * Tile::len(BLOCK_ROWS, D)), D);
@@ -430,7 +438,7 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
     let (tile, kvh, batch) = block_xyz();
     let key0 = tile * BLOCK_ROWS;
     let wr = warp * WARP_ROWS;
-    let smem = shared::<u16>();
+    let smem = shared_tiles();
     let tk = Tile::new(smem, D);
     let tv = Tile::new(smem.add(Tile::len(BLOCK_ROWS, D)), D);
     // two buffers of a query tile, an output-gradient tile and the tile's
@@ -612,7 +620,7 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
     let kvh = head / h.group;
     let row0 = tile * BLOCK_ROWS;
     let wr = warp * WARP_ROWS;
-    let smem = shared::<u16>();
+    let smem = shared_tiles();
     let tk = Tile::new(smem, D);
     let tv = Tile::new(smem.add(Tile::len(BLOCK_ROWS, D)), D);
     // then two buffers of a key and a value tile of `bk` rows in the same

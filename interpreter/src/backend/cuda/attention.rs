@@ -65,6 +65,11 @@ fn params(shape: &FlashShape, [q, k, v]: [(&CudaStorage, HeadView); 3]) -> Resul
     {
         return Err(invalid(format!("shape {s:?}")));
     }
+    if s.batch > 65_535 || s.heads > 65_535 {
+        return Err(invalid(format!(
+            "{s:?} has more heads or batch entries than a launch grid takes"
+        )));
+    }
     let out = s.batch * s.heads * s.l * s.d;
     if out > u32::MAX as usize || s.batch * s.kv_heads * s.s * s.d > u32::MAX as usize {
         return Err(Error::invalid(

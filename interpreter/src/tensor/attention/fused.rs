@@ -63,7 +63,28 @@ pub(super) fn applies(q: &Tensor, k: &Tensor, v: &Tensor, opts: &AttentionOption
         && last(q) == last(v)
         && FlashParams::HEAD_DIMS.contains(&last(q))
         && (!opts.enable_gqa || (q.ndim() >= 3 && q.ndim() == k.ndim() && k.ndim() == v.ndim()))
+        && fits_grid(q, k, v)
         && fused_attention_enabled()
+}
+
+/// The launch grid's limit on heads (y) and batch entries (z).
+const GRID_LIMIT: usize = 65_535;
+
+/// Whether the operands' heads and (broadcast) batch entries fit the grid.
+fn fits_grid(q: &Tensor, k: &Tensor, v: &Tensor) -> bool {
+    let dim = |t: &Tensor, back: usize| {
+        if t.ndim() >= back {
+            t.shape()[t.ndim() - back]
+        } else {
+            1
+        }
+    };
+    let lead = |t: &Tensor| t.shape()[..t.ndim().saturating_sub(3)].to_vec();
+    let heads = dim(q, 3).max(dim(k, 3)).max(dim(v, 3));
+    let batch = crate::core::shape::broadcast_shapes(OP, &lead(q), &lead(k))
+        .and_then(|b| crate::core::shape::broadcast_shapes(OP, &b, &lead(v)))
+        .map(|b| b.iter().product::<usize>());
+    matches!(batch, Ok(b) if b <= GRID_LIMIT) && heads <= GRID_LIMIT
 }
 
 /// `t` seen as `[B, H, rows, D]` through its strides: the batch size, the

@@ -71,8 +71,8 @@ if [ "$CNN" = 1 ]; then
   fi
 fi
 if [ "$GPT" = 1 ]; then
-  # The fused attention kernels are off by default until checked on a GPU:
-  # their differential check decides whether the benchmarks and the GPT run use them.
+  # The fused attention kernels' differential check first: the benchmarks and
+  # the GPT run use them only when it passes (KILN_FLASH=0 otherwise).
   echo "== fused attention kernels against the CPU (kiln-check --group attention)"
   if "$BIN/kiln-check" --group attention > "$OUT/check_attention.txt" 2>&1; then
     export KILN_FLASH=1

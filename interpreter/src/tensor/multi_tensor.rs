@@ -15,12 +15,15 @@ use crate::core::Device;
 const OP: &str = "clip_grad_norm_";
 
 /// Whether the fused passes take these gradients and this norm: CUDA,
-/// dense, float, and the 2-norm or the ∞-norm.
+/// dense, f32/f16/bf16 (the composed path, as the CPU, computes the norm of
+/// f64 gradients), and the 2-norm or the ∞-norm.
 pub(super) fn applies(grads: &[Tensor], norm_type: f64) -> bool {
     (norm_type == 2.0 || norm_type == f64::INFINITY)
-        && grads
-            .iter()
-            .all(|g| matches!(g.device(), Device::Cuda(_)) && g.is_contiguous() && g.dtype().is_float())
+        && grads.iter().all(|g| {
+            matches!(g.device(), Device::Cuda(_))
+                && g.is_contiguous()
+                && matches!(g.dtype(), DType::F32 | DType::F16 | DType::BF16)
+        })
 }
 
 /// The joint `norm_type`-norm (2 or ∞) of `grads`, a 0-dim f32 tensor.

@@ -8,9 +8,8 @@
 //! Attention with a mask, other dtypes or head dims, and every CPU
 //! attention take the blocked path.
 //!
-//! `KILN_FLASH=1` or `0` (or [`set_fused_attention`]) turns the kernels on
-//! or off; until they have been checked on a GPU by `kiln-check` they are
-//! off by default.
+//! They are on by default; `KILN_FLASH=0` (or [`set_fused_attention`])
+//! turns them off, so the blocked path serves every attention.
 
 use super::super::autograd::{self, Saved};
 use super::super::elementwise::with_all_storages;
@@ -26,8 +25,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 const OP: &str = "scaled_dot_product_attention";
 
-/// Whether the kernels serve attention before anything chooses.
-const DEFAULT_ON: bool = false;
+/// Whether the kernels serve attention before anything chooses (on since
+/// `kiln-check --group attention` passed on an H100).
+const DEFAULT_ON: bool = true;
 
 /// 0: not chosen yet (the environment decides), 1: off, 2: on.
 static CHOICE: AtomicU8 = AtomicU8::new(0);

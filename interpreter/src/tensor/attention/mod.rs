@@ -209,12 +209,10 @@ impl Tensor {
             ));
         }
         let dev = self.device();
-        // angles in f64 for f64 input, else f32
-        let at = if self.dtype() == DType::F64 {
-            DType::F64
-        } else {
-            DType::F32
-        };
+        // the angle tables ([L, D/2]) in f64 whatever the input, so that every
+        // device rounds them alike (the GPU's fast f32 exp and sin would
+        // differ from the CPU's by more than f32's tolerance at large angles)
+        let at = DType::F64;
         let pos = match positions {
             Some(p) if p.numel() == l => p.reshape(&[l as i64, 1])?.to_dtype(at)?,
             Some(p) => {

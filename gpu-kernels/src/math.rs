@@ -157,6 +157,25 @@ pub fn exp2_f32(x: f32) -> f32 {
     }
 }
 
+/// `log2(x)` in single precision: libm on the host; on the GPU the
+/// hardware `lg2.approx` (about 2^-22 relative error).
+#[inline(always)]
+pub fn log2_f32(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: a pure arithmetic instruction.
+        unsafe {
+            core::arch::asm!("lg2.approx.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        libm::log2f(x)
+    }
+}
+
 /// `2^x` in double precision: libm on the host; on the GPU `e^(x ln 2)`
 /// (libm's table-based `exp2` is not available to the kernels), within a
 /// few ulp.

@@ -137,6 +137,24 @@ fn shared_tiles() -> *mut u16 {
     shared::<Pack<u32, 4>>() as *mut u16
 }
 
+/// The double-buffered pipeline's turn: starts step `n + 1`'s copies
+/// (`fetch` starts and commits one step's), waits until step `n`'s have
+/// landed, then the barrier that makes them visible to every thread.
+///
+/// # Safety
+/// Every thread of the block calls it; nobody reads the buffer `fetch`
+/// fills until its own turn.
+#[inline(always)]
+unsafe fn next_tiles(n: u32, steps: u32, fetch: impl Fn(u32)) {
+    if n + 1 < steps {
+        fetch(n + 1);
+        cp_async_wait::<1>();
+    } else {
+        cp_async_wait::<0>();
+    }
+    sync_threads();
+}
+
 /// The maximum of `v` over the four lanes that share a fragment row.
 #[inline(always)]
 fn quad_max(v: f32) -> f32 {
@@ -155,24 +173,6 @@ fn quad_sum(v: f32) -> f32 {
 #[inline(always)]
 fn exp2(x: f32) -> f32 {
     crate::math::exp2_f32(x)
-}
-
-/// `log2(x)` (`lg2.approx` on the GPU).
-#[inline(always)]
-fn log2(x: f32) -> f32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let r: f32;
-        // SAFETY: a pure arithmetic instruction.
-        unsafe {
-            core::arch::asm!("lg2.approx.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
-        };
-        r
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        libm::log2f(x)
-    }
 }
 
 /// The dropout's keep bits of a thread's fragment elements `(nt, e)` for
@@ -325,13 +325,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
     let mut j = 0;
     while j < tiles {
         let key0 = j * BLOCK_ROWS;
-        if j + 1 < tiles {
-            fetch(j + 1);
-            cp_async_wait::<1>();
-        } else {
-            cp_async_wait::<0>();
-        }
-        sync_threads();
+        next_tiles(j, tiles, fetch);
         let (tk, tv) = buffer(j % 2);
 
         // scores of 16 rows × 64 keys, in log2 units
@@ -406,7 +400,8 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
                 *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
             });
             if t == 0 {
-                *lse.add(batch_head * h.l as usize + row as usize) = (m_run[r] + log2(l)) * LN2;
+                *lse.add(batch_head * h.l as usize + row as usize) =
+                    (m_run[r] + crate::math::log2_f32(l)) * LN2;
             }
         }
     });
@@ -485,6 +480,7 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
                 inside,
             );
         }
+        cp_async_commit();
     };
 
     // the block's keys and values, with the first query tile
@@ -507,18 +503,12 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
     let steps = h.group * per_head;
     if steps > 0 {
         fetch(0);
+    } else {
+        cp_async_commit();
     }
-    cp_async_commit();
     let mut n = 0;
     while n < steps {
-        if n + 1 < steps {
-            fetch(n + 1);
-            cp_async_commit();
-            cp_async_wait::<1>();
-        } else {
-            cp_async_wait::<0>();
-        }
-        sync_threads();
+        next_tiles(n, steps, fetch);
         let (hq, q0) = step_of(n);
         let (tq, tdo, lse_s, delta_s) = buffer(n % 2);
 
@@ -696,13 +686,7 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
     let mut j = 0;
     while j < tiles {
         let key0 = j * bk;
-        if j + 1 < tiles {
-            fetch(j + 1);
-            cp_async_wait::<1>();
-        } else {
-            cp_async_wait::<0>();
-        }
-        sync_threads();
+        next_tiles(j, tiles, fetch);
         let (tk, tv) = buffer(j % 2);
 
         // P = exp(S - lse), masked

@@ -93,6 +93,16 @@ fn cuda_module(engine: &Engine) -> Module {
         });
     api.doc("waits until all queued GPU work is done")
         .volatile("synchronize", [], synchronize);
+    for (name, on) in [("profiler_start", true), ("profiler_stop", false)] {
+        api.doc(if on {
+            "starts collection by an attached CUDA profiler (torch.cuda.profiler.start; for `ncu --profile-from-start off`)"
+        } else {
+            "stops collection by an attached CUDA profiler (torch.cuda.profiler.stop)"
+        })
+        .volatile(name, [], move || -> RhaiResult<()> {
+            ok(CudaRuntime::get().and_then(|rt| rt.set_profiling(on)))
+        });
+    }
     api.doc("true when all work queued on this engine's stream has finished (never waits)")
         .volatile("is_idle", [], || -> RhaiResult<bool> {
             ok(CudaRuntime::get().and_then(|rt| rt.is_idle()))

@@ -61,8 +61,8 @@ impl Tensor {
         match (a.ndim(), b.ndim()) {
             (1, 1) => a.unsqueeze(0)?.matmul_nd(&b.unsqueeze(1)?, op)?.reshape(&[]),
             (1, _) => a.unsqueeze(0)?.matmul_nd(b, op)?.squeeze(Some(&[-2])),
-            (_, 1) => a.matmul_nd(&b.unsqueeze(1)?, op)?.squeeze(Some(&[-1])),
-            _ => a.matmul_nd(b, op),
+            (_, 1) => a.fold_matmul(&b.unsqueeze(1)?, op)?.squeeze(Some(&[-1])),
+            _ => a.fold_matmul(b, op),
         }
     }
 
@@ -94,6 +94,24 @@ impl Tensor {
             ));
         }
         self.matmul_nd(rhs, "bmm")
+    }
+
+    /// `self @ rhs` for operands of at least 2 dims; a batched `self`
+    /// against a matrix folds its batch dims into the rows, as
+    /// `torch.matmul` does: one GEMM instead of a batch of small ones, and
+    /// the matrix's gradient one GEMM over all rows instead of a product
+    /// per batch element summed afterwards.
+    fn fold_matmul(&self, rhs: &Tensor, op: &'static str) -> Result<Tensor> {
+        let sa = self.shape();
+        if sa.len() <= 2 || rhs.ndim() != 2 {
+            return self.matmul_nd(rhs, op);
+        }
+        let k = sa[sa.len() - 1];
+        let rows: usize = sa[..sa.len() - 1].iter().product();
+        let y = self.reshape(&[rows as i64, k as i64])?.matmul_nd(rhs, op)?;
+        let mut shape: Vec<i64> = sa[..sa.len() - 1].iter().map(|&d| d as i64).collect();
+        shape.push(rhs.shape()[1] as i64);
+        y.reshape(&shape)
     }
 
     /// Both operands at least 2-D: broadcast batch dims, check inner sizes.

@@ -72,6 +72,10 @@ fn describe(l: &Layout, rows: usize, cols: usize) -> Option<Gemm> {
     }
 }
 
+/// The most products of an unevenly strided batch run as separate GEMM
+/// calls rather than from a dense copy.
+const LOOPED_BATCHES: usize = 4;
+
 /// The common stride of evenly spaced batch offsets (0 for one batch).
 fn batch_stride(bases: &[usize]) -> Option<i64> {
     match bases {
@@ -268,7 +272,12 @@ fn matmul_int(
 /// dense copy (a `CudaStorage` clone only shares the buffer).
 fn readable(s: &CudaStorage, l: &Layout, rows: usize, cols: usize) -> Result<(CudaStorage, Gemm)> {
     if let Some(g) = describe(l, rows, cols) {
-        return Ok((s.clone(), g));
+        // batch offsets that are not evenly spaced (heads split off a
+        // `[B, L, H, D]` projection) cost one GEMM call each: past a few,
+        // one copy and one strided-batched call cost less
+        if g.bases.len() <= LOOPED_BATCHES || batch_stride(&g.bases).is_some() {
+            return Ok((s.clone(), g));
+        }
     }
     let dense = s.cast(l, s.dtype)?;
     let g = describe(&Layout::contiguous(l.shape()), rows, cols).ok_or_else(internal)?;

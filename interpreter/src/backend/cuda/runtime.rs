@@ -405,6 +405,18 @@ impl CudaRuntime {
         }
     }
 
+    /// Starts (`on`) or stops collection by an attached CUDA profiler, as
+    /// `cudaProfilerStart`/`Stop` (Nsight Compute's `--profile-from-start
+    /// off` then sees only what runs in between); no effect without one.
+    pub fn set_profiling(&self, on: bool) -> Result<()> {
+        let r = if on {
+            cudarc::driver::profiler_start()
+        } else {
+            cudarc::driver::profiler_stop()
+        };
+        r.map_err(|e| cuda_error(if on { "profiler start" } else { "profiler stop" }, e))
+    }
+
     /// Waits until all work queued on the current stream has finished.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: a live stream of this context.

@@ -1,6 +1,6 @@
 //! The layer rule, checked on the source: dependencies run one way,
 //! `script → tensor → backend → core` (with `io`, `dist` and `progress`
-//! beside `script`, above `tensor`). A file of a lower layer that names a
+//! beside `script`, above `tensor`, and `profiler` beside `backend`). A file of a lower layer that names a
 //! higher one (`crate::tensor::…` inside `backend/`, say) fails this test, so
 //! an import circle cannot come back unnoticed.
 
@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const RANKS: &[(&str, u32)] = &[
     ("core", 0),
     ("backend", 1),
+    ("profiler", 1),
     ("tensor", 2),
     ("io", 3),
     ("progress", 3),

@@ -220,6 +220,11 @@ fn commands() {
     p.exp_string("tensor(12.)").unwrap();
     p.exp_string("wall time: ").unwrap();
     p.exp_string(">>> ").unwrap();
+    enter(&mut p, ":profile (t @ t.t()).sum()");
+    p.exp_string("tensor(12.)").unwrap();
+    p.exp_regex(r"Name\s+Calls\s+Host self").unwrap();
+    p.exp_regex(r"@\s+1 ").unwrap();
+    p.exp_string(">>> ").unwrap();
     run(&mut p, ":device", "default device: cpu");
     enter(&mut p, ":device cuda");
     p.exp_regex("default device: cuda:0|not available").unwrap();

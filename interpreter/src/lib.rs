@@ -14,7 +14,8 @@
 //! - [`tensor`]: the [`Tensor`] handle, the op front-end (validation,
 //!   broadcasting, promotion, autograd), host data in and out
 //!   ([`Tensor::from_slice`], [`Tensor::to_vec`]).
-//! - [`backend`]: device storage and the primitive kernels (CPU and CUDA).
+//! - [`backend`]: device storage and the primitive kernels (CPU and CUDA);
+//!   beside it [`profiler`], the spans `profile(|| …)` records.
 //! - [`core`]: the types every layer speaks — [`DType`],
 //!   [`Device`], [`Layout`], [`Scalar`], the op vocabulary (generated from
 //!   the op table in `kiln_kernels::ops`), the [`Error`] type, memory budgets
@@ -46,6 +47,7 @@ pub mod core;
 pub mod dist;
 pub mod engine;
 pub mod io;
+pub mod profiler;
 pub mod progress;
 pub mod script;
 pub mod tensor;

@@ -1,5 +1,5 @@
-//! The session's `:` commands (`:help`, `:time`, `:mem`, `:device`, `:load`,
-//! `:vars`, `:quit`) and the plain words `help`, `quit` and `exit`: how a
+//! The session's `:` commands (`:help`, `:time`, `:profile`, `:mem`,
+//! `:device`, `:load`, `:vars`, `:quit`) and the plain words `help`, `quit` and `exit`: how a
 //! line is recognized as one, and what each does.
 
 use super::{display, Flow, Session};
@@ -16,6 +16,8 @@ pub enum Command {
     Help(Option<String>),
     /// `:time EXPR`: runs EXPR and prints its wall time.
     Time(String),
+    /// `:profile EXPR`: runs EXPR under the op profiler and prints its table.
+    Profile(String),
     /// `:mem`: allocator statistics.
     Mem,
     /// `:device [cpu|cuda]`: shows or sets the default device.
@@ -49,6 +51,14 @@ pub fn parse(line: &str) -> Option<Result<Command, String>> {
             Some(expr) => Command::Time(expr),
             None => return Some(Err(":time needs an expression, e.g. :time a @ b".into())),
         },
+        "profile" | "p" => match arg {
+            Some(expr) => Command::Profile(expr),
+            None => {
+                return Some(Err(
+                    ":profile needs an expression, e.g. :profile (a @ b).sum()".into()
+                ))
+            }
+        },
         "mem" | "memory" => Command::Mem,
         "device" | "d" => Command::Device(arg),
         "load" | "l" => match arg {
@@ -68,6 +78,7 @@ pub fn run(session: &mut Session, cmd: Command) -> Flow {
         Command::Help(None) => help(),
         Command::Help(Some(name)) => help_for(session, &name),
         Command::Time(expr) => time(session, &expr),
+        Command::Profile(expr) => profile(session, &expr),
         Command::Mem => mem(session),
         Command::Device(arg) => device(session, arg.as_deref()),
         Command::Load(file) => load(session, &file),
@@ -87,6 +98,7 @@ at the `... ` prompt; a blank line runs it as it is. Tab completes names,
 Commands:
   :help [NAME]       this text, or the doc and signatures of function NAME
   :time EXPR         run EXPR and print its wall time (after a device sync)
+  :profile EXPR      run EXPR and print calls, host and GPU time per function
   :mem               allocator statistics
   :device [cpu|cuda] show or set the default device
   :load FILE         run a script file in this session
@@ -156,7 +168,7 @@ fn help_for(session: &Session, name: &str) {
         return;
     };
     let name = name.trim_start_matches('.');
-    let mut found = match state.kiln.engine().gen_fn_metadata_to_json(false) {
+    let mut found = match state.kiln.engine().gen_fn_metadata_to_json(true) {
         Ok(json) => overloads(&json, name),
         Err(e) => {
             eprintln!("error: cannot read the function metadata: {e}");
@@ -365,6 +377,28 @@ fn time(session: &mut Session, expr: &str) {
     }
 }
 
+/// Runs `expr` with the op profiler on (as `profile(|| expr)`) and prints
+/// its value and the table.
+fn profile(session: &mut Session, expr: &str) {
+    let recording = match kiln::profiler::Session::start() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return;
+        }
+    };
+    let value = session.execute(expr, "<repl>", expr);
+    match recording.finish() {
+        Ok(report) => {
+            if let Some(v) = value {
+                session.echo(&v);
+            }
+            println!("{}", report.table(report.default_sort(), 30));
+        }
+        Err(e) => eprintln!("error: the profile failed: {e}"),
+    }
+}
+
 fn mem(session: &Session) {
     let device = current_device(session).unwrap_or(Device::Cpu);
     let cuda = query::<bool>(session, "cuda::is_available()").unwrap_or(false);
@@ -523,6 +557,11 @@ mod tests {
         );
         assert_eq!(parse(":time  a @ b "), Some(Ok(Command::Time("a @ b".into()))));
         assert_eq!(
+            parse(":profile (a @ b).sum()"),
+            Some(Ok(Command::Profile("(a @ b).sum()".into())))
+        );
+        assert!(matches!(parse(":profile"), Some(Err(_))));
+        assert_eq!(
             parse(":device cuda"),
             Some(Ok(Command::Device(Some("cuda".into()))))
         );
@@ -539,7 +578,7 @@ mod tests {
     #[test]
     fn help_for_a_name_reads_the_metadata() {
         let kiln = kiln::Interpreter::with_device(Device::Cpu).unwrap();
-        let json = kiln.engine().gen_fn_metadata_to_json(false).unwrap();
+        let json = kiln.engine().gen_fn_metadata_to_json(true).unwrap();
         let text = format_overloads(&overloads(&json, "softmax"));
         let doc = catalog().iter().find(|e| e.name == "softmax").unwrap().doc;
         assert_eq!(

@@ -238,5 +238,6 @@ fn dist_module(engine: &Engine) -> Module {
         [],
         |ctx: NativeCallContext| -> RhaiResult<()> { at(&ctx, group().and_then(|g| ok(g.barrier()))) },
     );
+    drop(api);
     m
 }

@@ -45,6 +45,7 @@ pub mod optim;
 pub mod order;
 pub mod output;
 pub mod pointwise;
+pub mod profile;
 pub mod progress;
 pub mod rearrange;
 pub mod registry;
@@ -247,6 +248,11 @@ impl Runtime {
 pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     engine.set_optimization_level(OptimizationLevel::None);
     engine.register_type_with_name::<Tensor>("Tensor");
+    registry::collect(engine, |engine| register_functions(engine, runtime));
+}
+
+/// Every script function, registered through [`registry::Api`].
+fn register_functions(engine: &mut Engine, runtime: &Arc<Runtime>) {
     creation::register(engine, runtime);
     operators::register(engine, runtime);
     methods::register(engine, runtime);
@@ -270,4 +276,5 @@ pub fn register_api(engine: &mut Engine, runtime: &Arc<Runtime>) {
     generator::register(engine);
     sampling::register(engine, runtime);
     inplace::register(engine);
+    profile::register(engine, runtime);
 }

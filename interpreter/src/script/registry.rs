@@ -17,7 +17,10 @@
 //! nothing here is on the call path. The catalog is filled once per process,
 //! by registering the API on a scratch engine while recording.
 
-use rhai::{Engine, FuncRegistration, Module, RhaiNativeFunc};
+use rhai::{
+    Dynamic, Engine, EvalAltResult, FuncRegistration, Module, NativeCallContext, RhaiFunc, RhaiNativeFunc,
+    Shared,
+};
 use std::any::{type_name, TypeId};
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -161,6 +164,68 @@ thread_local! {
 
 static CATALOG: OnceLock<Vec<Entry>> = OnceLock::new();
 
+thread_local! {
+    /// The module that collects the engine-level functions while
+    /// [`collect`] runs: one global module for all of them.
+    static PENDING: RefCell<Option<Module>> = const { RefCell::new(None) };
+}
+
+/// Runs `register`, which makes [`Api`]s on `engine`, and installs the
+/// functions they registered as one global module of `engine` (a global
+/// module takes functions as Rust closures wrapped for the profiler, which
+/// the engine's own namespace does not).
+pub fn collect(engine: &mut Engine, register: impl FnOnce(&mut Engine)) {
+    let outer = PENDING.with(|p| p.borrow_mut().replace(Module::new()));
+    register(engine);
+    let module = PENDING.with(|p| std::mem::replace(&mut *p.borrow_mut(), outer));
+    if let Some(module) = module {
+        engine.register_global_module(module.into());
+    }
+}
+
+/// A native function's call signature, as Rhai stores it.
+type Native = dyn Fn(Option<NativeCallContext>, &mut [&mut Dynamic]) -> Result<Dynamic, Box<EvalAltResult>>
+    + Send
+    + Sync;
+
+/// `inner` as a call that is a profiler span named `name` while a profile
+/// records on the calling thread.
+fn span_around(inner: Shared<Native>, name: Arc<str>) -> Shared<Native> {
+    Shared::new(move |ctx: Option<NativeCallContext>, args: &mut [&mut Dynamic]| {
+        let _span = crate::profiler::span(|| name.clone());
+        inner(ctx, args)
+    })
+}
+
+/// `func` with every call a profiler span named `name`.
+fn profiled(func: RhaiFunc, name: Arc<str>) -> RhaiFunc {
+    match func {
+        RhaiFunc::Pure {
+            func,
+            has_context,
+            is_pure,
+            is_volatile,
+        } => RhaiFunc::Pure {
+            func: span_around(func, name),
+            has_context,
+            is_pure,
+            is_volatile,
+        },
+        RhaiFunc::Method {
+            func,
+            has_context,
+            is_pure,
+            is_volatile,
+        } => RhaiFunc::Method {
+            func: span_around(func, name),
+            has_context,
+            is_pure,
+            is_volatile,
+        },
+        other => other,
+    }
+}
+
 /// Every function of the kiln script API, in registration order (one entry
 /// per overload), with its category, doc and signature. Filled on first use
 /// by registering the API on a scratch engine.
@@ -191,6 +256,16 @@ pub struct Api<'a> {
     target: Target<'a>,
     category: Category,
     record: bool,
+    /// Engine-level functions registered outside [`collect`].
+    own: Option<Module>,
+}
+
+impl Drop for Api<'_> {
+    fn drop(&mut self) {
+        if let (Target::Engine(engine), Some(module)) = (&mut self.target, self.own.take()) {
+            engine.register_global_module(module.into());
+        }
+    }
 }
 
 impl<'a> Api<'a> {
@@ -212,10 +287,15 @@ impl<'a> Api<'a> {
 
     fn with_target(target: Target<'a>, category: Category) -> Api<'a> {
         let record = RECORDING.with(|r| r.borrow().is_some());
+        // outside `collect`, engine-level functions go into a module of
+        // this Api's own, installed when it is dropped
+        let own =
+            (matches!(target, Target::Engine(_)) && PENDING.with(|p| p.borrow().is_none())).then(Module::new);
         Api {
             target,
             category,
             record,
+            own,
         }
     }
 
@@ -253,18 +333,18 @@ impl<'a> Api<'a> {
             .collect();
         let returns = (TypeId::of::<R>() != TypeId::of::<()>())
             .then(|| script_type(types, type_name::<R>()).into_owned());
+        let qualified = match &self.target {
+            Target::Engine(_) => name.to_string(),
+            Target::Module { name: m, .. } => format!("{m}::{name}"),
+        };
         if self.record {
-            let qualified = match &self.target {
-                Target::Engine(_) => name.to_string(),
-                Target::Module { name: m, .. } => format!("{m}::{name}"),
-            };
             let arrow = returns.as_ref().map_or(String::new(), |r| format!(" -> {r}"));
             let signature = format!("{qualified}({}){arrow}", info.join(", "));
             RECORDING.with(|r| {
                 if let Some(list) = r.borrow_mut().as_mut() {
                     list.push(Entry {
                         category: self.category,
-                        name: qualified,
+                        name: qualified.clone(),
                         doc,
                         signature,
                     });
@@ -274,15 +354,23 @@ impl<'a> Api<'a> {
         // Rhai takes the return type as the last item of the parameter list.
         info.extend(returns);
         let reg = FuncRegistration::new(name)
-            .with_volatility(volatile)
             .with_comments([format!("/// {doc}")])
             .with_params_info(info);
-        match &mut self.target {
-            Target::Engine(e) => {
-                reg.register_into_engine(e, f);
+        // Rhai's default: pure (callable on constants) but for setters
+        let is_pure = !((N == 3 && name == INDEX_SET) || (N == 2 && name.starts_with(SET)));
+        let func = profiled(f.into_rhai_function(is_pure, volatile), qualified.into());
+        let types = FUNC::param_types();
+        match (&mut self.target, self.own.as_mut()) {
+            (Target::Engine(_), Some(own)) => {
+                reg.in_global_namespace().set_into_module_raw(own, types, func);
             }
-            Target::Module { module, .. } => {
-                reg.set_into_module(module, f);
+            (Target::Engine(_), None) => PENDING.with(|p| {
+                if let Some(m) = p.borrow_mut().as_mut() {
+                    reg.in_global_namespace().set_into_module_raw(m, types, func);
+                }
+            }),
+            (Target::Module { module, .. }, _) => {
+                reg.set_into_module_raw(module, types, func);
             }
         }
     }
@@ -401,10 +489,12 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
-    /// The functions in the engine's metadata (Rhai's standard library left
-    /// out), with `module::` names for static modules.
-    fn metadata(engine: &Engine) -> Vec<(String, Value)> {
-        let json: Value = serde_json::from_str(&engine.gen_fn_metadata_to_json(false).unwrap()).unwrap();
+    /// The functions in the metadata of an engine with kiln's API and no
+    /// Rhai standard library, with `module::` names for static modules.
+    fn metadata() -> Vec<(String, Value)> {
+        let mut engine = Engine::new_raw();
+        let _runtime = crate::register(&mut engine);
+        let json: Value = serde_json::from_str(&engine.gen_fn_metadata_to_json(true).unwrap()).unwrap();
         let mut out = Vec::new();
         for f in json["functions"].as_array().into_iter().flatten() {
             out.push((f["name"].as_str().unwrap().to_string(), f.clone()));
@@ -419,8 +509,7 @@ mod tests {
 
     #[test]
     fn every_function_has_a_doc_and_named_parameters() {
-        let kiln = crate::Interpreter::with_device(crate::Device::Cpu).unwrap();
-        let functions = metadata(kiln.engine());
+        let functions = metadata();
         assert!(functions.len() > 150, "{}", functions.len());
         for (name, f) in &functions {
             let docs = f["docComments"].as_array().cloned().unwrap_or_default();

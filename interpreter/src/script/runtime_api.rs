@@ -156,5 +156,6 @@ fn cuda_module(engine: &Engine) -> Module {
         });
     api.doc("whether cuDNN algorithms are chosen by timing them")
         .volatile("cudnn_benchmark", [], crate::backend::cuda::cudnn::benchmark);
+    drop(api);
     m
 }

@@ -7,7 +7,8 @@
 //! `transfer` (host↔device copies, staged through `staging`'s pinned buffers),
 //! [`blas`] (matmul through cuBLAS), `solver` (factorizations through cuSOLVER), `train` (cross-entropy and the fused
 //! optimizer steps), `index` (gather and scatter-add along a dim), [`nccl`]
-//! (collectives between GPUs, for the process group of `crate::dist`).
+//! (collectives between GPUs, for the process group of `crate::dist`),
+//! [`timing`] (event markers for the profiler).
 
 pub mod allocator;
 mod attention;
@@ -21,6 +22,7 @@ mod order;
 pub mod runtime;
 mod solver;
 mod staging;
+pub mod timing;
 mod train;
 mod transfer;
 

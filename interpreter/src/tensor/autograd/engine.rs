@@ -92,7 +92,10 @@ pub(super) fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
             })?;
         let needs: Vec<bool> = n.inputs.iter().map(|i| i.edge.is_some()).collect();
         let input_grads = match &g {
-            Some(g) => f(g, &needs)?,
+            Some(g) => {
+                let _span = crate::profiler::span(|| format!("{}_backward", n.name).into());
+                f(g, &needs)?
+            }
             None => vec![None; n.inputs.len()],
         };
         if input_grads.len() != n.inputs.len() {

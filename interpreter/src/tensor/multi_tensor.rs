@@ -21,7 +21,7 @@ pub(super) fn applies(grads: &[Tensor], norm_type: f64) -> bool {
     (norm_type == 2.0 || norm_type == f64::INFINITY)
         && grads.iter().all(|g| {
             matches!(g.device(), Device::Cuda(_))
-                && g.is_contiguous()
+                && super::optim::dense(g)
                 && matches!(g.dtype(), DType::F32 | DType::F16 | DType::BF16)
         })
 }

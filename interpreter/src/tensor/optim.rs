@@ -3,8 +3,8 @@
 //! form; no amsgrad). Each step is one backend op per parameter (one kernel
 //! launch on CUDA, one loop on the CPU), not a chain of elementwise ops.
 //!
-//! Parameters are f32, f64, f16 or bf16 and dense (contiguous); the gradient
-//! has the parameter's shape and dtype; optimizer state (momentum buffer,
+//! Parameters are f32, f64, f16 or bf16 and dense (contiguous or channels
+//! last); the gradient has the parameter's shape, dtype and strides; optimizer state (momentum buffer,
 //! moments) is kept in [`state_dtype`] (f32 for half parameters). Steps run
 //! with grad mode off; every tensor written is bumped in version, so a saved
 //! tensor of a pending backward notices the update.
@@ -16,6 +16,12 @@ use crate::backend::{AdamItem, SgdItem, Storage};
 use crate::core::error::{Error, Result};
 use kiln_kernels::params::{AdamParams, SgdParams};
 use kiln_kernels::params::{SGD_INIT_BUFFER, SGD_MOMENTUM, SGD_NESTEROV, SGD_WEIGHT_DECAY};
+
+/// True when `t`'s elements fill one run of its storage in a memory order
+/// the steps take: contiguous, or channels last.
+pub(super) fn dense(t: &Tensor) -> bool {
+    t.is_contiguous() || super::elementwise::channels_last_perm(t).is_some()
+}
 
 /// The dtype of optimizer state for parameters of `param`: f64 for f64, else f32.
 pub fn state_dtype(param: DType) -> DType {
@@ -110,20 +116,30 @@ fn check_operands(op: &'static str, param: &Tensor, grad: &Tensor, states: &[(&s
             "the parameter is the result of a recorded op (part of an autograd graph); step leaf tensors only",
         ));
     }
-    let dense = |what: &str, t: &Tensor| -> Result<()> {
-        if t.is_contiguous() {
+    if !dense(param) {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "the parameter of shape {:?} is neither contiguous nor channels last; optimizer steps update dense tensors only (call contiguous() on the parameter before training)",
+                param.shape()
+            ),
+        ));
+    }
+    // the step runs over memory: every operand in the parameter's order
+    let same_order = |what: &str, t: &Tensor| -> Result<()> {
+        if t.layout().strides() == param.layout().strides() && dense(t) {
             Ok(())
         } else {
             Err(Error::invalid(
                 op,
                 format!(
-                    "the {what} of shape {:?} is not contiguous; optimizer steps update dense tensors only (call contiguous() on the parameter before training)",
-                    t.shape()
+                    "the {what} has strides {:?} but the parameter {:?}; both must be dense in one memory order",
+                    t.layout().strides(),
+                    param.layout().strides()
                 ),
             ))
         }
     };
-    dense("parameter", param)?;
     let mut all = vec![("parameter", param), ("gradient", grad)];
     all.extend(states.iter().copied());
     for &(what, t) in &all[1..] {
@@ -152,7 +168,7 @@ fn check_operands(op: &'static str, param: &Tensor, grad: &Tensor, states: &[(&s
                 ),
             ));
         }
-        dense(what, t)?;
+        same_order(what, t)?;
         if what != "gradient" && t.requires_grad() {
             return Err(Error::invalid(op, format!("the {what} must not require grad")));
         }
@@ -369,7 +385,12 @@ pub fn adam_step_multi_(
 impl Tensor {
     /// Zeros in the optimizer-state dtype for this parameter, on its device.
     pub fn optimizer_state(&self) -> Result<Tensor> {
-        Tensor::zeros(self.shape(), Some(state_dtype(self.dtype())), self.device())
+        let z = Tensor::zeros(self.shape(), Some(state_dtype(self.dtype())), self.device())?;
+        // a channels-last parameter's state is channels last too
+        match super::elementwise::channels_last_perm(self) {
+            Some(p) => z.dense_in_order(&p.iter().map(|&d| d as usize).collect::<Vec<_>>()),
+            None => Ok(z),
+        }
     }
 
     /// One SGD step in place: `buf` is the momentum buffer (needed when
@@ -586,7 +607,7 @@ mod tests {
         assert!(err(p.adam_step_(&g, &m, &v, 0, &o)).contains("starts at 1"));
         let wide = Tensor::zeros(&[5, 2], None, Device::Cpu).unwrap();
         let strided = wide.select(1, 0).unwrap();
-        assert!(err(strided.adam_step_(&g, &m, &v, 1, &o)).contains("not contiguous"));
+        assert!(err(strided.adam_step_(&g, &m, &v, 1, &o)).contains("neither contiguous nor channels last"));
         let bad = AdamOptions {
             betas: (1.0, 0.999),
             ..o

@@ -15,6 +15,14 @@ results = {
     "cl_first": x + x.contiguous(), "compare": x > 5.0, "compare_tensors": x > b,
     "to_f64": x.double(), "batch_of_one": one + 1.0, "x5_sigmoid": x5.sigmoid(),
 }
+leaf = x.detach().requires_grad_(True)
+(leaf * x).sum().backward()
+results["leaf_grad"] = leaf.grad.clone()
+(leaf * x.contiguous()).sum().backward()
+results["leaf_grad_accumulated"] = leaf.grad
+param = torch.randn(2, 3, 4, 5, requires_grad=True)
+(param * x).sum().backward()
+results["param_grad"] = param.grad
 expected = {name: list(t.stride()) for name, t in results.items()}
 text, n = check("shape_memory_format.out", expected)
 assert "same values: 0" in text

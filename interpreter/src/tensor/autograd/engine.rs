@@ -6,25 +6,38 @@
 use super::*;
 
 /// Adds `g` into a leaf's accumulated gradient.
-fn accumulate(meta: &AutogradMeta, g: Tensor) -> Result<()> {
+fn accumulate(meta: &AutogradMeta, g: Tensor, channels_last: bool) -> Result<()> {
     let mut slot = meta.grad_slot();
     let new = match slot.take() {
-        None => owned(g)?,
+        None => owned(g, channels_last)?,
+        // elementwise results keep the first operand's channels-last order
         Some(acc) => acc.add(&g)?,
     };
     *slot = Some(new);
     Ok(())
 }
 
-/// `g` when no one else can see its storage and it is contiguous, else a
-/// contiguous copy: a stored gradient must not alias a tensor the script
-/// holds, and the fused optimizer steps read parameters and gradients in
-/// the same (contiguous) order.
-fn owned(g: Tensor) -> Result<Tensor> {
-    if Arc::strong_count(&g.0) == 1 && Arc::strong_count(&g.0.storage) == 1 && g.is_contiguous() {
-        Ok(g)
-    } else {
-        g.clone_data()
+/// `g` when no one else can see its storage and it is dense in the leaf's
+/// memory order (contiguous, or channels last for a channels-last leaf),
+/// else a copy in that order: a stored gradient must not alias a tensor the
+/// script holds, and the fused optimizer steps read parameters and
+/// gradients in one memory order.
+fn owned(g: Tensor, channels_last: bool) -> Result<Tensor> {
+    let unique = Arc::strong_count(&g.0) == 1 && Arc::strong_count(&g.0.storage) == 1;
+    if !channels_last || g.ndim() < 4 {
+        return if unique && g.is_contiguous() {
+            Ok(g)
+        } else {
+            g.clone_data()
+        };
+    }
+    let order = crate::core::Layout::channels_last_order(g.ndim());
+    let in_order = g.layout().offset() == 0 && g.layout().is_dense_in_order(&order);
+    match (unique, in_order) {
+        (true, true) => Ok(g),
+        // a fresh copy: `dense_in_order` hands back `g` itself when it is in order
+        (false, true) => g.clone_data()?.dense_in_order(&order),
+        _ => g.dense_in_order(&order),
     }
 }
 
@@ -45,7 +58,8 @@ pub(super) fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
         .ok_or_else(|| Error::invalid("backward", "the tensor does not require grad"))?;
     let root_node = match &meta.grad_fn {
         None => {
-            accumulate(meta, grad)?;
+            let channels_last = crate::tensor::elementwise::channels_last_perm(root).is_some();
+            accumulate(meta, grad, channels_last)?;
             return if meta.hooked() { meta.fire_hooks() } else { Ok(()) };
         }
         Some(n) => n.clone(),
@@ -119,7 +133,7 @@ pub(super) fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
                 Edge::Leaf(m) => {
                     if let Some(ig) = ig {
                         if m.requires_grad.load(Ordering::Relaxed) {
-                            accumulate(m, ig)?;
+                            accumulate(m, ig, input.channels_last)?;
                         }
                     }
                     if !leaf_uses.is_empty() {

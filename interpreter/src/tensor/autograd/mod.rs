@@ -140,6 +140,10 @@ struct Input {
     edge: Option<Edge>,
     shape: Vec<usize>,
     dtype: DType,
+    /// A leaf stored channels last keeps its gradient channels last (as
+    /// PyTorch's gradient layout contract: the gradient takes the
+    /// parameter's strides, so optimizer steps read both in one order).
+    channels_last: bool,
 }
 
 /// A recorded op in the graph (PyTorch's `grad_fn`).
@@ -241,10 +245,15 @@ pub(crate) fn record(
     }
     let inputs = inputs
         .iter()
-        .map(|t| Input {
-            edge: t.edge(),
-            shape: t.shape().to_vec(),
-            dtype: t.dtype(),
+        .map(|t| {
+            let edge = t.edge();
+            let leaf = matches!(edge, Some(Edge::Leaf(_)));
+            Input {
+                channels_last: leaf && crate::tensor::elementwise::channels_last_perm(t).is_some(),
+                edge,
+                shape: t.shape().to_vec(),
+                dtype: t.dtype(),
+            }
         })
         .collect();
     let node = Arc::new(Node {

@@ -50,6 +50,8 @@ macro_rules! unary_ops {
                 (|x| if x > 0 { x } else { 0 });
             Gelu gelu "Exact GELU, `x * Φ(x) = 0.5 x (1 + erf(x / √2))` (PyTorch's default)." float any
                 (|x| R::of(0.5) * x * (R::ONE + (x * R::of(core::f64::consts::FRAC_1_SQRT_2)).erf())) ();
+            GeluTanh gelu_tanh "GELU with the tanh approximation, `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))` (`F.gelu(x, approximate=\"tanh\")`)." float any
+                (|x| $crate::ops::gelu_tanh(x)) ();
             Silu silu "SiLU (swish), `x * sigmoid(x)`." float any (|x| x * (R::ONE / (R::ONE + (-x).exp()))) ();
             Erf erf "The error function." float any (|x| x.erf()) ();
             Floor floor "Rounds down to an integer (integers unchanged)." keep any (|x| x.floor()) (|x| x);
@@ -152,6 +154,10 @@ macro_rules! binary_ops {
                 (|x, n| x.polygamma(n)) () ();
             Pow pow "`a ** b` (negative integer powers of integers other than ±1 are an error)." arith
                 (|a, b| a.pow(b)) (|a, b| $crate::ops::int_pow(a, b)) ();
+            GeluBackward gelu_backward "The gradient through exact GELU: `g * (Φ(x) + x φ(x))` for the output's gradient g and the input x (`torch.ops.aten.gelu_backward`)." float
+                (|g, x| g * $crate::ops::gelu_grad(x)) () ();
+            GeluTanhBackward gelu_tanh_backward "The gradient through the tanh GELU for the output's gradient g and the input x (`torch.ops.aten.gelu_backward(g, x, approximate=\"tanh\")`)." float
+                (|g, x| g * $crate::ops::gelu_tanh_grad(x)) () ();
             Maximum maximum "Elementwise maximum; NaN propagates (logical or for bool)." arith
                 (|a, b| if a.is_nan() || b.is_nan() { R::NAN } else if a > b { a } else { b })
                 (|a, b| if a > b { a } else { b }) (|a, b| a | b);
@@ -199,6 +205,39 @@ macro_rules! kernel_name {
     ($first:ident $(, $rest:ident)*) => {
         concat!(stringify!($first) $(, "_", stringify!($rest))*)
     };
+}
+
+/// `√(2/π)`, the scale inside the tanh GELU.
+const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+/// The cubic coefficient of the tanh GELU.
+const GELU_TANH_CUBIC: f64 = 0.044_715;
+/// `1/√(2π)`, the standard normal density at 0.
+const FRAC_1_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
+
+/// GELU with the tanh approximation (PyTorch's `approximate="tanh"`).
+#[inline(always)]
+pub fn gelu_tanh<R: crate::real::Real>(x: R) -> R {
+    let u = R::of(SQRT_2_OVER_PI) * (x + R::of(GELU_TANH_CUBIC) * x * x * x);
+    R::of(0.5) * x * (R::ONE + u.tanh())
+}
+
+/// The derivative of exact GELU, `Φ(x) + x φ(x)`.
+#[inline(always)]
+pub fn gelu_grad<R: crate::real::Real>(x: R) -> R {
+    let cdf = R::of(0.5) * (R::ONE + (x * R::of(core::f64::consts::FRAC_1_SQRT_2)).erf());
+    let pdf = R::of(FRAC_1_SQRT_2PI) * (R::of(-0.5) * x * x).exp();
+    cdf + x * pdf
+}
+
+/// The derivative of the tanh GELU: `(1 + t) / 2 + x (1 - t²) u' / 2` with
+/// `t = tanh(u)`, `u = √(2/π) (x + 0.044715 x³)`.
+#[inline(always)]
+pub fn gelu_tanh_grad<R: crate::real::Real>(x: R) -> R {
+    let k = R::of(SQRT_2_OVER_PI);
+    let c = R::of(GELU_TANH_CUBIC);
+    let t = (k * (x + c * x * x * x)).tanh();
+    let du = k * (R::ONE + R::of(3.0) * c * x * x);
+    R::of(0.5) * (R::ONE + t) + R::of(0.5) * x * (R::ONE - t * t) * du
 }
 
 /// `floor(a / b)` in floating point, as PyTorch computes it: from the

@@ -71,16 +71,6 @@ impl Tensor {
         Tensor::where_cond(&pos, &x, &neg)
     }
 
-    /// GELU with the tanh approximation,
-    /// `0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))`.
-    pub fn gelu_tanh(&self) -> Result<Tensor> {
-        let x = self.to_float()?;
-        let k = (2.0 / std::f64::consts::PI).sqrt();
-        let inner = x.add(&x.mul(&x)?.mul(&x)?.mul_scalar(0.044715)?)?;
-        let t = inner.mul_scalar(k)?.tanh()?;
-        x.mul(&t.add_scalar(1.0)?)?.mul_scalar(0.5)
-    }
-
     /// `x - tanh(x)`.
     pub fn tanhshrink(&self) -> Result<Tensor> {
         let x = self.to_float()?;

@@ -51,6 +51,31 @@ fn mask(m: Tensor, like: &Tensor) -> Result<Tensor> {
     m.to_dtype(like.dtype())
 }
 
+/// The second derivative of GELU at `x` (exact for `GeluBackward`, the
+/// tanh form for `GeluTanhBackward`), for double backward.
+fn gelu_second_derivative(op: BinaryOp, x: &Tensor) -> Result<Tensor> {
+    use std::f64::consts::{FRAC_1_SQRT_2, FRAC_2_SQRT_PI, PI};
+    let x2 = x.square()?;
+    if op == BinaryOp::GeluBackward {
+        // φ(x) (2 - x²)
+        let pdf = x2
+            .mul_scalar(-0.5)?
+            .exp()?
+            .mul_scalar(0.5 * FRAC_2_SQRT_PI * FRAC_1_SQRT_2)?;
+        return pdf.mul(&x2.neg()?.add_scalar(2.0)?);
+    }
+    // (1 - t²) (u' - x t u'² + 3 k c x²), t = tanh(u), u = k (x + c x³)
+    let (k, c) = ((2.0 / PI).sqrt(), 0.044715);
+    let t = x.add(&x2.mul(x)?.mul_scalar(c)?)?.mul_scalar(k)?.tanh()?;
+    let du = x2.mul_scalar(3.0 * c)?.add_scalar(1.0)?.mul_scalar(k)?;
+    let inner = du
+        .sub(&x.mul(&t)?.mul(&du.square()?)?)?
+        .add(&x2.mul_scalar(3.0 * k * c)?)?;
+    t.square()?
+        .binary_scalar(BinaryOp::Sub, Scalar::Float(1.0), true)?
+        .mul(&inner)
+}
+
 /// Gradient of `y = op(x)`.
 pub fn unary(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<Tensor>> {
     use UnaryOp::*;
@@ -75,20 +100,9 @@ pub fn unary(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<T
         )?,
         Sigmoid => g.mul(&y.mul(&y.binary_scalar(BinaryOp::Sub, Scalar::Float(1.0), true)?)?)?,
         Relu => g.mul(&mask(x.compare_scalar(CmpOp::Gt, Scalar::Int(0), false)?, g)?)?,
-        Gelu => {
-            // Φ(x) + x φ(x)
-            let cdf = x
-                .mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?
-                .erf()?
-                .add_scalar(1.0)?
-                .mul_scalar(0.5)?;
-            let pdf = x
-                .square()?
-                .mul_scalar(-0.5)?
-                .exp()?
-                .mul_scalar(0.5 * std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2)?;
-            g.mul(&cdf.add(&x.mul(&pdf)?)?)?
-        }
+        // one kernel each, as PyTorch's gelu_backward
+        Gelu => g.binary(BinaryOp::GeluBackward, x)?,
+        GeluTanh => g.binary(BinaryOp::GeluTanhBackward, x)?,
         Silu => {
             // s (1 + x (1 - s))
             let s = x.sigmoid()?;
@@ -250,6 +264,13 @@ pub fn binary(
                     .transpose()?,
             )
         }
+        // g · f'(x): its gradients are f'(x) and g · f''(x)
+        GeluBackward | GeluTanhBackward => (
+            needs[0].then(|| g.binary(op, b)).transpose()?,
+            needs[1]
+                .then(|| g.mul(a)?.mul(&gelu_second_derivative(op, b)?))
+                .transpose()?,
+        ),
         BitAnd | BitOr | BitXor => (None, None),
     };
     let ga = match ga {
@@ -301,6 +322,10 @@ pub fn binary_scalar(
             let tie = mask(x.compare_scalar(CmpOp::Eq, s, false)?, g)?;
             g.mul(&win.add(&tie.mul_scalar(0.5)?)?)?
         }
+        // g · f'(s) for an input s, and s · f'(x) for a gradient s
+        (GeluBackward, false) => g.mul_scalar(kiln_kernels::ops::gelu_grad(s.to_f64()))?,
+        (GeluTanhBackward, false) => g.mul_scalar(kiln_kernels::ops::gelu_tanh_grad(s.to_f64()))?,
+        (GeluBackward | GeluTanhBackward, true) => g.mul(&gelu_second_derivative(op, x)?.mul_scalar(s)?)?,
         (BitAnd | BitOr | BitXor, _) => return Ok(None),
     };
     Ok(Some(gx))

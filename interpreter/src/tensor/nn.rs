@@ -80,7 +80,7 @@ impl Tensor {
         }))
     }
 
-    fn layer_norm_impl(
+    pub(crate) fn layer_norm_impl(
         &self,
         normalized_shape: &[usize],
         weight: Option<&Tensor>,

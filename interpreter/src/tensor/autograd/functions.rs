@@ -454,10 +454,10 @@ pub fn layer_norm(
 ) -> Result<Vec<Option<Tensor>>> {
     let x = &x.to_dtype(g.dtype())?;
     let dims: Vec<i64> = (-(k as i64)..0).collect();
-    let mean = x.reduce(ReduceOp::Mean, Some(&dims), true)?;
     let var = x.reduce(ReduceOp::Var { correction: 0 }, Some(&dims), true)?;
     let rstd = var.add_scalar(eps)?.rsqrt()?;
-    let xhat = x.sub(&mean)?.mul(&rstd)?;
+    // the normalised input in one pass: the forward's own kernel, no affine
+    let xhat = x.layer_norm_impl(&x.shape()[x.ndim() - k..], None, None, eps)?;
     let gx = needs[0]
         .then(|| -> Result<Tensor> {
             let gxhat = match weight {

@@ -51,7 +51,7 @@ t = time.perf_counter()
 for _ in range(5):
     step()
 torch.cuda.synchronize()
-print(f"{case} step {(time.perf_counter() - t) / 5 * 1e3} ms", flush=True)
+print(f"torch {case} step {(time.perf_counter() - t) / 5 * 1e3} ms", flush=True)
 torch.cuda.profiler.start()
 step()
 torch.cuda.synchronize()

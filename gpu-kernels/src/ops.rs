@@ -214,11 +214,19 @@ const GELU_TANH_CUBIC: f64 = 0.044_715;
 /// `1/√(2π)`, the standard normal density at 0.
 const FRAC_1_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
 
-/// GELU with the tanh approximation (PyTorch's `approximate="tanh"`).
+/// `(1 + tanh(u)) / 2 = sigmoid(2u)` at the tanh GELU's `u`: one
+/// exponential (the GPU's fast `ex2`) instead of a `tanh`, exact at ±∞.
+#[inline(always)]
+fn gelu_tanh_gate<R: crate::real::Real>(x: R) -> R {
+    let u = R::of(SQRT_2_OVER_PI) * (x + R::of(GELU_TANH_CUBIC) * x * x * x);
+    R::ONE / (R::ONE + (-(u + u)).exp())
+}
+
+/// GELU with the tanh approximation (PyTorch's `approximate="tanh"`):
+/// `0.5 x (1 + tanh(u)) = x sigmoid(2u)`.
 #[inline(always)]
 pub fn gelu_tanh<R: crate::real::Real>(x: R) -> R {
-    let u = R::of(SQRT_2_OVER_PI) * (x + R::of(GELU_TANH_CUBIC) * x * x * x);
-    R::of(0.5) * x * (R::ONE + u.tanh())
+    x * gelu_tanh_gate(x)
 }
 
 /// The derivative of exact GELU, `Φ(x) + x φ(x)`.
@@ -230,14 +238,13 @@ pub fn gelu_grad<R: crate::real::Real>(x: R) -> R {
 }
 
 /// The derivative of the tanh GELU: `(1 + t) / 2 + x (1 - t²) u' / 2` with
-/// `t = tanh(u)`, `u = √(2/π) (x + 0.044715 x³)`.
+/// `t = tanh(u)`, `u = √(2/π) (x + 0.044715 x³)`; with `s = (1 + t) / 2`
+/// that is `s + 2 x s (1 - s) u'`.
 #[inline(always)]
 pub fn gelu_tanh_grad<R: crate::real::Real>(x: R) -> R {
-    let k = R::of(SQRT_2_OVER_PI);
-    let c = R::of(GELU_TANH_CUBIC);
-    let t = (k * (x + c * x * x * x)).tanh();
-    let du = k * (R::ONE + R::of(3.0) * c * x * x);
-    R::of(0.5) * (R::ONE + t) + R::of(0.5) * x * (R::ONE - t * t) * du
+    let s = gelu_tanh_gate(x);
+    let du = R::of(SQRT_2_OVER_PI) * (R::ONE + R::of(3.0 * GELU_TANH_CUBIC) * x * x);
+    s + R::of(2.0) * x * s * (R::ONE - s) * du
 }
 
 /// `floor(a / b)` in floating point, as PyTorch computes it: from the

@@ -7,6 +7,33 @@ use crate::core::error::{Error, Result};
 use crate::core::op::ReduceOp;
 use crate::core::shape::normalize_dim;
 
+/// A channels-last tensor reduced as the dense tensor it is in memory: its
+/// permuted (contiguous) layout and the reduced dims in that order, when
+/// the kept dims keep their relative order (the result's elements then come
+/// out in the same order): a full `sum()`, or over batch and space, or over
+/// channels. The reduction then reads memory in order instead of striding
+/// through it. Index results (argmax, argmin) count in the logical order,
+/// so they are left alone.
+fn in_memory_order(t: &Tensor, op: ReduceOp, ds: &[usize]) -> Option<(crate::core::Layout, Vec<usize>)> {
+    if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+        return None;
+    }
+    let order: Vec<usize> = super::elementwise::channels_last_perm(t)?
+        .iter()
+        .map(|&d| d as usize)
+        .collect();
+    let kept_in_memory = order.iter().copied().filter(|d| !ds.contains(d));
+    if !kept_in_memory.eq((0..t.ndim()).filter(|d| !ds.contains(d))) {
+        return None;
+    }
+    let mut dims: Vec<usize> = ds
+        .iter()
+        .filter_map(|d| order.iter().position(|o| o == d))
+        .collect();
+    dims.sort_unstable();
+    Some((t.layout().permute(&order), dims))
+}
+
 impl Tensor {
     /// Reduces `dims` (all dims when `None`); `keepdim` keeps them as size 1.
     pub fn reduce(&self, op: ReduceOp, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
@@ -81,7 +108,10 @@ impl Tensor {
         {
             return Err(Error::invalid(op.name(), "expects a single dim"));
         }
-        let out = self.storage().reduce(op, self.layout(), &ds)?;
+        let out = match in_memory_order(self, op, &ds) {
+            Some((layout, dims)) => self.storage().reduce(op, &layout, &dims)?,
+            None => self.storage().reduce(op, self.layout(), &ds)?,
+        };
         let keep: Vec<usize> = (0..self.ndim())
             .map(|d| if ds.contains(&d) { 1 } else { self.shape()[d] })
             .collect();

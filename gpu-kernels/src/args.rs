@@ -15,9 +15,12 @@
 //! bytes of a `u64` ([`Bits`]).
 
 use crate::params::{
-    AdamParams, CrossEntropyParams, FlashParams, Geometry, IndexDim, MatmulShape, Operand, RandView,
-    SgdParams, TensorList,
+    AdamParams, AttentionRows, CrossEntropyParams, FlashParams, Geometry, IndexDim, MatmulShape, Operand,
+    RandView, SgdParams, TensorList,
 };
+
+/// Rows of threads in a block of `reduce_cols_finish_*` (32 columns wide).
+pub const COLS_FINISH_ROWS: u32 = 32;
 
 /// What each argument struct declares about its family's launches.
 pub trait ArgBlock: Copy {
@@ -103,6 +106,9 @@ args! {
     /// `rand_uniform_*` and `rand_normal_*`: Philox numbers of `seed` and `stream`.
     RandArgs [y] { n: u32, seed: u64, stream: u64, view: RandView }
 
+    /// `dropout_*`: inverted dropout of dense `x` by the draw `(seed, stream)`.
+    DropoutArgs [x, y] { n: u32, seed: u64, stream: u64, p: f64, scale: f64 }
+
     /// `rand_int_*`: integers in `low .. low + range`.
     RandIntArgs [y] { n: u32, seed: u64, stream: u64, low: i64, range: u64 }
 
@@ -135,7 +141,8 @@ args! {
     /// `reduce_cols_*`: a dense middle axis of `r` reduced across columns.
     ColsArgs [x, partial, y] { outer: u32, r: u32, inner: u32, chunks: u32, chunk_len: u32 }
 
-    /// `reduce_cols_finish_*`: the chunks of each column merged.
+    /// `reduce_cols_finish_*`: the chunks of each column merged, by blocks of
+    /// 32 × [`COLS_FINISH_ROWS`] threads (32 columns each).
     ColsFinishArgs [partial, y] { outer: u32, inner: u32, chunks: u32, count: u32 }
 
     /// `softmax_*`: softmax (`log` 1: log-softmax) along a strided dim.
@@ -144,8 +151,20 @@ args! {
     /// `softmax_rows_*`: softmax over dense rows, a warp (`per_warp` 1) or a block per row.
     SoftmaxRowsArgs [x, y] { rows: u32, len: u32, per_warp: u32, log: u32 }
 
+    /// `attention_rows_*`: the blocked attention's masked, scaled softmax of
+    /// dense score rows with dropout, and the rows' log-sum-exps.
+    AttentionRowsArgs [s, w, lse] { rows: u32, per_warp: u32, h: AttentionRows }
+
+    /// `attention_rows_backward_*`: the weights (with dropout) and the
+    /// scores' gradient from recomputed scores, elementwise.
+    AttentionRowsBackwardArgs [s, lse, gw, delta, wd, ds] { rows: u32, h: AttentionRows }
+
     /// `layer_norm_*`: layer norm over dense rows of `norm` elements.
     LayerNormArgs [x, w, b, y] { rows: u32, norm: u32, per_warp: u32, flags: u32, eps: f64 }
+
+    /// `layer_norm_backward_*`: the input's gradient of layer norm over dense
+    /// rows (flags: 1 weight given, 2 also write `g · x̂` to `gxh`).
+    LayerNormBackwardArgs [x, g, w, gx, gxh] { rows: u32, norm: u32, per_warp: u32, flags: u32, eps: f64 }
 
     /// `transpose_b*`: a tiled transposing copy of elements of that size.
     TransposeArgs [x, y] { batch: u32, rows: u32, cols: u32, sb: u32, sj: u32 }

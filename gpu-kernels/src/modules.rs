@@ -27,7 +27,7 @@ pub const MODULES: [&str; 14] = [
 /// its name's family prefix; `None` for a name of no known family.
 pub fn module_of(entry: &str) -> Option<usize> {
     // Longer prefixes first: `binary_v_` is dense, `binary_` strided.
-    const PREFIXES: [(&str, usize); 29] = [
+    const PREFIXES: [(&str, usize); 31] = [
         ("unary_v_", 1),
         ("unary_", 0),
         ("binary_v_", 3),
@@ -40,9 +40,11 @@ pub fn module_of(entry: &str) -> Option<usize> {
         ("fill_", 4),
         ("arange_", 4),
         ("rand_", 5),
+        ("dropout_", 5),
         ("reduce_", 6),
         ("softmax_", 7),
         ("layer_norm_", 7),
+        ("attention_rows_", 7),
         ("transpose_", 8),
         ("cross_entropy_", 9),
         ("sgd_step_", 10),

@@ -239,8 +239,9 @@ impl HeadStrides {
 }
 
 /// The sizes and options of the fused attention kernels (`flash_*`):
-/// `q [B, H, L, D]`, `k`, `v [B, H / group, S, D]` through their strides;
-/// the outputs (`o`, `lse`, and the gradients) and `dout` are dense.
+/// `q [B, H, L, D]`, `k`, `v [B, H / group, S, D]`, the output `o` (and its
+/// gradient `dout`, laid out alike) and the gradients `dq`, `dk`, `dv`
+/// through their strides; `lse` and `delta` are dense `[B, H, L]`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FlashParams {
@@ -262,6 +263,14 @@ pub struct FlashParams {
     pub k: HeadStrides,
     /// The value's strides.
     pub v: HeadStrides,
+    /// The output's strides, and its gradient's.
+    pub o: HeadStrides,
+    /// The query gradient's strides.
+    pub dq: HeadStrides,
+    /// The key gradient's strides.
+    pub dk: HeadStrides,
+    /// The value gradient's strides.
+    pub dv: HeadStrides,
     /// Dropout probability of the attention weights (0: none).
     pub dropout: f32,
     /// The factor on a kept weight, `1 / (1 - dropout)` rounded to f32.
@@ -458,5 +467,56 @@ mod list_tests {
             assert!(l.push(1, [0; 4]));
         }
         assert!(!l.push(1, [0; 4]));
+    }
+}
+
+/// One block of the blocked attention's score rows (`attention_rows_*`):
+/// `[M, n, S]` scores of `M` query-key matrices, rows `i0 .. i0 + n` of
+/// each matrix's `L` queries. Row `r` is query `i0 + r % n` of matrix
+/// `r / n`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AttentionRows {
+    /// Rows of the block in each matrix.
+    pub n: u32,
+    /// Keys `S` (the row length).
+    pub keys: u32,
+    /// The block's first query.
+    pub i0: u32,
+    /// Queries `L` of each matrix.
+    pub l: u32,
+    /// 1: query `i` attends to keys `0..=i` only.
+    pub causal: u32,
+    /// Dropout probability of the weights (0: none).
+    pub dropout: f32,
+    /// The factor on the scores.
+    pub scale: f64,
+    /// The factor on a kept weight, `1 / (1 - dropout)`.
+    pub keep_scale: f64,
+    /// The dropout's draw: the weight of key `j` for query `i` of matrix
+    /// `m` is kept when element `(m·L + i)·S + j` of the uniform draw
+    /// `(seed, stream)` is at least `dropout` (as [`FlashParams::keeps`]).
+    pub seed: u64,
+    /// See `seed`.
+    pub stream: u64,
+}
+
+impl AttentionRows {
+    /// The query of row `r`.
+    #[inline(always)]
+    pub fn query(&self, r: u32) -> u32 {
+        self.i0 + r % self.n
+    }
+
+    /// Whether the dropout keeps the weight of key `j` in row `r` (always
+    /// without dropout).
+    #[inline(always)]
+    pub fn dropout_kept(&self, r: u32, j: u32) -> bool {
+        if self.dropout <= 0.0 {
+            return true;
+        }
+        let m = (r / self.n) as u64;
+        let i = (m * self.l as u64 + self.query(r) as u64) * self.keys as u64 + j as u64;
+        crate::philox::uniform_at(self.seed, self.stream, i) >= self.dropout
     }
 }

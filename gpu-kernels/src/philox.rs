@@ -104,6 +104,26 @@ pub fn int_at(seed: u64, stream: u64, i: u64, low: i64, range: u64) -> i64 {
     low.wrapping_add((r % range) as i64)
 }
 
+/// Dropout's draw for elements `4q .. 4q + 4` (one Philox block): element
+/// `i` is kept when its uniform value ([`uniform_at`]) is at least `p`.
+#[inline(always)]
+pub fn keep4(seed: u64, stream: u64, q: u64, p: f32) -> [bool; 4] {
+    let w = block(seed, stream, q);
+    [
+        uniform_f32(w[0]) >= p,
+        uniform_f32(w[1]) >= p,
+        uniform_f32(w[2]) >= p,
+        uniform_f32(w[3]) >= p,
+    ]
+}
+
+/// Dropout's draw for element `i` of f64 data: kept when its uniform f64
+/// value ([`uniform_f64_at`]) is at least `p`.
+#[inline]
+pub fn keep_f64(seed: u64, stream: u64, i: u64, p: f64) -> bool {
+    uniform_f64_at(seed, stream, i) >= p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

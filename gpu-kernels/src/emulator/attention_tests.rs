@@ -177,6 +177,26 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
     let (dob, dow) = half(values(batch * heads * l * d, 4));
     let q_at = |b: usize, h: usize, i: usize, e: usize| qw[((b * l + i) * heads + h) * d + e];
 
+    let rows_outer = HeadStrides {
+        batch: (l * heads * d) as u32,
+        head: d as u32,
+        row: (heads * d) as u32,
+    };
+    // element (b, h, i, e) of a dense [B, H, L, D] array in [B, L, H, D]
+    let ro = |x: usize| {
+        let (e, r) = (x % d, x / d);
+        let (i, bh) = (r % l, r / l);
+        let (hh, b) = (bh % heads, bh / heads);
+        ((b * l + i) * heads + hh) * d + e
+    };
+    let to_rows_outer = |x: &[u16]| -> Vec<u16> {
+        let mut y = std::vec![0u16; x.len()];
+        for (at, &v) in x.iter().enumerate() {
+            y[ro(at)] = v;
+        }
+        y
+    };
+    let from_rows_outer = |x: &[u16]| -> Vec<u16> { (0..x.len()).map(|at| x[ro(at)]).collect() };
     let h = FlashParams {
         l: l as u32,
         s: s as u32,
@@ -195,6 +215,20 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
             row: d as u32,
         },
         v: HeadStrides {
+            batch: (kv_heads * s * d) as u32,
+            head: (s * d) as u32,
+            row: d as u32,
+        },
+        // the output, its gradient and the query gradient as the queries
+        // ([B, L, H, D]); the key and value gradients dense
+        o: rows_outer,
+        dq: rows_outer,
+        dk: HeadStrides {
+            batch: (kv_heads * s * d) as u32,
+            head: (s * d) as u32,
+            row: d as u32,
+        },
+        dv: HeadStrides {
             batch: (kv_heads * s * d) as u32,
             head: (s * d) as u32,
             row: d as u32,
@@ -227,7 +261,7 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
             },
         );
     }
-    let o_wide: Vec<f64> = o.iter().map(|&b| c.widen(b)).collect();
+    let o_wide: Vec<f64> = from_rows_outer(&o).iter().map(|&b| c.widen(b)).collect();
     c.close("output", &o_wide, &want.o);
     let lse_wide: Vec<f64> = lse.iter().map(|&x| x as f64).collect();
     c.close("log-sum-exp", &lse_wide, &want.lse);
@@ -240,6 +274,7 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
     let mut dk = std::vec![0u16; batch * kv_heads * s * d];
     let mut dv = std::vec![0u16; batch * kv_heads * s * d];
     {
+        let dob = to_rows_outer(&dob);
         let p = Shared((
             qb.as_ptr(),
             kb.as_ptr(),
@@ -273,7 +308,7 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
         );
     }
     let wide = |x: &[u16]| -> Vec<f64> { x.iter().map(|&b| c.widen(b)).collect() };
-    c.close("query gradient", &wide(&dq), &want.dq);
+    c.close("query gradient", &wide(&from_rows_outer(&dq)), &want.dq);
     c.close("key gradient", &wide(&dk), &want.dk);
     c.close("value gradient", &wide(&dv), &want.dv);
 }

@@ -394,7 +394,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
         let inv = 1.0 / l;
         let row = my_row + r as u32 * 8;
         if row < h.l {
-            let out = o.add((batch_head * h.l as usize + row as usize) * D);
+            let out = o.add(h.o.offset(batch, head, row));
             unroll(D / 8, |nt| {
                 let v = pack::<T>(acc[nt][2 * r] * inv, acc[nt][2 * r + 1] * inv);
                 *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
@@ -453,18 +453,13 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
     let first = if h.causal != 0 { key0 / bq } else { 0 };
     let query_tiles = h.l.div_ceil(bq);
     let per_head = query_tiles.saturating_sub(first);
-    let dense = HeadStrides {
-        batch: h.heads * h.l * D as u32,
-        head: h.l * D as u32,
-        row: D as u32,
-    };
     // step n: query head kvh·group + n / per_head, query tile first + n % per_head
     let step_of = |n: u32| (kvh * h.group + n / per_head, (first + n % per_head) * bq);
     let fetch = |n: u32| {
         let (hq, q0) = step_of(n);
         let (tq, tdo, lse_s, delta_s) = buffer(n % 2);
         tq.load_async(q.add(head_base(&h.q, batch, hq)), h.q.row, q0, bq, h.l, D);
-        tdo.load_async(dout.add(head_base(&dense, batch, hq)), D as u32, q0, bq, h.l, D);
+        tdo.load_async(dout.add(head_base(&h.o, batch, hq)), h.o.row, q0, bq, h.l, D);
         if tid < bq {
             let row = q0 + tid;
             let inside = row < h.l;
@@ -569,17 +564,15 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
     }
     cp_async_wait::<0>();
 
-    let kv_heads = h.heads / h.group;
-    let batch_head = (batch * kv_heads + kvh) as usize;
     unroll(2, |r| {
         let key = my_key + r as u32 * 8;
         if key < h.s {
-            let at = (batch_head * h.s as usize + key as usize) * D;
+            let (at_k, at_v) = (h.dk.offset(batch, kvh, key), h.dv.offset(batch, kvh, key));
             unroll(D / 8, |nt| {
                 let col = nt * 8 + 2 * t as usize;
-                *(dk.add(at + col) as *mut u32) =
+                *(dk.add(at_k + col) as *mut u32) =
                     pack::<T>(dka[nt][2 * r] * h.scale, dka[nt][2 * r + 1] * h.scale);
-                *(dv.add(at + col) as *mut u32) = pack::<T>(dva[nt][2 * r], dva[nt][2 * r + 1]);
+                *(dv.add(at_v + col) as *mut u32) = pack::<T>(dva[nt][2 * r], dva[nt][2 * r + 1]);
             });
         }
     });
@@ -620,11 +613,6 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
         (at(2 * b), at(2 * b + 1))
     };
     let batch_head = (batch * h.heads + head) as usize;
-    let dense = HeadStrides {
-        batch: h.heads * h.l * D as u32,
-        head: h.l * D as u32,
-        row: D as u32,
-    };
 
     // this warp's rows of Q and dO as A fragments
     tk.load(
@@ -636,8 +624,8 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
         D,
     );
     tv.load(
-        dout.add(head_base(&dense, batch, head)),
-        D as u32,
+        dout.add(head_base(&h.o, batch, head)),
+        h.o.row,
         row0,
         BLOCK_ROWS,
         h.l,
@@ -734,7 +722,7 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
     unroll(2, |r| {
         let row = my_row + r as u32 * 8;
         if row < h.l {
-            let out = dq.add((batch_head * h.l as usize + row as usize) * D);
+            let out = dq.add(h.dq.offset(batch, head, row));
             unroll(D / 8, |nt| {
                 let v = pack::<T>(dqa[nt][2 * r] * h.scale, dqa[nt][2 * r + 1] * h.scale);
                 *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;

@@ -1,5 +1,5 @@
 //! Elementwise kernels: unary, binary, comparisons, where, casts, fills,
-//! ranges and random numbers. The strided variants read inputs through
+//! ranges, random numbers and dropout. The strided variants read inputs through
 //! [`Geometry::offset`] and write contiguous outputs (casts write strided
 //! outputs too, for in-place copies); the dense variants use 16-byte accesses.
 
@@ -316,6 +316,47 @@ macro_rules! random_float {
     };
 }
 for_float_types!(random_float!());
+
+/// Inverted dropout of dense `x`: element `i` is `x · scale` where the
+/// draw keeps it ([`philox::keep4`]; [`philox::keep_f64`] for f64), else 0.
+/// The same launch on the output's gradient is the backward. Four elements a
+/// thread: one Philox block decides them all.
+macro_rules! dropout_kernel {
+    ($tn:ident, $t:ty) => {
+        const _: () = {
+            #[export_name = crate::kernel_name!(dropout, $tn)]
+            unsafe extern "ptx-kernel" fn kernel(x: *const $t, y: *mut $t, args: crate::args::DropoutArgs) {
+                let crate::args::DropoutArgs {
+                    n,
+                    seed,
+                    stream,
+                    p,
+                    scale,
+                } = args;
+                if core::mem::size_of::<$t>() == 8 {
+                    for_each_index(n, |i| {
+                        let keep = philox::keep_f64(seed, stream, i as u64, p);
+                        let v = (*x.add(i as usize)).to_f64() * scale;
+                        *y.add(i as usize) = <$t>::from_f64(if keep { v } else { 0.0 });
+                    });
+                } else {
+                    let (p, scale) = (p as f32, scale as f32);
+                    for_each_index(n.div_ceil(4), |q| {
+                        let keep = philox::keep4(seed, stream, q as u64, p);
+                        crate::device::unroll4(|k| {
+                            let i = q * 4 + k as u32;
+                            if i < n {
+                                let v = (*x.add(i as usize)).to_f32() * scale;
+                                *y.add(i as usize) = <$t>::from_f32(if keep[k] { v } else { 0.0 });
+                            }
+                        });
+                    });
+                }
+            }
+        };
+    };
+}
+for_float_types!(dropout_kernel!());
 
 macro_rules! random_int {
     ($tn:ident, $t:ty) => {

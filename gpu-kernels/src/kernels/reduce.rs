@@ -8,7 +8,9 @@
 //! across the output columns, the reduced axis split into chunks).
 
 use super::accum::{Combine, FloatElem};
-use crate::device::{block_all_reduce, dims, for_each_index, global_index, lane_id, shared, thread_xy};
+use crate::device::{
+    block_all_reduce, dims, for_each_index, global_index, lane_id, shared, sync_threads, thread_xy,
+};
 use crate::device::{shfl_xor_f64, shfl_xor_u64, warp_all_reduce};
 use crate::elem::{Elem, BF16, F16};
 use crate::reduce::{RState, ReduceCode};
@@ -369,7 +371,12 @@ unsafe fn cols<T: FloatElem, const OP: u32>(
     });
 }
 
-/// Merges the `chunks` partials of each of `outer * inner` outputs (one thread each).
+/// Merges the `chunks` partials of each of `outer * inner` outputs. A block
+/// of 32 × [`COLS_FINISH_ROWS`] threads takes 32 adjacent outputs: each row
+/// of threads folds every `COLS_FINISH_ROWS`-th chunk (four loads in flight),
+/// then row 0 merges the rows through shared memory. (One thread per output
+/// walked all the chunks alone: a few hundred threads on the whole GPU for a
+/// bias gradient, each waiting on hundreds of loads in turn.)
 #[inline(always)]
 unsafe fn cols_finish<T: FloatElem, const OP: u32>(
     outer: u32,
@@ -379,17 +386,49 @@ unsafe fn cols_finish<T: FloatElem, const OP: u32>(
     partial: *const T::Acc,
     y: *mut T,
 ) {
-    for_each_index(outer * inner, |t| {
-        let (o, i) = (t / inner, t % inner);
-        let base = partial.add(o as usize * chunks as usize * inner as usize + i as usize);
-        let mut a = Combine::<OP>::identity::<T::Acc>();
-        let mut c = 0;
-        while c < chunks {
-            a = Combine::<OP>::apply(a, *base.add(c as usize * inner as usize));
-            c += 1;
+    const ROWS: u32 = crate::args::COLS_FINISH_ROWS;
+    let (tx, ty) = thread_xy();
+    let n = outer * inner;
+    let scratch = shared::<T::Acc>();
+    let id = Combine::<OP>::identity::<T::Acc>;
+    let mut group = crate::device::block_xyz().0;
+    while group * 32 < n {
+        let t = group * 32 + tx;
+        let mut a = [id(), id(), id(), id()];
+        if t < n {
+            let (o, i) = (t / inner, t % inner);
+            let base = partial.add(o as usize * chunks as usize * inner as usize + i as usize);
+            let at = |c: u32| *base.add(c as usize * inner as usize);
+            let mut c = ty;
+            while c + 3 * ROWS < chunks {
+                let v = [at(c), at(c + ROWS), at(c + 2 * ROWS), at(c + 3 * ROWS)];
+                a[0] = Combine::<OP>::apply(a[0], v[0]);
+                a[1] = Combine::<OP>::apply(a[1], v[1]);
+                a[2] = Combine::<OP>::apply(a[2], v[2]);
+                a[3] = Combine::<OP>::apply(a[3], v[3]);
+                c += 4 * ROWS;
+            }
+            while c < chunks {
+                a[0] = Combine::<OP>::apply(a[0], at(c));
+                c += ROWS;
+            }
         }
-        *y.add(t as usize) = T::from_acc(Combine::<OP>::finish(a, count));
-    });
+        let v = Combine::<OP>::apply(Combine::<OP>::apply(a[0], a[1]), Combine::<OP>::apply(a[2], a[3]));
+        *scratch.add((ty * 32 + tx) as usize) = v;
+        sync_threads();
+        if ty == 0 && t < n {
+            let mut r = *scratch.add(tx as usize);
+            let mut k = 1;
+            while k < ROWS {
+                r = Combine::<OP>::apply(r, *scratch.add((k * 32 + tx) as usize));
+                k += 1;
+            }
+            *y.add(t as usize) = T::from_acc(Combine::<OP>::finish(r, count));
+        }
+        // the next group overwrites the scratch
+        sync_threads();
+        group += dims().1;
+    }
 }
 
 macro_rules! dense_reduce {

@@ -1,4 +1,5 @@
-//! Row kernels: softmax / log-softmax and layer norm (the row machinery
+//! Row kernels: softmax / log-softmax, layer norm with its backward, and the
+//! blocked attention's score rows (the row machinery
 //! here also serves the cross-entropy kernels of `loss`). Dense rows (the common
 //! case) are cached in registers, [`CACHE`] elements per thread, and reduced
 //! by a warp (rows up to `32 * CACHE`) or by a whole block (longer rows; past
@@ -11,6 +12,7 @@ use crate::device::{block_all_reduce, dims, global_index, lane_id, shared, shfl_
 use crate::device::{opaque, unroll16, unroll4, warp_all_reduce, Shuffle};
 use crate::elem::{Elem, BF16, F16};
 use crate::math;
+use crate::params::AttentionRows;
 
 /// Row elements each thread keeps in registers (the loops over them are
 /// written out by [`unroll16`]).
@@ -112,6 +114,27 @@ impl<T: FloatElem> Row<T> {
             let mut j = self.lane;
             while j < self.len {
                 a = f(a, (*self.x.add(j as usize)).acc());
+                j += self.width;
+            }
+        }
+        a
+    }
+
+    /// Folds `f(acc, element, index)` over this thread's elements.
+    #[inline(always)]
+    unsafe fn fold_at(&self, init: T::Acc, f: impl Fn(T::Acc, T::Acc, u32) -> T::Acc) -> T::Acc {
+        let mut a = init;
+        if self.cached {
+            unroll16(|k| {
+                let j = self.lane + k as u32 * self.width;
+                if j < self.len {
+                    a = f(a, self.v[k], j);
+                }
+            });
+        } else {
+            let mut j = self.lane;
+            while j < self.len {
+                a = f(a, (*self.x.add(j as usize)).acc(), j);
                 j += self.width;
             }
         }
@@ -223,6 +246,138 @@ unsafe fn layer_norm_row<T: FloatElem, G: Group>(
     });
 }
 
+/// Calls `f(a, b, index)` for this thread's elements of two rows of the same
+/// length loaded by the same group (cached alike).
+#[inline(always)]
+unsafe fn for_pairs<T: FloatElem>(a: &Row<T>, b: &Row<T>, mut f: impl FnMut(T::Acc, T::Acc, u32)) {
+    if a.cached {
+        unroll16(|k| {
+            let j = a.lane + k as u32 * a.width;
+            if j < a.len {
+                f(a.v[k], b.v[k], j);
+            }
+        });
+    } else {
+        let mut j = a.lane;
+        while j < a.len {
+            f((*a.x.add(j as usize)).acc(), (*b.x.add(j as usize)).acc(), j);
+            j += a.width;
+        }
+    }
+}
+
+/// The input's gradient of layer norm for the dense row `x` and its output's
+/// gradient `g`: with `x̂ = (x - mean) · rstd` and `a = g · w` (`w` optional,
+/// flag 1), `gx = rstd · (a - mean(a) - x̂ · mean(a · x̂))`; with flag 2 also
+/// `g · x̂` into `gxh` (the row's terms of the weight's gradient).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn layer_norm_backward_row<T: FloatElem, G: Group>(
+    grp: &G,
+    x: *const T,
+    g: *const T,
+    w: *const T,
+    gx: *mut T,
+    gxh: *mut T,
+    len: u32,
+    flags: u32,
+    eps: f64,
+) {
+    let xr = Row::load(grp, x, len);
+    let gr = Row::load(grp, g, len);
+    let n = T::Acc::from_u32(len);
+    let mean = grp.all_reduce(xr.fold(T::Acc::ZERO, |a, v| a + v), |a, b| a + b) / n;
+    let sq = grp.all_reduce(
+        xr.fold(T::Acc::ZERO, |a, v| a + (v - mean) * (v - mean)),
+        |a, b| a + b,
+    );
+    let rstd = T::Acc::ONE / (sq / n + T::Acc::of_f64(eps)).sqrt();
+    let use_w = flags & 1 != 0;
+    let weight = |j: u32| {
+        if use_w {
+            (*w.add(j as usize)).acc()
+        } else {
+            T::Acc::ONE
+        }
+    };
+    let (mut s1, mut s2) = (T::Acc::ZERO, T::Acc::ZERO);
+    for_pairs(&xr, &gr, |xv, gv, j| {
+        let a = gv * weight(j);
+        s1 = s1 + a;
+        s2 = s2 + a * ((xv - mean) * rstd);
+    });
+    let m1 = grp.all_reduce(s1, |a, b| a + b) / n;
+    let m2 = grp.all_reduce(s2, |a, b| a + b) / n;
+    let want_gxh = flags & 2 != 0;
+    for_pairs(&xr, &gr, |xv, gv, j| {
+        let xh = (xv - mean) * rstd;
+        *gx.add(j as usize) = T::from_acc(rstd * (gv * weight(j) - m1 - xh * m2));
+        if want_gxh {
+            *gxh.add(j as usize) = T::from_acc(gv * xh);
+        }
+    });
+}
+
+/// Row `r` of a block of the blocked attention's scores `s` (unscaled,
+/// dense, `h.keys` long): the weights `softmax(s · scale)` over the keys
+/// the causal mask leaves, times the dropout's factors, into `w`, and the
+/// row's log-sum-exp into `lse` (+inf, with zero weights, for a row with no
+/// key left).
+#[inline(always)]
+unsafe fn attention_row<T: FloatElem, G: Group>(
+    g: &G,
+    s: *const T,
+    w: *mut T,
+    lse: *mut T,
+    r: u32,
+    h: &AttentionRows,
+) {
+    let len = h.keys;
+    let row = Row::load(g, s, len);
+    let limit = if h.causal != 0 { h.query(r) + 1 } else { len };
+    let scale = T::Acc::of_f64(h.scale);
+    let m = g.all_reduce(
+        row.fold_at(
+            T::Acc::NEG_INF,
+            |a, v, j| if j < limit { max_nan(a, v * scale) } else { a },
+        ),
+        max_nan,
+    );
+    if m == T::Acc::NEG_INF {
+        row.store(w, |_, _, _| T::Acc::ZERO);
+        if g.lane() == 0 {
+            *lse = T::from_acc(T::Acc::INF);
+        }
+        return;
+    }
+    let sum = g.all_reduce(
+        row.fold_at(T::Acc::ZERO, |a, v, j| {
+            if j < limit {
+                a + (v * scale - m).exp()
+            } else {
+                a
+            }
+        }),
+        |a, b| a + b,
+    );
+    let inv = T::Acc::ONE / sum;
+    let keep = T::Acc::of_f64(h.keep_scale);
+    row.store(w, |v, j, _| {
+        if j >= limit {
+            T::Acc::ZERO
+        } else if h.dropout <= 0.0 {
+            (v * scale - m).exp() * inv
+        } else if h.dropout_kept(r, j) {
+            (v * scale - m).exp() * inv * keep
+        } else {
+            T::Acc::ZERO
+        }
+    });
+    if g.lane() == 0 {
+        *lse = T::from_acc(m + sum.ln());
+    }
+}
+
 /// The first row this thread's group owns and the stride to its next: one
 /// row per warp (`per_warp`) or per block, grid-stride. (A plain loop in each
 /// kernel, not a closure: a closure this large is not always inlined, and its
@@ -291,6 +446,100 @@ macro_rules! dense_rows {
                     }
                     r += step;
                 }
+            }
+        };
+        const _: () = {
+            #[export_name = crate::kernel_name!(layer_norm_backward, $tn)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe extern "ptx-kernel" fn kernel(
+                x: *const $t,
+                g: *const $t,
+                w: *const $t,
+                gx: *mut $t,
+                gxh: *mut $t,
+                args: crate::args::LayerNormBackwardArgs,
+            ) {
+                let crate::args::LayerNormBackwardArgs {
+                    rows,
+                    norm,
+                    per_warp,
+                    flags,
+                    eps,
+                } = args;
+                let (mut r, step) = row_walk(per_warp != 0);
+                while r < rows {
+                    let at = r as usize * norm as usize;
+                    let (x, g, gx) = (x.add(at), g.add(at), gx.add(at));
+                    let gxh = if flags & 2 != 0 { gxh.add(at) } else { gxh };
+                    if per_warp != 0 {
+                        layer_norm_backward_row(&Warp, x, g, w, gx, gxh, norm, flags, eps);
+                    } else {
+                        layer_norm_backward_row(&Block, x, g, w, gx, gxh, norm, flags, eps);
+                    }
+                    r += step;
+                }
+            }
+        };
+        const _: () = {
+            #[export_name = crate::kernel_name!(attention_rows, $tn)]
+            unsafe extern "ptx-kernel" fn kernel(
+                s: *const $t,
+                w: *mut $t,
+                lse: *mut $t,
+                args: crate::args::AttentionRowsArgs,
+            ) {
+                let crate::args::AttentionRowsArgs { rows, per_warp, h } = args;
+                let (mut r, step) = row_walk(per_warp != 0);
+                while r < rows {
+                    let at = r as usize * h.keys as usize;
+                    let (s, w, lse) = (s.add(at), w.add(at), lse.add(r as usize));
+                    if per_warp != 0 {
+                        attention_row(&Warp, s, w, lse, r, &h);
+                    } else {
+                        attention_row(&Block, s, w, lse, r, &h);
+                    }
+                    r += step;
+                }
+            }
+        };
+        const _: () = {
+            #[export_name = crate::kernel_name!(attention_rows_backward, $tn)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe extern "ptx-kernel" fn kernel(
+                s: *const $t,
+                lse: *const $t,
+                gw: *const $t,
+                delta: *const $t,
+                wd: *mut $t,
+                ds: *mut $t,
+                args: crate::args::AttentionRowsBackwardArgs,
+            ) {
+                let crate::args::AttentionRowsBackwardArgs { rows, h } = args;
+                let len = h.keys;
+                let (scale, keep) = (
+                    <$t as FloatElem>::Acc::of_f64(h.scale),
+                    <$t as FloatElem>::Acc::of_f64(h.keep_scale),
+                );
+                crate::device::for_each_index(rows * len, |e| {
+                    let (r, j) = (e / len, e % len);
+                    let at = e as usize;
+                    let masked = h.causal != 0 && j > h.query(r);
+                    let p = if masked {
+                        <$t as FloatElem>::Acc::ZERO
+                    } else {
+                        ((*s.add(at)).acc() * scale - (*lse.add(r as usize)).acc()).exp()
+                    };
+                    let f = if !h.dropout_kept(r, j) {
+                        <$t as FloatElem>::Acc::ZERO
+                    } else if h.dropout > 0.0 {
+                        keep
+                    } else {
+                        <$t as FloatElem>::Acc::ONE
+                    };
+                    let d = (*delta.add(r as usize)).acc();
+                    *wd.add(at) = <$t>::from_acc(p * f);
+                    *ds.add(at) = <$t>::from_acc(p * ((*gw.add(at)).acc() * f - d));
+                });
             }
         };
     };

@@ -3,11 +3,13 @@
 //! decides when they apply (f16/bf16, head dims 32, 64, 96 and 128, no mask)
 //! and hands each operand over as a `[B, H, rows, D]` view of its
 //! storage; every other attention is composed from tensor ops
-//! (`tensor/attention/blocked.rs`), which serves every backend.
+//! (`tensor/attention/blocked.rs`), which serves every backend, with the
+//! row ops of its softmax here ([`Storage::attention_rows`]).
 
-use super::{gate, mixed, Storage};
+use super::{cpu, gate, mixed, Storage};
 use crate::core::error::{Error, Result};
 use crate::core::DType;
+use kiln_kernels::params::AttentionRows;
 
 const OP: &str = "scaled_dot_product_attention";
 
@@ -33,6 +35,43 @@ impl HeadView {
             batch: heads * rows * d,
             head: rows * d,
             row: d,
+        }
+    }
+}
+
+/// How a `[B, heads, rows, D]` array the kernels write lies in memory:
+/// dense with the heads outer (`[B, heads, rows, D]` contiguous) or with
+/// the rows outer (`[B, rows, heads, D]` contiguous: the layout of a
+/// projection split into heads, so merging the heads back is free).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HeadOrder {
+    /// `[B, heads, rows, D]` contiguous.
+    #[default]
+    HeadsOuter,
+    /// `[B, rows, heads, D]` contiguous.
+    RowsOuter,
+}
+
+impl HeadOrder {
+    /// The order an operand seen through `view` with `heads` heads has.
+    pub fn of(view: &HeadView, heads: usize) -> HeadOrder {
+        if heads > 1 && view.head < view.row {
+            HeadOrder::RowsOuter
+        } else {
+            HeadOrder::HeadsOuter
+        }
+    }
+
+    /// The view of a dense `[B, heads, rows, d]` array in this order.
+    pub fn view(self, heads: usize, rows: usize, d: usize) -> HeadView {
+        match self {
+            HeadOrder::HeadsOuter => HeadView::dense(heads, rows, d),
+            HeadOrder::RowsOuter => HeadView {
+                offset: 0,
+                batch: rows * heads * d,
+                head: d,
+                row: heads * d,
+            },
         }
     }
 }
@@ -63,6 +102,10 @@ pub struct FlashShape {
     /// for query `i` of matrix `b·H + h` is dropped when the draw's element
     /// `((b·H + h)·L + i)·S + j` is below `dropout`.
     pub draw: (u64, u64),
+    /// How the output and its gradient lie.
+    pub out: HeadOrder,
+    /// How the gradients of q, k and v lie.
+    pub grads: [HeadOrder; 3],
 }
 
 fn cuda_only() -> Error {
@@ -70,8 +113,8 @@ fn cuda_only() -> Error {
 }
 
 impl Storage {
-    /// `(o, lse)`: the output, dense `[B, H, L, D]` in the operands' dtype,
-    /// and the rows' log-sum-exps, dense f32 `[B, H, L]`.
+    /// `(o, lse)`: the output, dense `[B, H, L, D]` in `shape.out`'s order in
+    /// the operands' dtype, and the rows' log-sum-exps, dense f32 `[B, H, L]`.
     pub fn flash_attention(
         q: (&Storage, HeadView),
         k: (&Storage, HeadView),
@@ -95,9 +138,9 @@ impl Storage {
         }
     }
 
-    /// `(dq, dk, dv)`, dense like q, k and v, from the dense output
-    /// gradient `dout [B, H, L, D]`, the forward's `lse` and
-    /// `delta = rowsum(dout · o)` (dense f32 `[B, H, L]`).
+    /// `(dq, dk, dv)`, dense in `shape.grads`' orders, from the output
+    /// gradient `dout [B, H, L, D]` (dense in `shape.out`'s order), the
+    /// forward's `lse` and `delta = rowsum(dout · o)` (dense f32 `[B, H, L]`).
     pub fn flash_attention_backward(
         q: (&Storage, HeadView),
         k: (&Storage, HeadView),
@@ -128,5 +171,52 @@ impl Storage {
             (Storage::Cpu(_), ..) => Err(cuda_only()),
             _ => Err(mixed(OP)),
         }
+    }
+
+    /// The blocked attention's weights and log-sum-exps of one block of
+    /// dense score rows `[M, n, S]` (unscaled, f32 or f64; see
+    /// [`AttentionRows`]): `w` (same shape, the softmax over the keys the
+    /// causal mask leaves, times the dropout's factors) and `lse` (`[M·n]`,
+    /// +inf for a row with no key left).
+    pub fn attention_rows(&self, h: AttentionRows) -> Result<(Storage, Storage)> {
+        gate(
+            self,
+            OP,
+            self.dtype(),
+            self.len() + self.len() / h.keys.max(1) as usize,
+        )?;
+        Ok(match self {
+            Storage::Cpu(s) => {
+                let (w, lse) = cpu::attention_rows(s, h)?;
+                (Storage::Cpu(w), Storage::Cpu(lse))
+            }
+            Storage::Cuda(s) => {
+                let (w, lse) = s.attention_rows(h)?;
+                (Storage::Cuda(w), Storage::Cuda(lse))
+            }
+        })
+    }
+
+    /// The backward of [`Storage::attention_rows`] from the recomputed
+    /// scores (this storage), the forward's `lse`, `gw = g·vᵀ` (dense, the
+    /// scores' shape) and `delta = rowsum(g · out)` (`[M·n]`), all one
+    /// dtype: `(w · f, w · (gw · f - delta))`, `f` the dropout's factors.
+    pub fn attention_rows_backward(
+        &self,
+        [lse, gw, delta]: [&Storage; 3],
+        h: AttentionRows,
+    ) -> Result<(Storage, Storage)> {
+        gate(self, OP, self.dtype(), 2 * self.len())?;
+        Ok(match (self, lse, gw, delta) {
+            (Storage::Cpu(s), Storage::Cpu(l), Storage::Cpu(g), Storage::Cpu(d)) => {
+                let (wd, ds) = cpu::attention_rows_backward(s, [l, g, d], h)?;
+                (Storage::Cpu(wd), Storage::Cpu(ds))
+            }
+            (Storage::Cuda(s), Storage::Cuda(l), Storage::Cuda(g), Storage::Cuda(d)) => {
+                let (wd, ds) = s.attention_rows_backward([l, g, d], h)?;
+                (Storage::Cuda(wd), Storage::Cuda(ds))
+            }
+            _ => return Err(mixed(OP)),
+        })
     }
 }

@@ -521,6 +521,59 @@ impl Storage {
         }
     }
 
+    /// The input's gradient of layer norm over contiguous rows of `norm`
+    /// elements, from the output's gradient `g` and the optional weight (both
+    /// contiguous, this storage's dtype and device); with `want_gxh`, also
+    /// `g · x̂`, the terms of the weight's gradient.
+    pub fn layer_norm_backward(
+        &self,
+        g: &Storage,
+        w: Option<&Storage>,
+        norm: usize,
+        eps: f64,
+        want_gxh: bool,
+    ) -> Result<(Storage, Option<Storage>)> {
+        gate(
+            self,
+            "layer_norm",
+            self.dtype(),
+            self.len() * (1 + want_gxh as usize),
+        )?;
+        match (self, g) {
+            (Storage::Cpu(s), Storage::Cpu(g)) => {
+                let w = match w {
+                    Some(Storage::Cpu(c)) => Some(c),
+                    _ => None,
+                };
+                let (gx, gxh) = cpu::layer_norm_backward(s, g, w, norm, eps, want_gxh)?;
+                Ok((Storage::Cpu(gx), gxh.map(Storage::Cpu)))
+            }
+            (Storage::Cuda(s), Storage::Cuda(g)) => {
+                let w = match w {
+                    Some(Storage::Cuda(c)) => Some(c),
+                    _ => None,
+                };
+                let (gx, gxh) = s.layer_norm_backward(g, w, norm, eps, want_gxh)?;
+                Ok((Storage::Cuda(gx), gxh.map(Storage::Cuda)))
+            }
+            _ => Err(Error::invalid(
+                "layer_norm",
+                "input and gradient on different devices",
+            )),
+        }
+    }
+
+    /// Inverted dropout of contiguous float storage with probability `p`
+    /// (`0 < p < 1`) by the Philox draw `(seed, stream)`: the same elements
+    /// are kept on every backend.
+    pub fn dropout(&self, p: f64, draw: (u64, u64)) -> Result<Storage> {
+        gate(self, "dropout", self.dtype(), self.len())?;
+        match self {
+            Storage::Cpu(s) => Ok(Storage::Cpu(cpu::dropout(s, p, draw.0, draw.1))),
+            Storage::Cuda(s) => Ok(Storage::Cuda(s.dropout(p, draw)?)),
+        }
+    }
+
     /// Cross-entropy of dense `[rows, classes]` logits against dense i64
     /// `labels`: the per-row losses and log-sum-exps, in the accumulator dtype.
     pub fn cross_entropy(

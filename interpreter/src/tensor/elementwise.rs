@@ -322,7 +322,7 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let out = match channels_last_perm(self) {
+        let out = match channels_last_perm(self).or_else(|| dense_perm(self)) {
             Some(p) => {
                 let order: Vec<usize> = p.iter().map(|&d| d as usize).collect();
                 let lp = self.layout().permute(&order);
@@ -453,6 +453,24 @@ pub(crate) fn channels_last_perm(t: &Tensor) -> Option<Vec<i64>> {
         return None;
     }
     let order = Layout::channels_last_order(n);
+    t.layout()
+        .is_dense_in_order(&order)
+        .then(|| order.iter().map(|&d| d as i64).collect())
+}
+
+/// The dim order (outermost first) in which `t` is dense when it is a
+/// permuted dense tensor that is not contiguous (a transposed matrix, a
+/// `[B, L, H, D]` buffer seen as `[B, H, L, D]`): a dtype conversion then
+/// reads and writes it in memory order and keeps the permutation, as
+/// PyTorch's `to(dtype)` keeps the strides of a dense tensor.
+fn dense_perm(t: &Tensor) -> Option<Vec<i64>> {
+    if t.is_contiguous() || t.ndim() < 2 {
+        return None;
+    }
+    let (shape, strides) = (t.shape(), t.layout().strides());
+    let mut order: Vec<usize> = (0..t.ndim()).collect();
+    // outermost first; size-1 dims go where they were
+    order.sort_by_key(|&d| (std::cmp::Reverse(if shape[d] == 1 { 0 } else { strides[d] }), d));
     t.layout()
         .is_dense_in_order(&order)
         .then(|| order.iter().map(|&d| d as i64).collect())

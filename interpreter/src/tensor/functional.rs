@@ -3,7 +3,7 @@
 //! `dropout`, and the distances `normalize`, `cosine_similarity`,
 //! `pairwise_distance` and `cdist`.
 
-use super::{Generator, Tensor};
+use super::{autograd, Generator, Tensor};
 use crate::core::error::{Error, Result};
 use crate::core::op::{CmpOp, ReduceOp};
 use crate::core::shape::normalize_dim;
@@ -133,9 +133,25 @@ impl Tensor {
         if p == 1.0 {
             return x.mul_scalar(0.0);
         }
-        let u = Tensor::rand(x.shape(), Some(x.dtype()), x.device(), gen)?;
-        let keep = u.compare_scalar(CmpOp::Ge, Scalar::Float(p), false)?;
-        Tensor::where_cond(&keep, &x.mul_scalar(1.0 / (1.0 - p))?, &x.constant(0.0)?)
+        let draw = gen.next_stream();
+        x.dropout_draw(p, draw)
+    }
+
+    /// Inverted dropout by the Philox draw `draw` (one fused kernel): element
+    /// `i` of the dense data is kept when the draw's uniform value `i` is at
+    /// least `p`. Its gradient is the same dropout of the output's gradient.
+    fn dropout_draw(&self, p: f64, draw: (u64, u64)) -> Result<Tensor> {
+        let y = autograd::forward(|| -> Result<Tensor> {
+            let x = self.dense()?;
+            let out = x.storage().dropout(p, draw)?;
+            Tensor::from_storage("dropout", out, self.shape())
+        })?;
+        if !autograd::needs_grad(&[self]) {
+            return Ok(y);
+        }
+        Ok(autograd::record("dropout", &[self], y, move |g, _| {
+            Ok(vec![Some(g.dropout_draw(p, draw)?)])
+        }))
     }
 
     /// `x / max(‖x‖_p, eps)` along `dim` (`F.normalize`).

@@ -80,6 +80,36 @@ impl Tensor {
         }))
     }
 
+    /// Layer norm's backward in one fused pass over the input (`self`) and
+    /// the output's gradient `g`, over the trailing `k` dims: the input's
+    /// gradient and, with `want_gxh`, `g · x̂` (summed over the leading dims
+    /// it is the weight's gradient). In `g`'s dtype; not itself recorded.
+    pub(crate) fn layer_norm_backward(
+        &self,
+        g: &Tensor,
+        k: usize,
+        weight: Option<&Tensor>,
+        eps: f64,
+        want_gxh: bool,
+    ) -> Result<(Tensor, Option<Tensor>)> {
+        let dtype = g.dtype();
+        let shape = self.shape();
+        self.same_device("layer_norm", g)?;
+        let x = self.to_dtype(dtype)?.dense()?;
+        let g = g.dense()?;
+        let w = weight.map(|w| w.to_dtype(dtype)?.contiguous()).transpose()?;
+        let norm = crate::core::shape::numel(&shape[shape.len() - k..]);
+        let (gx, gxh) = {
+            let (xs, gs) = (x.storage(), g.storage());
+            let ws = w.as_ref().map(|t| t.storage());
+            xs.layer_norm_backward(&gs, ws.as_deref(), norm, eps, want_gxh)?
+        };
+        let gxh = gxh
+            .map(|s| Tensor::from_storage("layer_norm", s, shape))
+            .transpose()?;
+        Ok((Tensor::from_storage("layer_norm", gx, shape)?, gxh))
+    }
+
     pub(crate) fn layer_norm_impl(
         &self,
         normalized_shape: &[usize],

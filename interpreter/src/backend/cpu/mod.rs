@@ -3,6 +3,7 @@
 //! kernels read strided layouts in place (merged dims, stride-0 broadcast) and
 //! split large outputs across all cores with rayon.
 
+mod attention;
 pub mod collective;
 mod element;
 mod elementwise;
@@ -16,6 +17,7 @@ mod order;
 mod random;
 mod reduce;
 
+pub(crate) use attention::{attention_rows, attention_rows_backward};
 pub use element::{cast, Element};
 pub(crate) use element::{with_dtype, with_storage};
 pub(crate) use elementwise::{binary, cast_to, compare, copy_into, unary, where_cond};
@@ -23,10 +25,10 @@ pub(crate) use index::{gather, scatter_add};
 pub(crate) use linalg::matmul;
 pub use linalg::MatmulDims;
 pub(crate) use loss::{cross_entropy, cross_entropy_backward};
-pub(crate) use nn::{layer_norm, softmax};
+pub(crate) use nn::{layer_norm, layer_norm_backward, softmax};
 pub(crate) use optim::{adam_step, sgd_step};
 pub(crate) use order::{scan, search_sorted, sort};
-pub(crate) use random::{rand_int, rand_normal, rand_uniform};
+pub(crate) use random::{dropout, rand_int, rand_normal, rand_uniform};
 pub(crate) use reduce::reduce;
 
 use crate::core::{DType, HostValues, Layout, Scalar};

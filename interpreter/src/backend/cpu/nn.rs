@@ -1,5 +1,5 @@
 //! Row-wise CPU kernels of neural-network ops: softmax / log-softmax along a
-//! dim and layer normalisation over trailing dims. Rows are computed in f64
+//! dim and layer normalisation over trailing dims, with its backward. Rows are computed in f64
 //! and split across threads.
 
 use super::element::{with_storage, Element};
@@ -91,4 +91,56 @@ pub(crate) fn layer_norm(
         }
         T::into_storage(out)
     }))
+}
+
+/// The input's gradient of layer norm over contiguous rows of `norm`
+/// elements from the output's gradient `g` (contiguous, same dtype) and the
+/// optional weight: `rstd · (a - mean(a) - x̂ · mean(a · x̂))` with
+/// `a = g · w`; with `want_gxh`, also `g · x̂`. Computed in f64.
+pub(crate) fn layer_norm_backward(
+    s: &CpuStorage,
+    g: &CpuStorage,
+    weight: Option<&CpuStorage>,
+    norm: usize,
+    eps: f64,
+    want_gxh: bool,
+) -> Result<(CpuStorage, Option<CpuStorage>)> {
+    let (gx, gxh) = with_storage!(s, v: T => {
+        if !T::DTYPE.is_float() {
+            return Err(Error::dtype("layer_norm_backward", T::DTYPE));
+        }
+        let gv = T::slice(g).ok_or_else(|| Error::dtype("layer_norm_backward", g.dtype()))?;
+        let w = weight.and_then(T::slice);
+        let mut gx = vec![T::default(); v.len()];
+        let mut gxh = vec![T::default(); if want_gxh { v.len() } else { 0 }];
+        if norm > 0 {
+            let n = norm as f64;
+            let row = |x: &[T], gr: &[T], o: &mut [T], oh: Option<&mut [T]>| {
+                let mean = x.iter().map(|e| e.to_f64()).sum::<f64>() / n;
+                let var = x.iter().map(|e| (e.to_f64() - mean).powi(2)).sum::<f64>() / n;
+                let rstd = 1.0 / (var + eps).sqrt();
+                let xh = |j: usize| (x[j].to_f64() - mean) * rstd;
+                let a = |j: usize| gr[j].to_f64() * w.map_or(1.0, |w| w[j].to_f64());
+                let m1 = (0..norm).map(a).sum::<f64>() / n;
+                let m2 = (0..norm).map(|j| a(j) * xh(j)).sum::<f64>() / n;
+                for (j, o) in o.iter_mut().enumerate() {
+                    *o = T::from_f64(rstd * (a(j) - m1 - xh(j) * m2));
+                }
+                if let Some(oh) = oh {
+                    for (j, oh) in oh.iter_mut().enumerate() {
+                        *oh = T::from_f64(gr[j].to_f64() * xh(j));
+                    }
+                }
+            };
+            let rows = gx.par_chunks_mut(norm).zip(v.par_chunks(norm)).zip(gv.par_chunks(norm));
+            if want_gxh {
+                rows.zip(gxh.par_chunks_mut(norm))
+                    .for_each(|(((o, x), gr), oh)| row(x, gr, o, Some(oh)));
+            } else {
+                rows.for_each(|((o, x), gr)| row(x, gr, o, None));
+            }
+        }
+        (T::into_storage(gx), want_gxh.then(|| T::into_storage(gxh)))
+    });
+    Ok((gx, gxh))
 }

@@ -2,7 +2,7 @@
 //! (`kiln_kernels::philox`): element `i` of draw `stream` under `seed` is the
 //! same value on every backend.
 
-use super::element::{with_dtype, Element};
+use super::element::{with_dtype, with_storage, Element};
 use super::CpuStorage;
 use crate::core::DType;
 use kiln_kernels::params::RandView;
@@ -47,5 +47,32 @@ pub(crate) fn rand_int(dtype: DType, n: usize, low: i64, high: i64, seed: u64, s
             .map(|i| T::from_i64(philox::int_at(seed, stream, i, low, range)))
             .collect();
         T::into_storage(v)
+    })
+}
+
+/// Inverted dropout of contiguous float storage by the draw `(seed, stream)`:
+/// element `i` is `x · scale` (`scale = 1 / (1 - p)`) where the draw keeps it
+/// (`philox::keep4`, `philox::keep_f64` for f64: the GPU's decisions), else 0.
+/// Narrow types multiply in f32 as the GPU does.
+pub(crate) fn dropout(s: &CpuStorage, p: f64, seed: u64, stream: u64) -> CpuStorage {
+    let scale = 1.0 / (1.0 - p);
+    with_storage!(s, v: T => {
+        let out: Vec<T> = if T::DTYPE == DType::F64 {
+            v.par_iter().enumerate().map(|(i, x)| {
+                T::from_f64(if philox::keep_f64(seed, stream, i as u64, p) { x.to_f64() * scale } else { 0.0 })
+            }).collect()
+        } else {
+            let (p32, s32) = (p as f32, scale as f32);
+            let mut out = vec![T::default(); v.len()];
+            out.par_chunks_mut(4).zip(v.par_chunks(4)).enumerate().for_each(|(q, (o, x))| {
+                let keep = philox::keep4(seed, stream, q as u64, p32);
+                for (k, (o, x)) in o.iter_mut().zip(x).enumerate() {
+                    let y = if keep[k] { x.to_f64() as f32 * s32 } else { 0.0 };
+                    *o = T::from_f64(y as f64);
+                }
+            });
+            out
+        };
+        T::into_storage(out)
     })
 }

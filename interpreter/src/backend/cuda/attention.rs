@@ -1,12 +1,14 @@
 //! CUDA fused attention: the operands' views checked against their
 //! storages (every access the kernels make stays inside, 16-byte aligned,
-//! in 32-bit indices), the outputs allocated, the kernels launched.
+//! in 32-bit indices), the outputs allocated, the kernels launched; and the
+//! blocked attention's row kernels (softmax with mask and dropout, and its
+//! backward).
 
 use super::{kernels, CudaRuntime, CudaStorage};
 use crate::backend::attention::{FlashShape, HeadView};
 use crate::core::error::{Error, Result};
 use crate::core::DType;
-use kiln_kernels::params::{FlashParams, HeadStrides};
+use kiln_kernels::params::{AttentionRows, FlashParams, HeadStrides};
 
 const OP: &str = "scaled_dot_product_attention";
 
@@ -70,8 +72,8 @@ fn params(shape: &FlashShape, [q, k, v]: [(&CudaStorage, HeadView); 3]) -> Resul
             "{s:?} has more heads or batch entries than a launch grid takes"
         )));
     }
-    let out = s.batch * s.heads * s.l * s.d;
-    if out > u32::MAX as usize || s.batch * s.kv_heads * s.s * s.d > u32::MAX as usize {
+    let (out, kv) = (s.batch * s.heads * s.l * s.d, s.batch * s.kv_heads * s.s * s.d);
+    if out > u32::MAX as usize || kv > u32::MAX as usize {
         return Err(Error::invalid(
             OP,
             format!("{s:?} is too large for the fused CUDA kernels (32-bit indexing)"),
@@ -87,6 +89,31 @@ fn params(shape: &FlashShape, [q, k, v]: [(&CudaStorage, HeadView); 3]) -> Resul
         q: strides("query", q.1, s, s.heads, s.l, q.0.len)?,
         k: strides("key", k.1, s, s.kv_heads, s.s, k.0.len)?,
         v: strides("value", v.1, s, s.kv_heads, s.s, v.0.len)?,
+        o: strides("output", s.out.view(s.heads, s.l, s.d), s, s.heads, s.l, out)?,
+        dq: strides(
+            "query gradient",
+            s.grads[0].view(s.heads, s.l, s.d),
+            s,
+            s.heads,
+            s.l,
+            out,
+        )?,
+        dk: strides(
+            "key gradient",
+            s.grads[1].view(s.kv_heads, s.s, s.d),
+            s,
+            s.kv_heads,
+            s.s,
+            kv,
+        )?,
+        dv: strides(
+            "value gradient",
+            s.grads[2].view(s.kv_heads, s.s, s.d),
+            s,
+            s.kv_heads,
+            s.s,
+            kv,
+        )?,
         dropout: s.dropout as f32,
         dropout_scale: (1.0 / (1.0 - s.dropout)) as f32,
         seed: s.draw.0,
@@ -157,5 +184,38 @@ impl CudaStorage {
             [dq.ptr(), dk.ptr(), dv.ptr()],
         )?;
         Ok((dq, dk, dv))
+    }
+
+    /// See `Storage::attention_rows`.
+    pub fn attention_rows(&self, h: AttentionRows) -> Result<(CudaStorage, CudaStorage)> {
+        let rt = CudaRuntime::get()?;
+        let rows = self.len / h.keys.max(1) as usize;
+        let (w, lse) = (
+            CudaStorage::alloc(self.dtype, self.len)?,
+            CudaStorage::alloc(self.dtype, rows)?,
+        );
+        if rows > 0 && h.keys > 0 {
+            kernels::attention_rows(rt, self.dtype, rows as u32, h, [self.ptr(), w.ptr(), lse.ptr()])?;
+        }
+        Ok((w, lse))
+    }
+
+    /// See `Storage::attention_rows_backward`.
+    pub fn attention_rows_backward(
+        &self,
+        [lse, gw, delta]: [&CudaStorage; 3],
+        h: AttentionRows,
+    ) -> Result<(CudaStorage, CudaStorage)> {
+        let rt = CudaRuntime::get()?;
+        let rows = self.len / h.keys.max(1) as usize;
+        let (wd, ds) = (
+            CudaStorage::alloc(self.dtype, self.len)?,
+            CudaStorage::alloc(self.dtype, self.len)?,
+        );
+        if rows > 0 && h.keys > 0 {
+            let ptrs = [self.ptr(), lse.ptr(), gw.ptr(), delta.ptr(), wd.ptr(), ds.ptr()];
+            kernels::attention_rows_backward(rt, self.dtype, rows as u32, h, ptrs)?;
+        }
+        Ok((wd, ds))
     }
 }

@@ -663,6 +663,54 @@ impl CudaStorage {
         )?;
         Ok(y)
     }
+
+    /// The input's gradient of layer norm over dense rows of `norm` elements
+    /// from the output's gradient `g` (dense, same dtype), and, with
+    /// `want_gxh`, `g · x̂` (the terms of the weight's gradient).
+    pub fn layer_norm_backward(
+        &self,
+        g: &CudaStorage,
+        w: Option<&CudaStorage>,
+        norm: usize,
+        eps: f64,
+        want_gxh: bool,
+    ) -> Result<(CudaStorage, Option<CudaStorage>)> {
+        let rt = CudaRuntime::get()?;
+        let gx = CudaStorage::alloc(self.dtype, self.len)?;
+        let gxh = want_gxh
+            .then(|| CudaStorage::alloc(self.dtype, self.len))
+            .transpose()?;
+        if self.len == 0 || norm == 0 {
+            return Ok((gx, gxh));
+        }
+        kernels::layer_norm_backward(
+            rt,
+            self.dtype,
+            (self.len / norm) as u32,
+            norm as u32,
+            (self.ptr(), g.ptr(), w.map(|t| t.ptr())),
+            eps,
+            gx.ptr(),
+            gxh.as_ref().map(|t| t.ptr()),
+        )?;
+        Ok((gx, gxh))
+    }
+
+    /// Inverted dropout of dense storage by the draw `(seed, stream)`.
+    pub fn dropout(&self, p: f64, draw: (u64, u64)) -> Result<CudaStorage> {
+        let rt = CudaRuntime::get()?;
+        let y = CudaStorage::alloc(self.dtype, self.len)?;
+        if self.len > 0 {
+            let n = u32::try_from(self.len).map_err(|_| {
+                Error::invalid(
+                    "dropout",
+                    format!("{} elements are more than one launch takes", self.len),
+                )
+            })?;
+            kernels::dropout(rt, self.dtype, n, self.ptr(), y.ptr(), draw, p, 1.0 / (1.0 - p))?;
+        }
+        Ok(y)
+    }
 }
 
 /// When `a op b` is a row broadcast the packed row kernel can run (2 merged

@@ -4,14 +4,18 @@
 //! log-sum-exp; the backward recomputes each block's probabilities from them
 //! (and replays the dropout draws from the generator's saved state). So no
 //! more than one block's `rows × S` scores exist at a time, in either
-//! direction, on every device and dtype.
+//! direction, on every device and dtype. Without a mask or with the causal
+//! one, the softmax with its mask, scale and dropout is one row kernel
+//! (`Storage::attention_rows`) and its backward one elementwise pass.
 
 use super::super::autograd::{self, functions, Saved};
 use super::super::Tensor;
 use crate::core::error::Result;
 use crate::core::op::{CmpOp, ReduceOp};
 use crate::core::{DType, Scalar};
-use kiln_kernels::params::RandView;
+use kiln_kernels::params::{AttentionRows, RandView};
+
+const OP: &str = "scaled_dot_product_attention";
 
 /// `t` in f32 when it is f16 or bf16: scores, their exponentials and the
 /// log-sum-exp are kept in f32, as FlashAttention keeps them.
@@ -97,6 +101,52 @@ impl Plan {
         }
     }
 
+    /// The row kernels' parameters for query rows `i0..i0 + n` of `l`
+    /// against `keys` keys, when they apply: no mask or the causal one
+    /// (other masks take the composed ops).
+    fn row_params(&self, i0: usize, n: usize, l: usize, keys: usize) -> Option<AttentionRows> {
+        let causal = match self.mask {
+            Mask::None => false,
+            Mask::Causal => true,
+            Mask::Keep(_) | Mask::Add(_) => return None,
+        };
+        let fits = |x: usize| u32::try_from(x).is_ok();
+        if !(fits(l) && fits(keys) && fits(n * keys)) {
+            return None;
+        }
+        let (seed, stream) = match (self.draw, self.dropout > 0.0) {
+            (Some(d), true) => d,
+            (None, true) => return None,
+            _ => (0, 0),
+        };
+        Some(AttentionRows {
+            n: n as u32,
+            keys: keys as u32,
+            i0: i0 as u32,
+            l: l as u32,
+            causal: causal as u32,
+            dropout: self.dropout as f32,
+            scale: self.scale,
+            keep_scale: 1.0 / (1.0 - self.dropout),
+            seed,
+            stream,
+        })
+    }
+
+    /// The weights (softmax over the keys the mask leaves, with dropout)
+    /// and log-sum-exps `[..., n, 1]` of the raw scores `s` (`q·kᵀ` of the
+    /// block, wide) through the row kernels.
+    fn fused_weights(s: &Tensor, h: AttentionRows) -> Result<(Tensor, Tensor)> {
+        let s = s.dense()?;
+        let (w, lse) = s.storage().attention_rows(h)?;
+        let mut lse_shape = s.shape().to_vec();
+        *lse_shape.last_mut().unwrap_or(&mut 0) = 1;
+        Ok((
+            Tensor::from_storage(OP, w, s.shape())?,
+            Tensor::from_storage(OP, lse, &lse_shape)?,
+        ))
+    }
+
     /// The dropout factor of the probabilities of query rows `i0..i0 + n`
     /// out of `l` (kept / (1 - p), or 0): the draw's elements of those rows;
     /// `None` without dropout.
@@ -124,8 +174,17 @@ impl Plan {
         let l = q.shape()[q.ndim() - 2];
         let (mut outs, mut lses) = (Vec::new(), Vec::new());
         let mut i0 = 0;
+        let keys = k.shape()[k.ndim() - 2];
         while i0 < l {
             let n = self.rows.min(l - i0);
+            if let Some(h) = self.row_params(i0, n, l, keys) {
+                let qb = q.narrow(-2, i0 as i64, n as i64)?;
+                let (w, lse) = Plan::fused_weights(&wide(&qb.matmul(&k.transpose(-2, -1)?)?)?, h)?;
+                outs.push(w.to_dtype(v.dtype())?.matmul(v)?);
+                lses.push(lse);
+                i0 += n;
+                continue;
+            }
             let s = self.scores(q, k, i0, n)?;
             let m = s.amax(&[-1], true)?;
             let empty = m.compare_scalar(CmpOp::Eq, Scalar::Float(f64::NEG_INFINITY), false)?;
@@ -166,10 +225,35 @@ impl Plan {
                 None => t,
             }))
         };
+        let keys = k.shape()[k.ndim() - 2];
         let mut i0 = 0;
         while i0 < l {
             let n = self.rows.min(l - i0);
             let block = |t: &Tensor| t.narrow(-2, i0 as i64, n as i64);
+            if let (Some(h), false) = (self.row_params(i0, n, l, keys), mask_grad) {
+                // the weights and the scores' gradient in one elementwise pass
+                let s = wide(&block(q)?.matmul(&k.transpose(-2, -1)?)?)?.dense()?;
+                let gb = block(g)?;
+                let gw = wide(&gb.matmul(&v.transpose(-2, -1)?)?)?.dense()?;
+                let (lse_b, d_b) = (block(lse)?.dense()?, block(&d)?.dense()?);
+                let (wd, ds) = {
+                    let (ss, ls, gs, ds) = (s.storage(), lse_b.storage(), gw.storage(), d_b.storage());
+                    ss.attention_rows_backward([&ls, &gs, &ds], h)?
+                };
+                let (w_d, ds) = (
+                    Tensor::from_storage(OP, wd, s.shape())?,
+                    Tensor::from_storage(OP, ds, s.shape())?,
+                );
+                gv = add(gv, low(&w_d)?.transpose(-2, -1)?.matmul(&gb)?)?;
+                let ds = low(&ds)?;
+                gq.push(ds.matmul(k)?.mul_scalar(self.scale)?);
+                gk = add(
+                    gk,
+                    ds.transpose(-2, -1)?.matmul(&block(q)?)?.mul_scalar(self.scale)?,
+                )?;
+                i0 += n;
+                continue;
+            }
             let s = self.scores(q, k, i0, n)?;
             let w = s.sub(&block(lse)?)?.exp()?;
             let gb = block(g)?;
@@ -214,7 +298,6 @@ impl Plan {
 /// the forward's dropout draws. `q`, `k`, `v` share their batch dims; the
 /// mask broadcasts to `[..., L, S]`.
 pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, plan: Plan) -> Result<Tensor> {
-    const OP: &str = "scaled_dot_product_attention";
     let mask = match &plan.mask {
         Mask::Add(m) => Some(m.clone()),
         _ => None,
@@ -264,7 +347,6 @@ pub(super) fn broadcast_lead(
     v: &Tensor,
     keep: usize,
 ) -> Result<(Tensor, Tensor, Tensor)> {
-    const OP: &str = "scaled_dot_product_attention";
     let lead = |t: &Tensor| t.shape()[..t.ndim().saturating_sub(keep)].to_vec();
     let b = crate::core::shape::broadcast_shapes(
         OP,
@@ -282,4 +364,73 @@ pub(super) fn broadcast_lead(
         }
     };
     Ok((expand(q)?, expand(k)?, expand(v)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::AttentionOptions;
+    use crate::core::{DType, Device, HostValues};
+    use crate::tensor::{Generator, Tensor};
+
+    fn values(t: &Tensor) -> Vec<f64> {
+        match t.to_host().unwrap() {
+            HostValues::Float(v) => v,
+            _ => panic!("not floats"),
+        }
+    }
+
+    /// The row kernels (no mask, causal) give what the composed ops give
+    /// for the same mask written out (a bool `tril` mask), with dropout,
+    /// forward and backward, in blocks of rows or one block.
+    #[test]
+    fn the_row_kernels_match_the_composed_softmax() {
+        let mut gen = Generator::new(3);
+        let (b, h, l, s, d) = (2usize, 3usize, 7usize, 7usize, 5usize);
+        let q = Tensor::randn(&[b, h, l, d], Some(DType::F64), Device::Cpu, &mut gen).unwrap();
+        let k = Tensor::randn(&[b, h, s, d], Some(DType::F64), Device::Cpu, &mut gen).unwrap();
+        let v = Tensor::randn(&[b, h, s, d], Some(DType::F64), Device::Cpu, &mut gen).unwrap();
+        let g = Tensor::randn(&[b, h, l, d], Some(DType::F64), Device::Cpu, &mut gen).unwrap();
+        let tril = Tensor::ones(&[l, s], Some(DType::Bool), Device::Cpu)
+            .unwrap()
+            .tril(0)
+            .unwrap();
+        let all = Tensor::ones(&[l, s], Some(DType::Bool), Device::Cpu).unwrap();
+        for (causal, rows, p) in [
+            (true, None, 0.0),
+            (true, Some(3), 0.3),
+            (false, Some(2), 0.25),
+            (false, None, 0.0),
+        ] {
+            let run = |mask: Option<Tensor>| -> Vec<Vec<f64>> {
+                let (q, k, v) = (q.detach(), k.detach(), v.detach());
+                for t in [&q, &k, &v] {
+                    t.set_requires_grad(true).unwrap();
+                }
+                let o = AttentionOptions {
+                    is_causal: causal && mask.is_none(),
+                    attn_mask: mask,
+                    dropout_p: p,
+                    block_rows: rows,
+                    ..Default::default()
+                };
+                let out = q
+                    .scaled_dot_product_attention(&k, &v, &o, &mut Generator::new(9))
+                    .unwrap();
+                out.backward_with(&g).unwrap();
+                let mut r = vec![values(&out)];
+                r.extend([&q, &k, &v].map(|t| values(&t.grad().unwrap())));
+                r
+            };
+            let fused = run(None);
+            let composed = run(Some(if causal { tril.clone() } else { all.clone() }));
+            for (a, c) in fused.iter().zip(&composed) {
+                for (x, y) in a.iter().zip(c) {
+                    assert!(
+                        (x - y).abs() < 1e-12,
+                        "causal {causal} rows {rows:?} p {p}: {x} vs {y}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -15,7 +15,7 @@ use super::super::autograd::{self, Saved};
 use super::super::elementwise::with_all_storages;
 use super::super::Tensor;
 use super::AttentionOptions;
-use crate::backend::attention::{FlashShape, HeadView};
+use crate::backend::attention::{FlashShape, HeadOrder, HeadView};
 use crate::backend::Storage;
 use crate::core::error::{Error, Result};
 use crate::core::op::ReduceOp;
@@ -162,6 +162,10 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, how: Fused) -> Resul
     let (k, (_, kv_heads, kv)) = viewed(&k)?;
     let (v, (_, _, vv)) = viewed(&v)?;
     let n = q.ndim();
+    // the output and the gradients lie as their operands do (a projection
+    // split into heads gets [B, L, H, D] buffers: merging the heads back,
+    // and the projection's backward, then copy nothing)
+    let out_order = HeadOrder::of(&qv, heads);
     let shape = FlashShape {
         batch: batch.max(1),
         heads,
@@ -173,13 +177,19 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, how: Fused) -> Resul
         scale,
         dropout,
         draw,
+        out: out_order,
+        grads: [
+            out_order,
+            HeadOrder::of(&kv, kv_heads),
+            HeadOrder::of(&vv, kv_heads),
+        ],
     };
     let (o, lse) = autograd::forward(|| {
         with_all_storages(&[&q, &k, &v], |s| {
             Storage::flash_attention((s[0], qv), (s[1], kv), (s[2], vv), &shape)
         })
     })?;
-    let out = Tensor::from_storage(OP, o, q.shape())?;
+    let out = shaped(o, q.shape(), out_order)?;
     let inputs = [&q, &k, &v];
     if !autograd::needs_grad(&inputs) {
         return Ok(out);
@@ -190,7 +200,7 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, how: Fused) -> Resul
     Ok(autograd::record(OP, &inputs, out, move |g, _| {
         let [q, k, v, out, lse] = [0, 1, 2, 3, 4].map(|i| saved[i].get(OP));
         let (q, k, v, out, lse) = (q?, k?, v?, out?, lse?);
-        let g = g.to_dtype(dtype)?.dense()?;
+        let g = in_order(&g.to_dtype(dtype)?, out_order)?;
         let delta = g
             .to_dtype(DType::F32)?
             .mul(&out.to_dtype(DType::F32)?)?
@@ -200,11 +210,37 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, how: Fused) -> Resul
             Storage::flash_attention_backward((s[0], qv), (s[1], kv), (s[2], vv), [s[3], s[4], s[5]], &shape)
         })?;
         Ok(vec![
-            Some(Tensor::from_storage(OP, dq, q.shape())?),
-            Some(Tensor::from_storage(OP, dk, k.shape())?),
-            Some(Tensor::from_storage(OP, dv, v.shape())?),
+            Some(shaped(dq, q.shape(), shape.grads[0])?),
+            Some(shaped(dk, k.shape(), shape.grads[1])?),
+            Some(shaped(dv, v.shape(), shape.grads[2])?),
         ])
     }))
+}
+
+/// A `[.., heads, rows, D]` tensor of `shape` over a dense kernel output in
+/// `order`.
+fn shaped(s: Storage, shape: &[usize], order: HeadOrder) -> Result<Tensor> {
+    let n = shape.len();
+    match order {
+        HeadOrder::HeadsOuter => Tensor::from_storage(OP, s, shape),
+        HeadOrder::RowsOuter => {
+            let mut rows_outer = shape.to_vec();
+            rows_outer.swap(n - 3, n - 2);
+            Tensor::from_storage(OP, s, &rows_outer)?.transpose(n as i64 - 3, n as i64 - 2)
+        }
+    }
+}
+
+/// `t` (`[.., heads, rows, D]`) dense in `order`: itself when it already
+/// is, else a copy.
+fn in_order(t: &Tensor, order: HeadOrder) -> Result<Tensor> {
+    match order {
+        HeadOrder::HeadsOuter => t.dense(),
+        HeadOrder::RowsOuter => {
+            let n = t.ndim() as i64;
+            t.transpose(n - 3, n - 2)?.dense()?.transpose(n - 3, n - 2)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -442,7 +442,9 @@ pub fn softmax(y: &Tensor, dim: i64, log: bool, g: &Tensor) -> Result<Tensor> {
 }
 
 /// Gradients of `layer_norm(x, normalized_shape, weight, bias, eps)` for x,
-/// weight and bias (as `needs` asks).
+/// weight and bias (as `needs` asks): the input's and the weight's terms in
+/// one fused pass over x and g, then the column sums of the weight's terms
+/// and of g.
 pub fn layer_norm(
     x: &Tensor,
     k: usize,
@@ -452,30 +454,11 @@ pub fn layer_norm(
     g: &Tensor,
     needs: &[bool],
 ) -> Result<Vec<Option<Tensor>>> {
-    let x = &x.to_dtype(g.dtype())?;
-    let dims: Vec<i64> = (-(k as i64)..0).collect();
-    let var = x.reduce(ReduceOp::Var { correction: 0 }, Some(&dims), true)?;
-    let rstd = var.add_scalar(eps)?.rsqrt()?;
-    // the normalised input in one pass: the forward's own kernel, no affine
-    let xhat = x.layer_norm_impl(&x.shape()[x.ndim() - k..], None, None, eps)?;
-    let gx = needs[0]
-        .then(|| -> Result<Tensor> {
-            let gxhat = match weight {
-                Some(w) => g.mul(&w.to_dtype(g.dtype())?)?,
-                None => g.clone(),
-            };
-            let m1 = gxhat.reduce(ReduceOp::Mean, Some(&dims), true)?;
-            let m2 = gxhat.mul(&xhat)?.reduce(ReduceOp::Mean, Some(&dims), true)?;
-            gxhat.sub(&m1)?.sub(&xhat.mul(&m2)?)?.mul(&rstd)
-        })
-        .transpose()?;
-    let gw = match weight {
-        Some(w) if needs.get(1) == Some(&true) => Some(sum_to(&g.mul(&xhat)?, w.shape())?),
-        _ => None,
-    };
-    let mut out = vec![gx];
-    if weight.is_some() {
-        out.push(gw);
+    let want_gw = weight.is_some() && needs.get(1) == Some(&true);
+    let (gx, gxh) = x.layer_norm_backward(g, k, weight, eps, want_gw)?;
+    let mut out = vec![needs[0].then_some(gx)];
+    if let Some(w) = weight {
+        out.push(gxh.map(|t| sum_to(&t, w.shape())).transpose()?);
     }
     if let Some(bs) = bias_shape {
         let i = out.len();

@@ -11,8 +11,8 @@ use crate::core::op::UnaryOp;
 use crate::core::DType;
 use cudarc::driver::{sys, CudaFunction};
 use kiln_kernels::args::{
-    ArangeArgs, BinaryArgs, Bits, CastArgs, DenseArgs, DenseBinaryArgs, DenseScalarArgs, FillArgs, RandArgs,
-    RandIntArgs, RowArgs, ScalarArgs, UnaryArgs, WhereArgs,
+    ArangeArgs, BinaryArgs, Bits, CastArgs, DenseArgs, DenseBinaryArgs, DenseScalarArgs, DropoutArgs,
+    FillArgs, RandArgs, RandIntArgs, RowArgs, ScalarArgs, UnaryArgs, WhereArgs,
 };
 use kiln_kernels::params::{Geometry, Operand, RandView};
 
@@ -298,6 +298,41 @@ pub fn rand_float(
                 seed,
                 stream,
                 view,
+            },
+        )
+    }
+}
+
+/// Inverted dropout of `n` dense elements: kept ones scaled by `scale`,
+/// the rest zeroed, as the draw `(seed, stream)` decides (`dropout_<dtype>`).
+#[allow(clippy::too_many_arguments)]
+pub fn dropout(
+    rt: &CudaRuntime,
+    dtype: DType,
+    n: u32,
+    x: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+    (seed, stream): (u64, u64),
+    p: f64,
+    scale: f64,
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::Dropout(dtype))?;
+    // f64 draws one element a thread, the others four (one Philox block)
+    let threads = if dtype == DType::F64 { n } else { n.div_ceil(4) };
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations of `n` elements the launch stays inside.
+    unsafe {
+        launch(
+            rt,
+            f,
+            threads,
+            [x, y],
+            DropoutArgs {
+                n,
+                seed,
+                stream,
+                p,
+                scale,
             },
         )
     }

@@ -10,7 +10,7 @@ use crate::core::DType;
 use cudarc::driver::sys;
 use kiln_kernels::args::{
     ColsArgs, ColsFinishArgs, LanesArgs, LanesFinishArgs, ReduceFinishArgs, ReducePartialArgs,
-    ReduceShortArgs,
+    ReduceShortArgs, COLS_FINISH_ROWS,
 };
 use kiln_kernels::params::{Geometry, Operand};
 
@@ -229,7 +229,8 @@ pub fn reduce_cols(
     }
 }
 
-/// Merges the chunk partials of [`reduce_cols`] (one thread per output).
+/// Merges the chunk partials of [`reduce_cols`] (blocks of 32 outputs, the
+/// chunks split over [`COLS_FINISH_ROWS`] rows of threads).
 #[allow(clippy::too_many_arguments)]
 pub fn reduce_cols_finish(
     rt: &CudaRuntime,
@@ -242,15 +243,18 @@ pub fn reduce_cols_finish(
     y: sys::CUdeviceptr,
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::ReduceColsFinish(op, dtype))?;
-    let n = outer * inner;
-    let (outer, inner, chunks, count, partial, y) = (outer, inner, chunks, count, partial, y);
+    let groups = (outer * inner).div_ceil(32).min(65_535);
+    let scratch = 32 * COLS_FINISH_ROWS * 8;
     // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
-    // allocations the launch stays inside.
+    // allocations the launch stays inside; the block is 32 × COLS_FINISH_ROWS threads with
+    // shared memory for one accumulator (at most 8 bytes) each, as the kernel expects.
     unsafe {
-        launch(
+        launch_with(
             rt,
             f,
-            n,
+            (groups, 1, 1),
+            (32, COLS_FINISH_ROWS, 1),
+            scratch,
             [partial, y],
             ColsFinishArgs {
                 outer,

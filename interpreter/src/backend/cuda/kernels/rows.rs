@@ -7,7 +7,11 @@ use crate::backend::cuda::runtime::CudaRuntime;
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::sys;
-use kiln_kernels::args::{LayerNormArgs, SoftmaxArgs, SoftmaxRowsArgs};
+use kiln_kernels::args::{
+    AttentionRowsArgs, AttentionRowsBackwardArgs, LayerNormArgs, LayerNormBackwardArgs, SoftmaxArgs,
+    SoftmaxRowsArgs,
+};
+use kiln_kernels::params::AttentionRows;
 use kiln_kernels::params::{Geometry, Operand};
 
 /// How row kernel `k` covers rows of `len`: a warp per row for short rows,
@@ -140,4 +144,91 @@ pub fn layer_norm(
             },
         )
     }
+}
+
+/// The input's gradient of layer norm over dense rows of `norm` elements
+/// (`layer_norm_backward_<dtype>`): `gx` from `x`, the output's gradient `g`
+/// and the optional weight `w`; with `gxh`, also `g · x̂` (the terms the
+/// weight's gradient sums).
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm_backward(
+    rt: &CudaRuntime,
+    dtype: DType,
+    rows: u32,
+    norm: u32,
+    (x, g, w): (sys::CUdeviceptr, sys::CUdeviceptr, Option<sys::CUdeviceptr>),
+    eps: f64,
+    gx: sys::CUdeviceptr,
+    gxh: Option<sys::CUdeviceptr>,
+) -> Result<()> {
+    let k = Kernel::LayerNormBackward(dtype);
+    let f = rt.kernels.get(k)?;
+    let (per_warp, grid, block) = row_config(rt, k, rows, norm);
+    let flags = w.is_some() as u32 | (gxh.is_some() as u32) << 1;
+    let (per_warp, w, gxh) = (per_warp as u32, w.unwrap_or(0), gxh.unwrap_or(0));
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations the launch stays inside; w/gxh are only touched when flagged; the block shape
+    // follows `per_warp`.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            grid,
+            block,
+            REDUCE_SCRATCH,
+            [x, g, w, gx, gxh],
+            LayerNormBackwardArgs {
+                rows,
+                norm,
+                per_warp,
+                flags,
+                eps,
+            },
+        )
+    }
+}
+
+/// The blocked attention's weights and log-sum-exps of `rows` dense score
+/// rows (`attention_rows_<dtype>`, see [`AttentionRows`]).
+pub fn attention_rows(
+    rt: &CudaRuntime,
+    dtype: DType,
+    rows: u32,
+    h: AttentionRows,
+    [s, w, lse]: [sys::CUdeviceptr; 3],
+) -> Result<()> {
+    let k = Kernel::AttentionRows(dtype);
+    let f = rt.kernels.get(k)?;
+    let (per_warp, grid, block) = row_config(rt, k, rows, h.keys);
+    let per_warp = per_warp as u32;
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations of `rows` rows of `h.keys` elements (`lse`: `rows`) the launch stays inside;
+    // the block shape follows `per_warp`.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            grid,
+            block,
+            REDUCE_SCRATCH,
+            [s, w, lse],
+            AttentionRowsArgs { rows, per_warp, h },
+        )
+    }
+}
+
+/// The blocked attention's weights with dropout and the scores' gradient,
+/// elementwise over `rows` dense rows (`attention_rows_backward_<dtype>`).
+pub fn attention_rows_backward(
+    rt: &CudaRuntime,
+    dtype: DType,
+    rows: u32,
+    h: AttentionRows,
+    ptrs: [sys::CUdeviceptr; 6],
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::AttentionRowsBackward(dtype))?;
+    // SAFETY: the kernel takes this argument block (its family's struct); its pointers are live
+    // allocations of `rows` rows of `h.keys` elements (`lse`, `delta`: `rows`) the launch stays
+    // inside.
+    unsafe { launch(rt, f, rows * h.keys, ptrs, AttentionRowsBackwardArgs { rows, h }) }
 }

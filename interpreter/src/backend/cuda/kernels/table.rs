@@ -50,6 +50,14 @@ pub enum Kernel {
     Softmax(DType),
     /// `layer_norm_<dtype>`
     LayerNorm(DType),
+    /// `layer_norm_backward_<dtype>`
+    LayerNormBackward(DType),
+    /// `dropout_<dtype>`
+    Dropout(DType),
+    /// `attention_rows_<dtype>`
+    AttentionRows(DType),
+    /// `attention_rows_backward_<dtype>`
+    AttentionRowsBackward(DType),
     /// `matmul_int_<dtype>`
     MatmulInt(DType),
     /// `unary_v_<op>_<dtype>`: dense, 16-byte accesses
@@ -331,6 +339,10 @@ impl Kernel {
             Kernel::ReduceFinish(d) => by_dtype!(d, reduce_finish),
             Kernel::Softmax(d) => by_dtype!(d, softmax),
             Kernel::LayerNorm(d) => by_dtype!(d, layer_norm),
+            Kernel::LayerNormBackward(d) => by_dtype!(d, layer_norm_backward),
+            Kernel::Dropout(d) => by_dtype!(d, dropout),
+            Kernel::AttentionRows(d) => by_dtype!(d, attention_rows),
+            Kernel::AttentionRowsBackward(d) => by_dtype!(d, attention_rows_backward),
             Kernel::MatmulInt(d) => by_dtype!(d, matmul_int),
             Kernel::ReduceLanes(op, d) => dense_reduce_name(op, d, 0),
             Kernel::ReduceLanesFinish(op, d) => dense_reduce_name(op, d, 1),
@@ -394,6 +406,10 @@ impl Kernel {
             Kernel::ReduceFinish(_) => size_of::<ReduceFinishArgs>(),
             Kernel::Softmax(_) => size_of::<SoftmaxArgs>(),
             Kernel::LayerNorm(_) => size_of::<LayerNormArgs>(),
+            Kernel::LayerNormBackward(_) => size_of::<LayerNormBackwardArgs>(),
+            Kernel::Dropout(_) => size_of::<DropoutArgs>(),
+            Kernel::AttentionRows(_) => size_of::<AttentionRowsArgs>(),
+            Kernel::AttentionRowsBackward(_) => size_of::<AttentionRowsBackwardArgs>(),
             Kernel::MatmulInt(_) => size_of::<MatmulIntArgs>(),
             Kernel::ReduceLanes(..) => size_of::<LanesArgs>(),
             Kernel::ReduceLanesFinish(..) => size_of::<LanesFinishArgs>(),
@@ -436,7 +452,7 @@ impl Kernel {
             Kernel::Where(_) => 2,
             Kernel::BinaryV(..) | Kernel::BinaryScalarV(..) | Kernel::BinaryRow(..) => 3,
             Kernel::Cast(..) | Kernel::CastV(..) | Kernel::Fill(_) | Kernel::Arange(_) => 4,
-            Kernel::RandUniform(_) | Kernel::RandNormal(_) | Kernel::RandInt(_) => 5,
+            Kernel::RandUniform(_) | Kernel::RandNormal(_) | Kernel::RandInt(_) | Kernel::Dropout(_) => 5,
             Kernel::ReducePartial(_)
             | Kernel::ReduceShort(_)
             | Kernel::ReduceFinish(_)
@@ -445,6 +461,7 @@ impl Kernel {
             | Kernel::ReduceCols(..)
             | Kernel::ReduceColsFinish(..) => 6,
             Kernel::Softmax(_) | Kernel::SoftmaxRows(_) | Kernel::LayerNorm(_) => 7,
+            Kernel::LayerNormBackward(_) | Kernel::AttentionRows(_) | Kernel::AttentionRowsBackward(_) => 7,
             Kernel::Transpose(_) => 8,
             Kernel::CrossEntropy(_) | Kernel::CrossEntropyBackward(_) => 9,
             Kernel::SgdStep(_)
@@ -544,6 +561,10 @@ impl Kernel {
                     Kernel::Softmax(d),
                     Kernel::SoftmaxRows(d),
                     Kernel::LayerNorm(d),
+                    Kernel::LayerNormBackward(d),
+                    Kernel::Dropout(d),
+                    Kernel::AttentionRows(d),
+                    Kernel::AttentionRowsBackward(d),
                     Kernel::CrossEntropy(d),
                     Kernel::CrossEntropyBackward(d),
                     Kernel::SgdStep(d),

@@ -123,6 +123,44 @@ impl Checker {
                 };
                 self.record_scaled("layer_norm", dtype, what, r, 10.0);
             }
+            // the fused backward: a warp per row, a block per row, past the
+            // block's register cache; the weight's and bias's column sums
+            for (norm, rows) in [(65usize, 37usize), (1500, 9), (9000, 3)] {
+                for affine in [false, true] {
+                    let r = (|| {
+                        let x = input(&mut self.gen, &[rows, norm], dtype, false)?;
+                        let w = input(&mut self.gen, &[norm], dtype, false)?;
+                        let b = input(&mut self.gen, &[norm], dtype, false)?;
+                        let g = input(&mut self.gen, &[rows, norm], dtype, false)?;
+                        let run = |dev: Device| -> Result<Tensor> {
+                            // fresh handles: to_device on the CPU is the same tensor
+                            let x = x.to_device(dev)?.detach();
+                            x.set_requires_grad(true)?;
+                            let (w, b) = (w.to_device(dev)?.detach(), b.to_device(dev)?.detach());
+                            w.set_requires_grad(true)?;
+                            b.set_requires_grad(true)?;
+                            let y = if affine {
+                                x.layer_norm(&[norm], Some(&w), Some(&b), 1e-5)?
+                            } else {
+                                x.layer_norm(&[norm], None, None, 1e-5)?
+                            };
+                            y.backward_with(&g.to_device(dev)?)?;
+                            let grad = |t: &Tensor| {
+                                t.grad()
+                                    .ok_or_else(|| kiln::Error::invalid("check", "no gradient"))
+                            };
+                            if affine {
+                                Tensor::cat(&[grad(&x)?.reshape(&[-1])?, grad(&w)?, grad(&b)?], 0)
+                            } else {
+                                grad(&x)
+                            }
+                        };
+                        Ok((run(Device::Cpu)?, run(gpu())?))
+                    })();
+                    let what = format!("backward [{rows}, {norm}]{}", if affine { " affine" } else { "" });
+                    self.record_scaled("layer_norm", dtype, &what, r, 10.0);
+                }
+            }
         }
     }
 
@@ -147,6 +185,27 @@ impl Checker {
                     Ok((c, g))
                 })();
                 self.record(if normal { "randn" } else { "rand" }, dtype, "seeded", r);
+            }
+        }
+        // dropout's fused kernel: the same elements kept as on the CPU, and
+        // its gradient the same dropout of the output's gradient
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            for n in [1usize, 4099, 100_003] {
+                let r = (|| {
+                    let x = input(&mut self.gen, &[n], dtype, false)?;
+                    let run = |dev: Device| -> Result<Tensor> {
+                        let x = x.to_device(dev)?.detach();
+                        x.set_requires_grad(true)?;
+                        let y = x.dropout(0.3, true, &mut Generator::new(77))?;
+                        y.mul(&x)?.sum()?.backward()?;
+                        let g = x
+                            .grad()
+                            .ok_or_else(|| kiln::Error::invalid("check", "no gradient"))?;
+                        Tensor::cat(&[y.detach(), g], 0)
+                    };
+                    Ok((run(Device::Cpu)?, run(gpu())?))
+                })();
+                self.record("dropout", dtype, &format!("seeded, n={n}, with gradient"), r);
             }
         }
         for dtype in [DType::I64, DType::I32, DType::U8] {

@@ -199,9 +199,12 @@ pub fn kernel_resources() -> std::result::Result<Vec<String>, String> {
     for d in [DType::F32, DType::BF16, DType::F64] {
         for k in [
             Kernel::LayerNorm(d),
+            Kernel::LayerNormBackward(d),
             Kernel::SoftmaxRows(d),
             Kernel::ReduceLanes(DenseReduce::Sum, d),
             Kernel::ReduceCols(DenseReduce::Sum, d),
+            Kernel::ReduceColsFinish(DenseReduce::Sum, d),
+            Kernel::Dropout(d),
         ] {
             if let Some((regs, local, max)) = rt.kernels().resources(k) {
                 lines.push(format!(

@@ -1,5 +1,6 @@
 """PyTorch side of bench/cnn_bench.rhai (cuDNN with benchmark mode on): the
-same cases, milliseconds per call after one untimed call, on the GPU."""
+same cases, milliseconds per call after two untimed calls (50 timed for a
+forward, 20 for a forward and backward), on the GPU."""
 import time
 import torch
 import torch.nn as nn
@@ -43,10 +44,10 @@ for dtype, dname in [(torch.float32, "f32"), (torch.bfloat16, "bf16")]:
                 x = x.contiguous(memory_format=torch.channels_last)
                 w = w.contiguous(memory_format=torch.channels_last)
             tag = f"conv2d {name} {dname} {fmt}"
-            report(f"{tag} fwd", per_call(lambda: F.conv2d(x, w, stride=s, padding=p), 10))
+            report(f"{tag} fwd", per_call(lambda: F.conv2d(x, w, stride=s, padding=p), 50))
             xg = x.detach().requires_grad_(True)
             wg = w.detach().requires_grad_(True)
-            report(f"{tag} fwd+bwd", per_call(lambda: F.conv2d(xg, wg, stride=s, padding=p).sum().backward(), 5))
+            report(f"{tag} fwd+bwd", per_call(lambda: F.conv2d(xg, wg, stride=s, padding=p).sum().backward(), 20))
 act = torch.randn(64, 64, 112, 112, device=dev)
 report("max_pool2d 3x3 s2 64x64x112^2", per_call(lambda: F.max_pool2d(act, 3, 2, 1), 10))
 actg = act.detach().requires_grad_(True)

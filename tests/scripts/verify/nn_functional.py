@@ -16,12 +16,22 @@ table = torch.arange(15.0).reshape(5, 3)
 a = torch.tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [-1.0, 0.5, 2.0]])
 c = torch.tensor([[2.0, 1.0, 0.0], [1.0, 1.0, 1.0], [3.0, -1.0, 2.0]])
 big = (torch.arange(90.0).reshape(30, 3) / 7).sin()
+up = torch.tensor([1.0, -2.0, 0.5, 3.0, 1.0, -1.0, 0.25, 2.0])
+
+
+def gelu_grad(approximate):
+    xg = x.clone().requires_grad_(True)
+    F.gelu(xg, approximate=approximate).backward(up)
+    return xg.grad
+
+
 expected = {
     "softplus": F.softplus(x), "softplus_beta": F.softplus(x, 2.0),
     "softplus_opts": F.softplus(x, beta=0.5, threshold=1.0), "hardtanh": F.hardtanh(x),
     "hardtanh_range": F.hardtanh(x, -2.0, 0.75), "leaky_relu": F.leaky_relu(x),
     "leaky_relu_slope": F.leaky_relu(x, 0.2), "elu": F.elu(x), "elu_alpha": F.elu(x, alpha=0.5),
     "celu": F.celu(x, 2.0), "gelu_tanh": F.gelu(x, approximate="tanh"), "gelu_none": F.gelu(x),
+    "gelu_none_grad": gelu_grad("none"), "gelu_tanh_grad": gelu_grad("tanh"),
     "tanhshrink": F.tanhshrink(x), "hardshrink": F.hardshrink(x), "softshrink": F.softshrink(x, 1.0),
     "threshold": F.threshold(x, 0.1, 20.0), "rrelu_eval": F.rrelu(x),
     "softmin": F.softmin(m, 1), "softmin_0": F.softmin(m, dim=0), "glu": F.glu(m), "glu_0": F.glu(m, 0),
@@ -39,5 +49,6 @@ expected = {
 }
 expected = {k: v.tolist() for k, v in expected.items()}
 text, checked = check("nn_functional.out", expected, rtol=1e-12, atol=1e-14)
-assert "dropout_values: true" in text and "dropout_kept: true" in text
+for line in ("dropout_values", "dropout_kept", "dropout_grad", "dropout_same_mask_bf16", "dropout_kept_f64"):
+    assert f"{line}: true" in text, line
 print(f"{checked} results agree with PyTorch {torch.__version__}")

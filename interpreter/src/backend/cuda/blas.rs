@@ -94,6 +94,28 @@ fn batch_stride(bases: &[usize]) -> Option<i64> {
     }
 }
 
+/// The strides `(outer, inner)` when batch offsets form a grid of
+/// `bases.len() / inner_count` outer by `inner_count` inner entries, each
+/// dim evenly spaced (heads split off a `[B, L, H, D]` projection: batch
+/// entries `L·H·D` apart, heads `D` apart).
+fn grid_strides(bases: &[usize], inner_count: usize) -> Option<(i64, i64)> {
+    if inner_count == 0 || bases.len() % inner_count != 0 {
+        return None;
+    }
+    let at = |i: usize| bases[i] as i64;
+    let si = if inner_count > 1 { at(1) - at(0) } else { 0 };
+    let so = if bases.len() > inner_count {
+        at(inner_count) - at(0)
+    } else {
+        0
+    };
+    let fits = bases.iter().enumerate().all(|(x, &b)| {
+        let (i, j) = ((x / inner_count) as i64, (x % inner_count) as i64);
+        b as i64 == at(0) + i * so + j * si
+    });
+    fits.then_some((so, si))
+}
+
 fn types(dtype: DType) -> Result<(sys::cudaDataType, sys::cublasComputeType_t)> {
     use sys::cublasComputeType_t as C;
     use sys::cudaDataType as D;
@@ -136,8 +158,10 @@ pub fn matmul(
     if k == 0 {
         return CudaStorage::full(dtype, out.len, crate::core::Scalar::Int(0));
     }
-    let (a, ga) = readable(a, la, m, k)?;
-    let (b, gb) = readable(b, lb, k, n)?;
+    // the innermost batch dim (heads, say) for operands whose batch offsets form a grid
+    let inner = d.batch.last().copied().unwrap_or(1).max(1);
+    let (a, ga) = readable(a, la, m, k, inner)?;
+    let (b, gb) = readable(b, lb, k, n, inner)?;
     let esz = dtype.size_in_bytes();
     let (one32, zero32, one64, zero64) = (1f32, 0f32, 1f64, 0f64);
     let (alpha, beta): (*const c_void, *const c_void) = if dtype == DType::F64 {
@@ -147,7 +171,10 @@ pub fn matmul(
     };
     let mut handle = rt.blas.lock().unwrap_or_else(|p| p.into_inner());
     let h = handle.on(rt.cu_stream())?;
-    let call = |a_off: usize, b_off: usize, c_off: usize, sa: i64, sb: i64, count: usize| -> Result<()> {
+    let call = |(a_off, b_off, c_off): (usize, usize, usize),
+                (sa, sb, sc): (i64, i64, i64),
+                count: usize|
+     -> Result<()> {
         let (pa, pb, pc) = (
             (a.ptr() as usize + a_off * esz) as *const c_void,
             (b.ptr() as usize + b_off * esz) as *const c_void,
@@ -203,7 +230,7 @@ pub fn matmul(
                     pc,
                     dt,
                     n as i32,
-                    (m * n) as i64,
+                    sc,
                     count as i32,
                     compute,
                     algo,
@@ -212,11 +239,30 @@ pub fn matmul(
         }
         .map_err(|e| cuda_error("cuBLAS gemm", e))
     };
-    match (batch_stride(&ga.bases), batch_stride(&gb.bases)) {
-        (Some(sa), Some(sb)) => call(ga.bases[0], gb.bases[0], 0, sa, sb, batches)?,
+    let mn = m * n;
+    let grids = (grid_strides(&ga.bases, inner), grid_strides(&gb.bases, inner));
+    match (batch_stride(&ga.bases), batch_stride(&gb.bases), grids) {
+        (Some(sa), Some(sb), _) => call((ga.bases[0], gb.bases[0], 0), (sa, sb, mn as i64), batches)?,
+        (_, _, (Some((oa, ia)), Some((ob, ib)))) => {
+            // one strided-batched call per entry of the smaller grid dim
+            let outer = batches / inner;
+            let (a0, b0) = (ga.bases[0] as i64, gb.bases[0] as i64);
+            let at = |x0: i64, step: i64, i: usize| (x0 + step * i as i64) as usize;
+            if outer <= inner {
+                for i in 0..outer {
+                    let offs = (at(a0, oa, i), at(b0, ob, i), i * inner * mn);
+                    call(offs, (ia, ib, mn as i64), inner)?;
+                }
+            } else {
+                for j in 0..inner {
+                    let offs = (at(a0, ia, j), at(b0, ib, j), j * mn);
+                    call(offs, (oa, ob, (inner * mn) as i64), outer)?;
+                }
+            }
+        }
         _ => {
             for i in 0..batches {
-                call(ga.bases[i], gb.bases[i], i * m * n, 0, 0, 1)?;
+                call((ga.bases[i], gb.bases[i], i * mn), (0, 0, mn as i64), 1)?;
             }
         }
     }
@@ -270,12 +316,22 @@ fn matmul_int(
 
 /// The operand as cuBLAS will read it: in place when its strides allow, else a
 /// dense copy (a `CudaStorage` clone only shares the buffer).
-fn readable(s: &CudaStorage, l: &Layout, rows: usize, cols: usize) -> Result<(CudaStorage, Gemm)> {
+fn readable(
+    s: &CudaStorage,
+    l: &Layout,
+    rows: usize,
+    cols: usize,
+    inner: usize,
+) -> Result<(CudaStorage, Gemm)> {
     if let Some(g) = describe(l, rows, cols) {
-        // batch offsets that are not evenly spaced (heads split off a
-        // `[B, L, H, D]` projection) cost one GEMM call each: past a few,
-        // one copy and one strided-batched call cost less
-        if g.bases.len() <= LOOPED_BATCHES || batch_stride(&g.bases).is_some() {
+        // batch offsets that are neither evenly spaced nor a grid of two
+        // evenly spaced dims (heads split off a `[B, L, H, D]` projection
+        // are one: a strided-batched call per head) cost one GEMM call
+        // each: past a few, one copy and one strided-batched call cost less
+        if g.bases.len() <= LOOPED_BATCHES
+            || batch_stride(&g.bases).is_some()
+            || grid_strides(&g.bases, inner).is_some()
+        {
             return Ok((s.clone(), g));
         }
     }
@@ -286,4 +342,26 @@ fn readable(s: &CudaStorage, l: &Layout, rows: usize, cols: usize) -> Result<(Cu
 
 fn internal() -> Error {
     Error::invalid("matmul", "internal: a dense operand has no cuBLAS description")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_split_off_a_projection_form_a_grid() {
+        // [B=3, H=4] heads of a [B, L=5, H, D=8] buffer: b·160 + h·8
+        let bases: Vec<usize> = (0..3)
+            .flat_map(|b| (0..4).map(move |h| 7 + b * 160 + h * 8))
+            .collect();
+        assert_eq!(batch_stride(&bases), None);
+        assert_eq!(grid_strides(&bases, 4), Some((160, 8)));
+        assert_eq!(grid_strides(&bases, 3), None);
+        // evenly spaced offsets are a grid too, and one entry is
+        assert_eq!(grid_strides(&[0, 5, 10, 15], 2), Some((10, 5)));
+        assert_eq!(grid_strides(&[4], 1), Some((0, 0)));
+        // a broadcast outer dim
+        assert_eq!(grid_strides(&[0, 8, 0, 8], 2), Some((0, 8)));
+        assert_eq!(grid_strides(&[0, 8, 1, 9, 3], 2), None);
+    }
 }

@@ -293,6 +293,23 @@ impl Checker {
                     |t| Ok(t.clone()),
                     |t| Ok(t.clone()),
                 ),
+                // heads split off [B, L, H, D] projections: batch offsets in
+                // a grid (per-head strided batches), more heads than batch
+                // entries and fewer
+                (
+                    "heads of [2, 17, 7, 45]",
+                    vec![2, 17, 7, 45],
+                    vec![2, 13, 7, 45],
+                    |t| t.transpose(1, 2),
+                    |t| t.transpose(1, 2)?.transpose(-2, -1),
+                ),
+                (
+                    "heads of [9, 17, 3, 45]",
+                    vec![9, 17, 3, 45],
+                    vec![9, 45, 3, 13],
+                    |t| t.transpose(1, 2),
+                    |t| t.transpose(1, 2),
+                ),
             ];
             for (name, sa, sb, va, vb) in cases {
                 let r = (|| {

@@ -40,7 +40,8 @@ impl Tensor {
         let mut shape = first.shape().to_vec();
         shape[d] = total;
         let out = autograd::forward(|| -> Result<Tensor> {
-            let out = Tensor::zeros(&shape, Some(dtype), first.device())?;
+            // every element is written below: no fill first
+            let out = Tensor::empty(&shape, Some(dtype), first.device())?;
             let mut at = 0;
             for t in tensors {
                 let len = t.shape()[d];

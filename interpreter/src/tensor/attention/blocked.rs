@@ -201,7 +201,7 @@ impl Plan {
             lses.push(Tensor::where_cond(&empty, &lse.constant(f64::INFINITY)?, &lse)?);
             i0 += n;
         }
-        Ok((Tensor::cat(&outs, -2)?, Tensor::cat(&lses, -2)?))
+        Ok((joined(outs)?, joined(lses)?))
     }
 
     /// Gradients of q, k, v and (for an additive mask) the mask, from the
@@ -289,8 +289,17 @@ impl Plan {
             Some(t) => t,
             None => zeros(v)?,
         };
-        Ok((Tensor::cat(&gq, -2)?, gk, gv, gm))
+        Ok((joined(gq)?, gk, gv, gm))
     }
+}
+
+/// The blocks' pieces joined along the rows: the one piece itself when
+/// there is one block (no copy).
+fn joined(mut pieces: Vec<Tensor>) -> Result<Tensor> {
+    if pieces.len() == 1 {
+        return Ok(pieces.remove(0));
+    }
+    Tensor::cat(&pieces, -2)
 }
 
 /// `softmax(q kᵀ · scale + mask) v` by blocks of `plan.rows` query rows,

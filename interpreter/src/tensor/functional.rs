@@ -138,19 +138,34 @@ impl Tensor {
     }
 
     /// Inverted dropout by the Philox draw `draw` (one fused kernel): element
-    /// `i` of the dense data is kept when the draw's uniform value `i` is at
-    /// least `p`. Its gradient is the same dropout of the output's gradient.
+    /// `i` of the data in memory order is kept when the draw's uniform value
+    /// `i` is at least `p`, so a channels-last tensor stays channels-last
+    /// (as PyTorch's). Its gradient is the same dropout of the output's
+    /// gradient, taken in the input's memory order.
     fn dropout_draw(&self, p: f64, draw: (u64, u64)) -> Result<Tensor> {
+        self.dropout_in_order(p, draw, super::elementwise::channels_last_perm(self))
+    }
+
+    /// [`Tensor::dropout_draw`] with the elements taken in the order `perm`
+    /// makes contiguous (the row-major order without one).
+    fn dropout_in_order(&self, p: f64, draw: (u64, u64), perm: Option<Vec<i64>>) -> Result<Tensor> {
         let y = autograd::forward(|| -> Result<Tensor> {
-            let x = self.dense()?;
+            let x = match &perm {
+                Some(order) => self.permute(order)?.dense()?,
+                None => self.dense()?,
+            };
             let out = x.storage().dropout(p, draw)?;
-            Tensor::from_storage("dropout", out, self.shape())
+            let y = Tensor::from_storage("dropout", out, x.shape())?;
+            match &perm {
+                Some(order) => y.permute(&super::elementwise::inverse(order)),
+                None => Ok(y),
+            }
         })?;
         if !autograd::needs_grad(&[self]) {
             return Ok(y);
         }
         Ok(autograd::record("dropout", &[self], y, move |g, _| {
-            Ok(vec![Some(g.dropout_draw(p, draw)?)])
+            Ok(vec![Some(g.dropout_in_order(p, draw, perm)?)])
         }))
     }
 

@@ -51,4 +51,5 @@ expected = {k: v.tolist() for k, v in expected.items()}
 text, checked = check("nn_functional.out", expected, rtol=1e-12, atol=1e-14)
 for line in ("dropout_values", "dropout_kept", "dropout_grad", "dropout_same_mask_bf16", "dropout_kept_f64"):
     assert f"{line}: true" in text, line
+assert "dropout_channels_last: true true" in text
 print(f"{checked} results agree with PyTorch {torch.__version__}")

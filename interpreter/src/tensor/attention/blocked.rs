@@ -230,43 +230,38 @@ impl Plan {
         while i0 < l {
             let n = self.rows.min(l - i0);
             let block = |t: &Tensor| t.narrow(-2, i0 as i64, n as i64);
-            if let (Some(h), false) = (self.row_params(i0, n, l, keys), mask_grad) {
-                // the weights and the scores' gradient in one elementwise pass
-                let s = wide(&block(q)?.matmul(&k.transpose(-2, -1)?)?)?.dense()?;
-                let gb = block(g)?;
-                let gw = wide(&gb.matmul(&v.transpose(-2, -1)?)?)?.dense()?;
-                let (lse_b, d_b) = (block(lse)?.dense()?, block(&d)?.dense()?);
-                let (wd, ds) = {
-                    let (ss, ls, gs, ds) = (s.storage(), lse_b.storage(), gw.storage(), d_b.storage());
-                    ss.attention_rows_backward([&ls, &gs, &ds], h)?
-                };
-                let (w_d, ds) = (
-                    Tensor::from_storage(OP, wd, s.shape())?,
-                    Tensor::from_storage(OP, ds, s.shape())?,
-                );
-                gv = add(gv, low(&w_d)?.transpose(-2, -1)?.matmul(&gb)?)?;
-                let ds = low(&ds)?;
-                gq.push(ds.matmul(k)?.mul_scalar(self.scale)?);
-                gk = add(
-                    gk,
-                    ds.transpose(-2, -1)?.matmul(&block(q)?)?.mul_scalar(self.scale)?,
-                )?;
-                i0 += n;
-                continue;
-            }
-            let s = self.scores(q, k, i0, n)?;
-            let w = s.sub(&block(lse)?)?.exp()?;
             let gb = block(g)?;
-            let gw_d = wide(&gb.matmul(&v.transpose(-2, -1)?)?)?;
-            let (w_d, gw) = match self.dropout_factor(&w, i0, l)? {
-                Some(f) => (w.mul(&f)?, gw_d.mul(&f)?),
-                None => (w.clone(), gw_d),
+            let gw = wide(&gb.matmul(&v.transpose(-2, -1)?)?)?;
+            // the dropped-out weights (for dV) and the scores' gradient
+            let (w_d, ds) = match (self.row_params(i0, n, l, keys), mask_grad) {
+                (Some(h), false) => {
+                    // one elementwise pass over the recomputed scores
+                    let s = wide(&block(q)?.matmul(&k.transpose(-2, -1)?)?)?.dense()?;
+                    let (gw, lse_b, d_b) = (gw.dense()?, block(lse)?.dense()?, block(&d)?.dense()?);
+                    let (wd, ds) = {
+                        let (ss, ls, gs, ds) = (s.storage(), lse_b.storage(), gw.storage(), d_b.storage());
+                        ss.attention_rows_backward([&ls, &gs, &ds], h)?
+                    };
+                    (
+                        Tensor::from_storage(OP, wd, s.shape())?,
+                        Tensor::from_storage(OP, ds, s.shape())?,
+                    )
+                }
+                _ => {
+                    let s = self.scores(q, k, i0, n)?;
+                    let w = s.sub(&block(lse)?)?.exp()?;
+                    let (w_d, gw) = match self.dropout_factor(&w, i0, l)? {
+                        Some(f) => (w.mul(&f)?, gw.mul(&f)?),
+                        None => (w.clone(), gw),
+                    };
+                    let ds = w.mul(&gw.sub(&block(&d)?)?)?;
+                    if mask_grad {
+                        gm.push(ds.clone());
+                    }
+                    (w_d, ds)
+                }
             };
             gv = add(gv, low(&w_d)?.transpose(-2, -1)?.matmul(&gb)?)?;
-            let ds = w.mul(&gw.sub(&block(&d)?)?)?;
-            if mask_grad {
-                gm.push(ds.clone());
-            }
             let ds = low(&ds)?;
             gq.push(ds.matmul(k)?.mul_scalar(self.scale)?);
             gk = add(

@@ -190,22 +190,31 @@ impl Checker {
         // dropout's fused kernel: the same elements kept as on the CPU, and
         // its gradient the same dropout of the output's gradient
         for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
-            for n in [1usize, 4099, 100_003] {
+            for (what, shape) in [
+                ("n=1", vec![1usize]),
+                ("n=4099", vec![4099]),
+                ("n=100003", vec![100_003]),
+                ("[5, 3, 7, 9] channels last", vec![5, 7, 9, 3]),
+            ] {
                 let r = (|| {
-                    let x = input(&mut self.gen, &[n], dtype, false)?;
+                    let x = input(&mut self.gen, &shape, dtype, false)?;
                     let run = |dev: Device| -> Result<Tensor> {
-                        let x = x.to_device(dev)?.detach();
+                        let mut x = x.to_device(dev)?.detach();
+                        if shape.len() == 4 {
+                            // a dense [N, H, W, C] seen as [N, C, H, W]: channels last
+                            x = x.permute(&[0, 3, 1, 2])?;
+                        }
                         x.set_requires_grad(true)?;
                         let y = x.dropout(0.3, true, &mut Generator::new(77))?;
                         y.mul(&x)?.sum()?.backward()?;
                         let g = x
                             .grad()
                             .ok_or_else(|| kiln::Error::invalid("check", "no gradient"))?;
-                        Tensor::cat(&[y.detach(), g], 0)
+                        Tensor::cat(&[y.detach().reshape(&[-1])?, g.reshape(&[-1])?], 0)
                     };
                     Ok((run(Device::Cpu)?, run(gpu())?))
                 })();
-                self.record("dropout", dtype, &format!("seeded, n={n}, with gradient"), r);
+                self.record("dropout", dtype, &format!("seeded, {what}, with gradient"), r);
             }
         }
         for dtype in [DType::I64, DType::I32, DType::U8] {

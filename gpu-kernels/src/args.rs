@@ -103,14 +103,16 @@ args! {
     /// `arange_*`: `y[i] = start + i * step` (floats) or `istart + i * istep` (integers).
     ArangeArgs [y] { n: u32, start: f64, step: f64, istart: i64, istep: i64 }
 
-    /// `rand_uniform_*` and `rand_normal_*`: Philox numbers of `seed` and `stream`.
-    RandArgs [y] { n: u32, seed: u64, stream: u64, view: RandView }
+    /// `rand_uniform_*` and `rand_normal_*`: Philox numbers of `seed` and
+    /// `stream` (`draw_at`: a CUDA graph's draw slot, or 0; see
+    /// [`crate::philox::replayed`]).
+    RandArgs [y] { n: u32, seed: u64, stream: u64, view: RandView, draw_at: u64 }
 
     /// `dropout_*`: inverted dropout of dense `x` by the draw `(seed, stream)`.
-    DropoutArgs [x, y] { n: u32, seed: u64, stream: u64, p: f64, scale: f64 }
+    DropoutArgs [x, y] { n: u32, seed: u64, stream: u64, p: f64, scale: f64, draw_at: u64 }
 
     /// `rand_int_*`: integers in `low .. low + range`.
-    RandIntArgs [y] { n: u32, seed: u64, stream: u64, low: i64, range: u64 }
+    RandIntArgs [y] { n: u32, seed: u64, stream: u64, low: i64, range: u64, draw_at: u64 }
 
     /// `gather_*`: reads `x` along one dim through the i64 index `idx`.
     GatherArgs [x, idx, y] { g: Geometry, xo: Operand, io: Operand, h: IndexDim }

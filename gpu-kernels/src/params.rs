@@ -116,6 +116,30 @@ pub struct SgdParams {
     pub weight_decay: f64,
     /// `SGD_*` bits.
     pub flags: u32,
+    /// The device address of the step count (an `i64`, counted from 1),
+    /// or 0: when set, the kernel decides [`SGD_INIT_BUFFER`] from it (the
+    /// first step initialises the buffer), so a recorded step stays right
+    /// when replayed.
+    pub step_at: u64,
+}
+
+impl SgdParams {
+    /// These parameters with [`SGD_INIT_BUFFER`] decided by the count at
+    /// `step_at` (unchanged when it is 0).
+    ///
+    /// # Safety
+    /// A nonzero `step_at` must be the address of a readable `i64`.
+    #[inline(always)]
+    pub unsafe fn resolve(mut self) -> Self {
+        if self.step_at != 0 {
+            if *(self.step_at as *const i64) == 1 {
+                self.flags |= SGD_INIT_BUFFER;
+            } else {
+                self.flags &= !SGD_INIT_BUFFER;
+            }
+        }
+        self
+    }
 }
 
 /// [`AdamParams::flags`]: add `weight_decay * param` to the gradient (Adam).
@@ -124,7 +148,8 @@ pub const ADAM_WEIGHT_DECAY: u32 = 1;
 pub const ADAM_DECOUPLED: u32 = 2;
 
 /// Hyperparameters of one Adam / AdamW step (`torch.optim.Adam`, `AdamW`),
-/// with the step's bias corrections computed on the host in f64.
+/// with the step's bias corrections computed in f64: on the host, or in
+/// the kernel from a step count in device memory (`step_at`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AdamParams {
@@ -146,13 +171,21 @@ pub struct AdamParams {
     pub bias_correction2_sqrt: f64,
     /// `ADAM_*` bits.
     pub flags: u32,
+    /// The learning rate.
+    pub lr: f64,
+    /// Decay of the first moment.
+    pub beta1: f64,
+    /// The device address of the step count (an `i64`, counted from 1),
+    /// or 0: when set, the kernel computes `step_size` and
+    /// `bias_correction2_sqrt` from it, so a recorded step stays right when
+    /// replayed.
+    pub step_at: u64,
 }
 
 impl AdamParams {
     /// The parameters of step `step` (counted from 1).
     pub fn new(lr: f64, betas: (f64, f64), eps: f64, weight_decay: f64, step: u64, decoupled: bool) -> Self {
         let (beta1, beta2) = betas;
-        let s = step as f64;
         let mut flags = 0;
         if weight_decay != 0.0 {
             flags |= if decoupled {
@@ -168,10 +201,36 @@ impl AdamParams {
             eps,
             weight_decay,
             decay: 1.0 - lr * weight_decay,
-            step_size: lr / (1.0 - libm::pow(beta1, s)),
-            bias_correction2_sqrt: libm::sqrt(1.0 - libm::pow(beta2, s)),
+            step_size: 0.0,
+            bias_correction2_sqrt: 0.0,
             flags,
+            lr,
+            beta1,
+            step_at: 0,
         }
+        .at_step(step)
+    }
+
+    /// These parameters with the bias corrections of step `step` (the same
+    /// arithmetic on the host and in a kernel).
+    #[inline(always)]
+    pub fn at_step(mut self, step: u64) -> Self {
+        let s = step as f64;
+        self.step_size = self.lr / (1.0 - crate::math::pow_f64(self.beta1, s));
+        self.bias_correction2_sqrt = crate::math::sqrt_f64(1.0 - crate::math::pow_f64(self.beta2, s));
+        self
+    }
+
+    /// These parameters at the step count at `step_at` (unchanged when it is 0).
+    ///
+    /// # Safety
+    /// A nonzero `step_at` must be the address of a readable `i64`.
+    #[inline(always)]
+    pub unsafe fn resolve(self) -> Self {
+        if self.step_at == 0 {
+            return self;
+        }
+        self.at_step(*(self.step_at as *const i64) as u64)
     }
 }
 
@@ -282,9 +341,22 @@ pub struct FlashParams {
     pub seed: u64,
     /// See `seed`.
     pub stream: u64,
+    /// A CUDA graph's draw slot, or 0 (see [`crate::philox::replayed`]).
+    pub draw_at: u64,
 }
 
 impl FlashParams {
+    /// These parameters with the draw a graph replay makes (unchanged
+    /// outside graphs).
+    ///
+    /// # Safety
+    /// As [`crate::philox::replayed`].
+    #[inline(always)]
+    pub unsafe fn replayed(mut self) -> Self {
+        (self.seed, self.stream) = crate::philox::replayed(self.seed, self.stream, self.draw_at);
+        self
+    }
+
     /// Whether the weight of key `col` for query `row` of matrix `bh`
     /// survives the dropout.
     #[inline(always)]
@@ -499,9 +571,22 @@ pub struct AttentionRows {
     pub seed: u64,
     /// See `seed`.
     pub stream: u64,
+    /// A CUDA graph's draw slot, or 0 (see [`crate::philox::replayed`]).
+    pub draw_at: u64,
 }
 
 impl AttentionRows {
+    /// These parameters with the draw a graph replay makes (unchanged
+    /// outside graphs).
+    ///
+    /// # Safety
+    /// As [`crate::philox::replayed`].
+    #[inline(always)]
+    pub unsafe fn replayed(mut self) -> Self {
+        (self.seed, self.stream) = crate::philox::replayed(self.seed, self.stream, self.draw_at);
+        self
+    }
+
     /// The query of row `r`.
     #[inline(always)]
     pub fn query(&self, r: u32) -> u32 {

@@ -124,9 +124,38 @@ pub fn keep_f64(seed: u64, stream: u64, i: u64, p: f64) -> bool {
     uniform_f64_at(seed, stream, i) >= p
 }
 
+/// The `(seed, stream)` a kernel draws with: the launch's own, or — in a
+/// kernel recorded into a CUDA graph — the replay's, read from the graph's
+/// slot at `at` (two `u64`s: the generator's seed at the replay, and how
+/// many draws the generator has moved on since the recording), so every
+/// replay draws fresh numbers, the ones an eager run would draw then.
+///
+/// # Safety
+/// A nonzero `at` must be the address of two readable `u64`s.
+#[inline(always)]
+pub unsafe fn replayed(seed: u64, stream: u64, at: u64) -> (u64, u64) {
+    if at == 0 {
+        return (seed, stream);
+    }
+    let slot = at as *const u64;
+    (*slot, stream.wrapping_add(*slot.add(1)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replay_slot_replaces_the_seed_and_moves_the_stream() {
+        // SAFETY: no slot, or a live slot of two u64s.
+        unsafe {
+            assert_eq!(replayed(5, 7, 0), (5, 7));
+            let slot = [11u64, 3];
+            assert_eq!(replayed(5, 7, slot.as_ptr() as u64), (11, 10));
+            let back = [11u64, u64::MAX]; // a shift of -1, as after a reseed
+            assert_eq!(replayed(5, 7, back.as_ptr() as u64), (11, 6));
+        }
+    }
 
     #[test]
     fn known_answer() {

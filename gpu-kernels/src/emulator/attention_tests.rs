@@ -237,6 +237,7 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
         dropout_scale: (1.0 / (1.0 - c.dropout as f64)) as f32,
         seed: 1234,
         stream: 5,
+        draw_at: 0,
     };
     let want = reference(&c, &h, &q_at, &kw, &vw, &dow);
     let mut o = std::vec![0u16; batch * heads * l * d];

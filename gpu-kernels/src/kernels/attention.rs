@@ -748,7 +748,7 @@ macro_rules! flash {
                 lse: *mut f32,
                 args: crate::args::FlashForwardArgs,
             ) {
-                forward::<$t, $d, $drop>(q, k, v, o, lse, args.h)
+                forward::<$t, $d, $drop>(q, k, v, o, lse, args.h.replayed())
             }
 
             #[export_name = crate::kernel_name!($kv, $dn, $tn)]
@@ -764,7 +764,7 @@ macro_rules! flash {
                 dv: *mut u16,
                 args: crate::args::FlashBackwardKvArgs,
             ) {
-                backward_kv::<$t, $d, $drop>(q, k, v, dout, lse, delta, dk, dv, args.h)
+                backward_kv::<$t, $d, $drop>(q, k, v, dout, lse, delta, dk, dv, args.h.replayed())
             }
 
             #[export_name = crate::kernel_name!($q, $dn, $tn)]
@@ -779,7 +779,7 @@ macro_rules! flash {
                 dq: *mut u16,
                 args: crate::args::FlashBackwardQArgs,
             ) {
-                backward_q::<$t, $d, $drop>(q, k, v, dout, lse, delta, dq, args.h)
+                backward_q::<$t, $d, $drop>(q, k, v, dout, lse, delta, dq, args.h.replayed())
             }
         };
     };

@@ -281,7 +281,9 @@ macro_rules! random_float {
                     seed,
                     stream,
                     view,
+                    draw_at,
                 } = args;
+                let (seed, stream) = philox::replayed(seed, stream, draw_at);
                 for_each_index(n, |i| {
                     let at = view.index(i as u64);
                     let v: $t = if core::mem::size_of::<$t>() == 8 {
@@ -306,7 +308,9 @@ macro_rules! random_float {
                     seed,
                     stream,
                     view,
+                    draw_at,
                 } = args;
+                let (seed, stream) = philox::replayed(seed, stream, draw_at);
                 for_each_index(n, |i| {
                     *y.add(i as usize) =
                         <$t>::from_f64(philox::normal_at(seed, stream, view.index(i as u64)));
@@ -332,7 +336,9 @@ macro_rules! dropout_kernel {
                     stream,
                     p,
                     scale,
+                    draw_at,
                 } = args;
+                let (seed, stream) = philox::replayed(seed, stream, draw_at);
                 if core::mem::size_of::<$t>() == 8 {
                     for_each_index(n, |i| {
                         let keep = philox::keep_f64(seed, stream, i as u64, p);
@@ -369,7 +375,9 @@ macro_rules! random_int {
                     stream,
                     low,
                     range,
+                    draw_at,
                 } = args;
+                let (seed, stream) = philox::replayed(seed, stream, draw_at);
                 for_each_index(n, |i| {
                     *y.add(i as usize) = <$t>::from_i64(philox::int_at(seed, stream, i as u64, low, range));
                 });

@@ -47,7 +47,7 @@ macro_rules! optim_steps {
                 args: crate::args::SgdArgs,
             ) {
                 let crate::args::SgdArgs { n, packed, h } = args;
-                let o = Sgd::<S>::new(&h);
+                let o = Sgd::<S>::new(&h.resolve());
                 let with_buf = o.uses_buffer();
                 let one = |i: usize| {
                     let b = if with_buf { *buf.add(i) } else { 0.0 };
@@ -90,7 +90,7 @@ macro_rules! optim_steps {
 
             #[export_name = crate::kernel_name!(adam_multi, $tn)]
             unsafe extern "ptx-kernel" fn adam_multi(args: crate::args::AdamMultiArgs) {
-                let o = Adam::<S>::new(&args.h);
+                let o = Adam::<S>::new(&args.h.resolve());
                 let list = &args.list;
                 let (t, start, end) = list.locate(block_xyz().0);
                 let p = TensorList::pick(&list.p, t) as *mut $t;
@@ -111,7 +111,7 @@ macro_rules! optim_steps {
 
             #[export_name = crate::kernel_name!(sgd_multi, $tn)]
             unsafe extern "ptx-kernel" fn sgd_multi(args: crate::args::SgdMultiArgs) {
-                let o = Sgd::<S>::new(&args.h);
+                let o = Sgd::<S>::new(&args.h.resolve());
                 let with_buf = o.uses_buffer();
                 let list = &args.list;
                 let (t, start, end) = list.locate(block_xyz().0);
@@ -182,7 +182,7 @@ macro_rules! optim_steps {
                 args: crate::args::AdamArgs,
             ) {
                 let crate::args::AdamArgs { n, packed, h } = args;
-                let o = Adam::<S>::new(&h);
+                let o = Adam::<S>::new(&h.resolve());
                 let one = |i: usize| {
                     let (np, nm, nv) = o.step((*p.add(i)).acc(), (*g.add(i)).acc(), *m.add(i), *v.add(i));
                     *p.add(i) = <$t>::from_acc(np);

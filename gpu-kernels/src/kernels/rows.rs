@@ -489,6 +489,7 @@ macro_rules! dense_rows {
                 args: crate::args::AttentionRowsArgs,
             ) {
                 let crate::args::AttentionRowsArgs { rows, per_warp, h } = args;
+                let h = h.replayed();
                 let (mut r, step) = row_walk(per_warp != 0);
                 while r < rows {
                     let at = r as usize * h.keys as usize;
@@ -515,6 +516,7 @@ macro_rules! dense_rows {
                 args: crate::args::AttentionRowsBackwardArgs,
             ) {
                 let crate::args::AttentionRowsBackwardArgs { rows, h } = args;
+                let h = h.replayed();
                 let len = h.keys;
                 let (scale, keep) = (
                     <$t as FloatElem>::Acc::of_f64(h.scale),

@@ -46,7 +46,14 @@ impl Storage {
     /// One SGD step in place over many parameters (see [`SgdItem`]): on
     /// CUDA one launch per 24 parameters of one dtype; on the CPU the
     /// single-parameter loop over each.
-    pub fn sgd_step_multi(items: &mut [SgdItem<'_>], h: &SgdParams) -> Result<()> {
+    /// With `count` (an `i64` step count on the GPU, with its element
+    /// offset) the kernels decide the first step from it (see
+    /// [`SgdParams::step_at`]); on the CPU the caller resolves the count.
+    pub fn sgd_step_multi(
+        items: &mut [SgdItem<'_>],
+        h: &SgdParams,
+        count: Option<(&Storage, usize)>,
+    ) -> Result<()> {
         let cuda: Option<Vec<CudaSgdRun<'_>>> = items
             .iter()
             .map(|i| {
@@ -63,7 +70,17 @@ impl Storage {
             })
             .collect();
         if let Some(cuda) = cuda {
-            return CudaStorage::sgd_step_multi(&cuda, h);
+            let h = SgdParams {
+                step_at: device_count("sgd_step_multi_", count)?,
+                ..*h
+            };
+            return CudaStorage::sgd_step_multi(&cuda, &h);
+        }
+        if count.is_some() {
+            return Err(Error::invalid(
+                "sgd_step_multi_",
+                "internal: a step count in storage on the CPU",
+            ));
         }
         for i in items.iter_mut() {
             let (g, n) = (i.g, i.n);
@@ -77,7 +94,14 @@ impl Storage {
     /// `[param, grad, m, v]` storages with their offsets and its element
     /// count. On CUDA one launch per 24 parameters of one dtype (PyTorch's
     /// `fused=True`); on the CPU the single-parameter loop over each.
-    pub fn adam_step_multi(items: &mut [AdamItem<'_>], h: &AdamParams) -> Result<()> {
+    /// With `count` (an `i64` step count on the GPU, with its element
+    /// offset) the kernels compute the bias corrections from it (see
+    /// [`AdamParams::step_at`]); on the CPU the caller resolves the count.
+    pub fn adam_step_multi(
+        items: &mut [AdamItem<'_>],
+        h: &AdamParams,
+        count: Option<(&Storage, usize)>,
+    ) -> Result<()> {
         if items.iter().all(|i| {
             matches!(
                 (&*i.p.0, i.g.0, &*i.m.0, &*i.v.0),
@@ -98,7 +122,17 @@ impl Storage {
                     _ => None,
                 })
                 .collect();
-            return CudaStorage::adam_step_multi(&cuda, h);
+            let h = AdamParams {
+                step_at: device_count("adam_step_multi_", count)?,
+                ..*h
+            };
+            return CudaStorage::adam_step_multi(&cuda, &h);
+        }
+        if count.is_some() {
+            return Err(Error::invalid(
+                "adam_step_multi_",
+                "internal: a step count in storage on the CPU",
+            ));
         }
         for i in items.iter_mut() {
             let (g, n) = (i.g, i.n);
@@ -128,6 +162,20 @@ impl Storage {
         };
         let cuda = cuda_runs("clip_grad_norm_", items.iter().map(|(s, o, n)| (&**s, *o, *n)))?;
         CudaStorage::scale_multi(&cuda, c)
+    }
+}
+
+/// The device address of an `i64` step count (0 for none).
+fn device_count(op: &'static str, count: Option<(&Storage, usize)>) -> Result<u64> {
+    match count {
+        None => Ok(0),
+        Some((Storage::Cuda(c), offset)) if c.dtype() == crate::core::DType::I64 && offset < c.len() => {
+            Ok(c.element_address(offset))
+        }
+        Some(_) => Err(Error::invalid(
+            op,
+            "the step count must be one i64 element on the parameters' GPU",
+        )),
     }
 }
 

@@ -122,6 +122,16 @@ pub enum Error {
         /// What is wrong with the argument.
         msg: String,
     },
+    /// Work inside a `cuda::graph` capture that a graph cannot replay: it
+    /// waits for the GPU, reads values back to the host or copies host data
+    /// in. `op` is the script function that was called.
+    #[error("{op}: {what} inside a cuda::graph capture; a graph replays queued GPU work only, so do this outside the block")]
+    NotCapturable {
+        /// The script function (or op) that was called.
+        op: String,
+        /// What it would have done.
+        what: &'static str,
+    },
     /// A file that cannot be opened, read or written.
     #[error("{op}: cannot access '{path}': {msg}")]
     FileAccess {

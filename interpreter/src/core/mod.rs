@@ -3,12 +3,13 @@
 //! stride arithmetic ([`shape`], [`strided`]), the op vocabulary ([`op`],
 //! [`index`], [`collective`]), host values ([`HostValues`]), the error type
 //! ([`Error`]), and the per-thread run state the backends consult before
-//! they allocate or loop: memory budgets ([`memory`]) and run control
-//! ([`control`]).
+//! they allocate or loop: memory budgets ([`memory`]), run control
+//! ([`control`]) and CUDA-graph capture ([`capture`]).
 //!
 //! Nothing here imports from `backend`, `tensor`, `script` or any other
 //! layer above; `tests/layers.rs` checks it.
 
+pub mod capture;
 pub mod collective;
 pub mod control;
 pub mod device;

@@ -104,7 +104,9 @@ Commands:
   :load FILE         run a script file in this session
   :vars              variables (type, and shape/dtype/device of tensors)
   :quit              leave (also quit, exit, Ctrl-D)
-Ctrl-C interrupts a running script, or clears the line being typed.";
+Ctrl-C interrupts a running script, or clears the line being typed.
+`let g = cuda::graph(|| ...)` records a block's GPU work once; `g.replay()`
+runs it again with one launch (`:help cuda::graph`; docs/API.md, CUDA graphs).";
 
 /// The last lines of the API listing: the stdlib, which is Rhai source.
 const STDLIB: &str = "import \"nn\" as nn;  nn::linear nn::mse nn::cross_entropy ...";

@@ -23,7 +23,7 @@ pub struct ScriptGenerator(Arc<Mutex<Generator>>);
 
 impl ScriptGenerator {
     fn new(seed: u64) -> ScriptGenerator {
-        ScriptGenerator(Arc::new(Mutex::new(Generator::new(seed))))
+        ScriptGenerator(crate::tensor::random::shared(Generator::new(seed)))
     }
 
     /// Runs `f` with this generator.

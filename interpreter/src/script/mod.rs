@@ -35,6 +35,7 @@ pub mod dist;
 pub mod files;
 pub mod functional;
 pub mod generator;
+pub mod graph;
 pub mod inplace;
 pub mod kwargs;
 pub mod linalg;
@@ -69,7 +70,7 @@ use crate::tensor::{Generator, Tensor};
 use output::Outputs;
 use rhai::{Engine, OptimizationLevel};
 use scope::Modes;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
 /// Per-engine state the script API reads: default device, random generator,
 /// the script's command-line arguments, the file-access gate, the memory
@@ -77,7 +78,7 @@ use std::sync::{Arc, Mutex, RwLock};
 #[derive(Debug)]
 pub struct Runtime {
     device: RwLock<Option<Device>>,
-    rng: Mutex<Generator>,
+    rng: crate::tensor::random::SharedGenerator,
     args: RwLock<Vec<String>>,
     files: FileAccess,
     budget: Option<Arc<MemoryBudget>>,
@@ -163,7 +164,7 @@ impl Runtime {
     pub fn new(budget: Option<Arc<MemoryBudget>>, files: bool) -> Runtime {
         Runtime {
             device: RwLock::new(None),
-            rng: Mutex::new(Generator::default()),
+            rng: crate::tensor::random::shared(Generator::default()),
             args: RwLock::new(Vec::new()),
             files: FileAccess::new(files),
             budget,
@@ -277,4 +278,5 @@ fn register_functions(engine: &mut Engine, runtime: &Arc<Runtime>) {
     sampling::register(engine, runtime);
     inplace::register(engine);
     profile::register(engine, runtime);
+    graph::register(engine);
 }

@@ -5,7 +5,7 @@
 
 use super::convert::{ok, script_error, tensor_list, RhaiResult};
 use super::registry::{Api, Category};
-use crate::tensor::optim::{adam_step_multi_, sgd_step_multi_, AdamOptions, SgdOptions};
+use crate::tensor::optim::{adam_step_multi_, sgd_step_multi_, AdamOptions, SgdOptions, StepCount};
 use crate::tensor::Tensor;
 use rhai::{Array, Dynamic, Engine, Map, INT};
 
@@ -34,14 +34,22 @@ pub fn register(engine: &mut Engine) {
             Ok(p)
         },
     );
-    api.doc("one fused Adam/AdamW step over arrays of parameters, gradients and moments (one launch per 24 CUDA parameters, as fused=True); opts as adam_step_").func("adam_step_multi_", ["params", "grads", "m", "v", "step", "opts"], |p: Array, g: Array, mo: Array, vo: Array, step: INT, m: Map| -> RhaiResult<()> {
+    api.doc("one fused Adam/AdamW step over arrays of parameters, gradients and moments (one launch per 24 CUDA parameters, as fused=True); step: a number, or a one-element integer tensor on the parameters' device that the kernels read (capturable); opts as adam_step_").func("adam_step_multi_", ["params", "grads", "m", "v", "step", "opts"], |p: Array, g: Array, mo: Array, vo: Array, step: Dynamic, m: Map| -> RhaiResult<()> {
             const OP: &str = "adam_step_multi_";
             let (p, g) = (tensor_list(OP, &p)?, tensor_list(OP, &g)?);
             let (mo, vo) = (tensor_list(OP, &mo)?, tensor_list(OP, &vo)?);
+            let count = step.clone().try_cast::<Tensor>();
+            let step = match (&count, step.as_int()) {
+                (Some(t), _) => StepCount::Tensor(t),
+                (None, Ok(n)) => StepCount::Host(n),
+                (None, Err(t)) => {
+                    return Err(script_error(format!("{OP}: step must be an integer or a one-element integer tensor, got {t}")))
+                }
+            };
             ok(adam_step_multi_(&p, &g, &mo, &vo, step, &adam_options(&m)?))
         },
     );
-    api.doc("one fused SGD step over arrays of parameters, gradients and momentum buffers (Tensor or () each; one launch per 24 CUDA parameters); opts as sgd_step_").func("sgd_step_multi_", ["params", "grads", "bufs", "opts"], |p: Array, g: Array, b: Array, m: Map| -> RhaiResult<()> {
+    api.doc("one fused SGD step over arrays of parameters, gradients and momentum buffers (Tensor or () each; one launch per 24 CUDA parameters); opts as sgd_step_, and step: a one-element integer tensor (the step count, read by the kernels: the first step initialises the buffers, capturable) in place of init_buffer").func("sgd_step_multi_", ["params", "grads", "bufs", "opts"], |p: Array, g: Array, b: Array, m: Map| -> RhaiResult<()> {
             const OP: &str = "sgd_step_multi_";
             let (p, g) = (tensor_list(OP, &p)?, tensor_list(OP, &g)?);
             let bufs = b
@@ -57,7 +65,14 @@ pub fn register(engine: &mut Engine) {
                     }
                 })
                 .collect::<RhaiResult<Vec<_>>>()?;
-            ok(sgd_step_multi_(&p, &g, &bufs, &sgd_options(&m)?))
+            let mut m = m;
+            let count = match m.remove("step") {
+                None => None,
+                Some(d) => Some(d.clone().try_cast::<Tensor>().ok_or_else(|| {
+                    script_error(format!("{OP}: option 'step' must be a one-element integer tensor, got {}", d.type_name()))
+                })?),
+            };
+            ok(sgd_step_multi_(&p, &g, &bufs, &sgd_options(&m)?, count.as_ref()))
         },
     );
 }

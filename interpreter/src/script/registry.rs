@@ -193,6 +193,7 @@ type Native = dyn Fn(Option<NativeCallContext>, &mut [&mut Dynamic]) -> Result<D
 fn span_around(inner: Shared<Native>, name: Arc<str>) -> Shared<Native> {
     Shared::new(move |ctx: Option<NativeCallContext>, args: &mut [&mut Dynamic]| {
         let _span = crate::profiler::span(|| name.clone());
+        crate::core::capture::note_call(&name);
         inner(ctx, args)
     })
 }

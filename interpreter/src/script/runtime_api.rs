@@ -14,7 +14,7 @@ use std::time::Instant;
 
 /// Registers the runtime functions and the `cuda` module.
 pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
-    let module = cuda_module(engine);
+    let module = cuda_module(engine, rt);
     engine.register_static_module("cuda", module.into());
     let mut api = Api::new(engine, Category::Runtime);
     for name in ["seed", "manual_seed"] {
@@ -76,7 +76,7 @@ fn device_info(rt: &CudaRuntime) -> rhai::Map {
 }
 
 /// The `cuda::` functions (`engine` gives the type names of their signatures).
-fn cuda_module(engine: &Engine) -> Module {
+fn cuda_module(engine: &Engine, rt: &Arc<Runtime>) -> Module {
     let mut m = Module::new();
     let mut api = Api::module(&mut m, "cuda", engine, Category::Cuda);
     api.doc("true when a GPU is usable")
@@ -156,6 +156,7 @@ fn cuda_module(engine: &Engine) -> Module {
         });
     api.doc("whether cuDNN algorithms are chosen by timing them")
         .volatile("cudnn_benchmark", [], crate::backend::cuda::cudnn::benchmark);
+    super::graph::register_cuda(&mut api, rt);
     drop(api);
     m
 }

@@ -16,6 +16,7 @@ pub mod elementwise;
 pub mod factor;
 pub mod format;
 pub mod functional;
+pub mod graph;
 pub mod host;
 pub mod index;
 pub mod inplace;

@@ -11,7 +11,7 @@
 
 use super::autograd;
 use super::locks::{lock_ordered, Access};
-use super::{DType, Tensor};
+use super::{DType, Device, Tensor};
 use crate::backend::{AdamItem, SgdItem, Storage};
 use crate::core::error::{Error, Result};
 use kiln_kernels::params::{AdamParams, SgdParams};
@@ -217,6 +217,7 @@ fn sgd_params(op: &'static str, o: &SgdOptions) -> Result<SgdParams> {
         dampening: o.dampening,
         weight_decay: o.weight_decay,
         flags,
+        step_at: 0,
     })
 }
 
@@ -241,11 +242,17 @@ fn sgd_buffer<'a>(op: &'static str, o: &SgdOptions, buf: Option<&'a Tensor>) -> 
 /// gradient and (with momentum) buffer at the same index: the same update
 /// as [`Tensor::sgd_step_`] on each, in one launch per 24 CUDA parameters
 /// of a dtype. Every operand is checked before anything is updated.
+///
+/// With a step `count` (a one-element i64 tensor on the parameters' device,
+/// counted from 1) the first step is decided by its value instead of
+/// `o.init_buffer`; on the GPU the kernels read it there, so a step
+/// recorded in a CUDA graph stays right when replayed.
 pub fn sgd_step_multi_(
     params: &[Tensor],
     grads: &[Tensor],
     bufs: &[Option<Tensor>],
     o: &SgdOptions,
+    count: Option<&Tensor>,
 ) -> Result<()> {
     const OP: &str = "sgd_step_multi_";
     let n = params.len();
@@ -259,6 +266,20 @@ pub fn sgd_step_multi_(
             ),
         ));
     }
+    let (o, count) = match count {
+        None => (*o, None),
+        Some(t) => match step_count(OP, params, StepCount::Tensor(t))? {
+            Counted::Host(step) => (
+                SgdOptions {
+                    init_buffer: step == 1,
+                    ..*o
+                },
+                None,
+            ),
+            Counted::Device(c) => (*o, Some(c)),
+        },
+    };
+    let o = &o;
     let h = sgd_params(OP, o)?;
     let mut reqs = Vec::with_capacity(3 * n);
     let mut used = Vec::with_capacity(n);
@@ -293,8 +314,67 @@ pub fn sgd_step_multi_(
                 n: params[i].numel(),
             });
         }
-        Storage::sgd_step_multi(&mut items, &h)
+        let storage = count.as_ref().map(|c| c.storage());
+        let count = storage
+            .as_deref()
+            .zip(count.as_ref())
+            .map(|(s, c)| (s, c.layout().offset()));
+        Storage::sgd_step_multi(&mut items, &h, count)
     })
+}
+
+/// The step count of a multi-tensor step (counted from 1).
+#[derive(Clone, Copy, Debug)]
+pub enum StepCount<'a> {
+    /// A number the host knows.
+    Host(i64),
+    /// A one-element integer tensor on the parameters' device: read on the
+    /// host for CPU parameters, by the kernels on the GPU (so that a step
+    /// recorded in a CUDA graph counts on when it is replayed).
+    Tensor(&'a Tensor),
+}
+
+/// A step count resolved for the backend.
+enum Counted {
+    Host(i64),
+    /// A one-element i64 tensor on the GPU.
+    Device(Tensor),
+}
+
+/// Checks `step` against the parameters' device and resolves it.
+fn step_count(op: &'static str, params: &[Tensor], step: StepCount<'_>) -> Result<Counted> {
+    let t = match step {
+        StepCount::Host(s) => return Ok(Counted::Host(s)),
+        StepCount::Tensor(t) => t,
+    };
+    if t.numel() != 1 || !t.dtype().is_int() {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "the step count must be a one-element integer tensor, got {:?} {}",
+                t.shape(),
+                t.dtype()
+            ),
+        ));
+    }
+    if let Some(p) = params.iter().find(|p| p.device() != t.device()) {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "the step count is on {} and a parameter on {}",
+                t.device(),
+                p.device()
+            ),
+        ));
+    }
+    match t.device() {
+        Device::Cpu => Ok(Counted::Host(t.item()?.to_i64())),
+        _ => Ok(Counted::Device(if t.dtype() == DType::I64 {
+            t.clone()
+        } else {
+            t.to_dtype(DType::I64)?
+        })),
+    }
 }
 
 /// The checked hyperparameters of Adam's `step`-th update.
@@ -331,7 +411,7 @@ pub fn adam_step_multi_(
     grads: &[Tensor],
     m: &[Tensor],
     v: &[Tensor],
-    step: i64,
+    step: StepCount<'_>,
     o: &AdamOptions,
 ) -> Result<()> {
     const OP: &str = "adam_step_multi_";
@@ -347,7 +427,11 @@ pub fn adam_step_multi_(
             ),
         ));
     }
-    let h = adam_params(OP, o, step)?;
+    let (h, count) = match step_count(OP, params, step)? {
+        Counted::Host(step) => (adam_params(OP, o, step)?, None),
+        // the hyperparameters are checked at step 1; the kernels take the count
+        Counted::Device(c) => (adam_params(OP, o, 1)?, Some(c)),
+    };
     let mut reqs = Vec::with_capacity(4 * n);
     for i in 0..n {
         check_operands(
@@ -378,7 +462,12 @@ pub fn adam_step_multi_(
                 n: params[i].numel(),
             });
         }
-        Storage::adam_step_multi(&mut items, &h)
+        let storage = count.as_ref().map(|c| c.storage());
+        let count = storage
+            .as_deref()
+            .zip(count.as_ref())
+            .map(|(s, c)| (s, c.layout().offset()));
+        Storage::adam_step_multi(&mut items, &h, count)
     })
 }
 
@@ -656,7 +745,15 @@ mod tests {
                     .map(|&(d, n)| make(d, n, step as f64 * 5.0))
                     .collect();
                 if multi {
-                    adam_step_multi_(&params, &grads, &m, &v, step, &o).unwrap();
+                    // the count as a tensor: read on the host for CPU parameters
+                    let count = Tensor::full(
+                        &[1],
+                        crate::core::Scalar::Int(step),
+                        Some(DType::I64),
+                        Device::Cpu,
+                    )
+                    .unwrap();
+                    adam_step_multi_(&params, &grads, &m, &v, StepCount::Tensor(&count), &o).unwrap();
                 } else {
                     for i in 0..params.len() {
                         params[i].adam_step_(&grads[i], &m[i], &v[i], step, &o).unwrap();
@@ -675,17 +772,19 @@ mod tests {
         let g = [t(&P0, DType::F32), t(&P0[..4], DType::F32)];
         let s = |p: &Tensor| p.optimizer_state().unwrap();
         let (m, v) = ([s(&p[0]), s(&p[1])], [s(&p[0]), s(&p[1])]);
-        let err = adam_step_multi_(&p, &g, &m, &v, 1, &o).unwrap_err().to_string();
+        let err = adam_step_multi_(&p, &g, &m, &v, StepCount::Host(1), &o)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("has shape [4]"), "{err}");
         // nothing was updated, not even the first parameter
         assert_eq!(values(&p[0]), P0.to_vec());
-        let err = adam_step_multi_(&p, &g[..1], &m, &v, 1, &o)
+        let err = adam_step_multi_(&p, &g[..1], &m, &v, StepCount::Host(1), &o)
             .unwrap_err()
             .to_string();
         assert!(err.contains("2 parameters, 1 gradients"), "{err}");
         let shared = [p[0].clone(), p[0].clone()];
         let g2 = [t(&P0, DType::F32), t(&P0, DType::F32)];
-        let err = adam_step_multi_(&shared, &g2, &m, &v, 1, &o)
+        let err = adam_step_multi_(&shared, &g2, &m, &v, StepCount::Host(1), &o)
             .unwrap_err()
             .to_string();
         assert!(err.contains("share memory"), "{err}");
@@ -719,7 +818,19 @@ mod tests {
                         .map(|&(d, n)| make(d, n, step as f64 * 3.0))
                         .collect();
                     if multi {
-                        sgd_step_multi_(&params, &grads, &bufs, &o).unwrap();
+                        // the first step decided by a count tensor instead of init_buffer
+                        let count = Tensor::full(
+                            &[1],
+                            crate::core::Scalar::Int(step + 1),
+                            Some(DType::I64),
+                            Device::Cpu,
+                        )
+                        .unwrap();
+                        let o = SgdOptions {
+                            init_buffer: false,
+                            ..o
+                        };
+                        sgd_step_multi_(&params, &grads, &bufs, &o, Some(&count)).unwrap();
                     } else {
                         for i in 0..params.len() {
                             params[i].sgd_step_(&grads[i], bufs[i].as_ref(), &o).unwrap();
@@ -736,7 +847,7 @@ mod tests {
             momentum: 0.9,
             ..Default::default()
         };
-        let err = sgd_step_multi_(&p, &[t(&P0, DType::F32)], &[None], &o)
+        let err = sgd_step_multi_(&p, &[t(&P0, DType::F32)], &[None], &o, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("needs a momentum buffer"), "{err}");

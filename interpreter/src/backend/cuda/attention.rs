@@ -118,7 +118,24 @@ fn params(shape: &FlashShape, [q, k, v]: [(&CudaStorage, HeadView); 3]) -> Resul
         dropout_scale: (1.0 / (1.0 - s.dropout)) as f32,
         seed: s.draw.0,
         stream: s.draw.1,
+        draw_at: if s.dropout > 0.0 {
+            crate::core::capture::claim_draw(s.draw.0, s.draw.1)
+        } else {
+            0
+        },
     })
+}
+
+/// `h` with its capture draw slot (see [`crate::core::capture::claim_draw`]).
+fn with_draw_slot(h: AttentionRows) -> AttentionRows {
+    AttentionRows {
+        draw_at: if h.dropout > 0.0 {
+            crate::core::capture::claim_draw(h.seed, h.stream)
+        } else {
+            0
+        },
+        ..h
+    }
 }
 
 /// The device address of a view's first element.
@@ -195,6 +212,7 @@ impl CudaStorage {
             CudaStorage::alloc(self.dtype, rows)?,
         );
         if rows > 0 && h.keys > 0 {
+            let h = with_draw_slot(h);
             kernels::attention_rows(rt, self.dtype, rows as u32, h, [self.ptr(), w.ptr(), lse.ptr()])?;
         }
         Ok((w, lse))
@@ -214,7 +232,7 @@ impl CudaStorage {
         );
         if rows > 0 && h.keys > 0 {
             let ptrs = [self.ptr(), lse.ptr(), gw.ptr(), delta.ptr(), wd.ptr(), ds.ptr()];
-            kernels::attention_rows_backward(rt, self.dtype, rows as u32, h, ptrs)?;
+            kernels::attention_rows_backward(rt, self.dtype, rows as u32, with_draw_slot(h), ptrs)?;
         }
         Ok((wd, ds))
     }

@@ -8,12 +8,13 @@
 //! [`blas`] (matmul through cuBLAS), `solver` (factorizations through cuSOLVER), `train` (cross-entropy and the fused
 //! optimizer steps), `index` (gather and scatter-add along a dim), [`nccl`]
 //! (collectives between GPUs, for the process group of `crate::dist`),
-//! [`timing`] (event markers for the profiler).
+//! [`timing`] (event markers for the profiler), [`graph`] (CUDA graphs: capture and replay).
 
 pub mod allocator;
 mod attention;
 pub mod blas;
 pub(crate) mod cudnn;
+pub mod graph;
 pub(crate) mod images;
 mod index;
 pub mod kernels;
@@ -42,25 +43,28 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// A block of device memory, returned to the caching allocator on drop,
-/// with the stream that last queued work on it.
+/// with the stream that last queued work on it and the graph pool it was
+/// made in (0: none).
 #[derive(Debug)]
 struct DeviceBuffer {
     ptr: sys::CUdeviceptr,
     size: usize,
     last: AtomicUsize,
+    pool: usize,
 }
 
 impl DeviceBuffer {
     /// The address, for work about to be queued on the calling thread's
     /// stream: if another stream used the buffer last, this stream first waits
-    /// for that stream's work.
+    /// for that stream's work (except in a graph capture, which starts after
+    /// all earlier work has finished and may not wait on other streams).
     #[inline]
     fn touch(&self) -> sys::CUdeviceptr {
         if let Some(rt) = CudaRuntime::created() {
             let cur = rt.cu_stream() as usize;
             if self.last.load(Ordering::Acquire) != cur {
                 let prev = self.last.swap(cur, Ordering::AcqRel);
-                if prev != cur {
+                if prev != cur && !crate::core::capture::is_capturing() {
                     // a failed handoff leaves the driver in an error state that the
                     // next launch or copy reports
                     let _ = rt.handoff(prev as sys::CUstream, cur as sys::CUstream);
@@ -75,7 +79,7 @@ impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         if let Ok(rt) = CudaRuntime::get() {
             if let Ok(mut a) = rt.allocator.lock() {
-                a.release(self.ptr, self.size, *self.last.get_mut());
+                a.release(self.ptr, self.size, *self.last.get_mut(), self.pool);
             }
         }
     }
@@ -103,7 +107,7 @@ impl CudaStorage {
                 why: format!("{len} elements overflow the address space"),
             })?;
         let stream = rt.cu_stream();
-        let (ptr, size) = rt
+        let (ptr, size, pool) = rt
             .allocator
             .lock()
             .map_err(|_| Error::invalid(op, "the GPU allocator's lock is poisoned"))?
@@ -134,6 +138,7 @@ impl CudaStorage {
                 ptr,
                 size,
                 last: AtomicUsize::new(stream as usize),
+                pool,
             }),
             dtype,
             len,
@@ -159,6 +164,12 @@ impl CudaStorage {
     /// (see [`DeviceBuffer::touch`]).
     fn ptr(&self) -> sys::CUdeviceptr {
         self.buf.touch()
+    }
+
+    /// The device address of element `offset`, for a kernel that reads it
+    /// on the calling thread's stream (a parameter such as a step count).
+    pub(crate) fn element_address(&self, offset: usize) -> u64 {
+        self.ptr() + (offset * self.dtype.size_in_bytes()) as u64
     }
 
     /// The address of element `offset`.

@@ -147,6 +147,11 @@ pub struct EngineStream {
 }
 
 impl EngineStream {
+    /// The stream's handle.
+    pub(crate) fn handle(&self) -> sys::CUstream {
+        self.stream as sys::CUstream
+    }
+
     /// Makes this the calling thread's current stream until the scope drops.
     pub fn enter(&self) -> StreamScope {
         let previous = CURRENT.with(|c| c.replace(self.stream));
@@ -291,6 +296,7 @@ impl CudaRuntime {
     /// True when every op queued so far on the current stream has finished
     /// (never waits).
     pub fn is_idle(&self) -> Result<bool> {
+        crate::core::capture::refuse("asks whether the GPU is idle")?;
         // SAFETY: a live stream of this context.
         match unsafe { sys::cuStreamQuery(self.cu_stream()) } {
             sys::CUresult::CUDA_SUCCESS => Ok(true),
@@ -419,6 +425,7 @@ impl CudaRuntime {
 
     /// Waits until all work queued on the current stream has finished.
     pub fn synchronize(&self) -> Result<()> {
+        crate::core::capture::refuse("waits for the GPU (cuda::synchronize, time)")?;
         // SAFETY: a live stream of this context.
         unsafe { result::stream::synchronize(self.cu_stream()) }.map_err(|e| cuda_error("synchronize", e))
     }

@@ -14,6 +14,10 @@ use cudarc::driver::{result, sys};
 use std::borrow::Cow;
 use std::ops::Range;
 
+/// What a read-back is, in a capture's refusal.
+const READ_BACK: &str =
+    "reads GPU values back to the host (item, to_list, print, cpu, or a result whose shape depends on values)";
+
 impl CudaStorage {
     /// Uploads a CPU storage.
     pub fn from_cpu(cpu: &CpuStorage) -> Result<CudaStorage> {
@@ -32,6 +36,9 @@ impl CudaStorage {
         if range.is_empty() {
             return Ok(());
         }
+        crate::core::capture::refuse(
+            "copies host data to the GPU (a tensor made from host values, a CPU operand, .cuda())",
+        )?;
         let rt = CudaRuntime::get()?;
         let dst = self.ptr() + (at * self.dtype.size_in_bytes()) as u64;
         with_storage!(src, v: T => {
@@ -47,6 +54,7 @@ impl CudaStorage {
 
     /// The elements of `l` in logical order, copied to the host (waits for the GPU).
     pub fn to_cpu(&self, l: &Layout) -> Result<CpuStorage> {
+        crate::core::capture::refuse(READ_BACK)?;
         let rt = CudaRuntime::get()?;
         let src = self.dense(l)?;
         let n = l.numel();
@@ -73,6 +81,7 @@ impl CudaStorage {
         if dst.dtype() != self.dtype || at + n > dst.len() {
             return Err(Error::invalid("copy", "device-to-host copy out of range"));
         }
+        crate::core::capture::refuse(READ_BACK)?;
         let rt = CudaRuntime::get()?;
         let src = self.dense(l)?;
         with_storage!(dst, v: T => {

@@ -130,6 +130,7 @@ impl Plan {
             keep_scale: 1.0 / (1.0 - self.dropout),
             seed,
             stream,
+            draw_at: 0,
         })
     }
 

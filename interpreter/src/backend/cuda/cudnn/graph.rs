@@ -481,6 +481,9 @@ fn time(
     plan: &Plan,
     addrs: [*mut c_void; 3],
 ) -> Result<Option<f32>> {
+    crate::core::capture::refuse(
+        "times cuDNN's algorithms for a new shape (cudnn benchmark; run the block once before capturing)",
+    )?;
     let Ok(ws) = CudaStorage::alloc(DType::U8, plan.workspace.max(1)) else {
         return Ok(None);
     };

@@ -298,6 +298,7 @@ pub fn rand_float(
                 seed,
                 stream,
                 view,
+                draw_at: crate::core::capture::claim_draw(seed, stream),
             },
         )
     }
@@ -333,6 +334,7 @@ pub fn dropout(
                 stream,
                 p,
                 scale,
+                draw_at: crate::core::capture::claim_draw(seed, stream),
             },
         )
     }
@@ -365,6 +367,7 @@ pub fn rand_int(
                 stream,
                 low,
                 range,
+                draw_at: crate::core::capture::claim_draw(seed, stream),
             },
         )
     }

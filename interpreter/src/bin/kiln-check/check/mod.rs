@@ -11,6 +11,7 @@ mod cnn;
 mod dense;
 mod elementwise;
 mod functional;
+mod graphs;
 mod indexing;
 mod linalg;
 mod rearrange;
@@ -187,7 +188,7 @@ fn gpu() -> Device {
 }
 
 /// The case groups, in the order [`run`] runs them.
-pub const GROUPS: [&str; 16] = [
+pub const GROUPS: [&str; 17] = [
     "unary",
     "binary",
     "casts",
@@ -204,6 +205,7 @@ pub const GROUPS: [&str; 16] = [
     "cnn",
     "attention",
     "collectives",
+    "graphs",
 ];
 
 /// Runs every case; returns them in order.
@@ -234,6 +236,7 @@ pub fn run_groups(groups: &[&str]) -> Vec<Case> {
             "cnn" => c.cnn(),
             "attention" => c.attention(),
             "collectives" => c.collectives(),
+            "graphs" => c.graphs(),
             _ => {
                 c.training();
                 c.training_multi();

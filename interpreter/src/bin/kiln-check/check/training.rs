@@ -131,14 +131,22 @@ impl Checker {
     /// The multi-tensor AdamW and SGD steps (`adam_multi_*`, `sgd_multi_*`) over 30 parameters of
     /// mixed sizes (two launches of up to 24; chunks of one block and
     /// several; one parameter an unaligned slice), three steps, against
-    /// the CPU.
+    /// the CPU; with the step given as a number, and as a count tensor on
+    /// the device that the kernels read (what a CUDA graph records).
     pub(super) fn training_multi(&mut self) {
-        use kiln::tensor::optim::{adam_step_multi_, sgd_step_multi_, state_dtype, AdamOptions, SgdOptions};
+        use kiln::tensor::optim::{
+            adam_step_multi_, sgd_step_multi_, state_dtype, AdamOptions, SgdOptions, StepCount,
+        };
         let d = gpu();
         let sizes: Vec<usize> = (0..30).map(|i| [1, 4095, 4097, 9000, 33][i % 5] + i).collect();
-        for (kind, dtype) in ["adamw", "sgd nesterov"]
-            .into_iter()
-            .flat_map(|k| [DType::F32, DType::F64, DType::F16, DType::BF16].map(|d| (k, d)))
+        for (kind, dtype) in [
+            "adamw",
+            "sgd nesterov",
+            "adamw (device count)",
+            "sgd nesterov (device count)",
+        ]
+        .into_iter()
+        .flat_map(|k| [DType::F32, DType::F64, DType::F16, DType::BF16].map(|d| (k, d)))
         {
             let r: Result<Vec<(Tensor, Tensor)>> = (|| {
                 let p0: Vec<Tensor> = sizes
@@ -183,8 +191,15 @@ impl Checker {
                             .enumerate()
                             .map(|(i, t)| cut(i, t.to_device(dev)?))
                             .collect::<Result<_>>()?;
-                        if kind == "adamw" {
-                            adam_step_multi_(&ps, &g, &m, &v, step as i64 + 1, &o)?;
+                        let counted = kind.ends_with("(device count)");
+                        let count = Tensor::full(&[1], Scalar::Int(step as i64 + 1), Some(DType::I64), dev)?;
+                        if kind.starts_with("adamw") {
+                            let at = if counted {
+                                StepCount::Tensor(&count)
+                            } else {
+                                StepCount::Host(step as i64 + 1)
+                            };
+                            adam_step_multi_(&ps, &g, &m, &v, at, &o)?;
                         } else {
                             let s = SgdOptions {
                                 lr: 0.05,
@@ -192,10 +207,10 @@ impl Checker {
                                 dampening: 0.0,
                                 weight_decay: 0.01,
                                 nesterov: true,
-                                init_buffer: step == 0,
+                                init_buffer: !counted && step == 0,
                             };
                             let bufs: Vec<Option<Tensor>> = v.iter().cloned().map(Some).collect();
-                            sgd_step_multi_(&ps, &g, &bufs, &s)?;
+                            sgd_step_multi_(&ps, &g, &bufs, &s, counted.then_some(&count))?;
                         }
                     }
                     Ok(ps.into_iter().chain(v).collect())

@@ -721,6 +721,27 @@ impl Storage {
         }
     }
 
+    /// `self @ rhs + bias` for 2-D operands and a bias row of `d.n` dense
+    /// elements from `bias_offset`, in one fused call where the backend has
+    /// one (CUDA: cuBLASLt's bias epilogue); `None` elsewhere (the caller
+    /// composes the product and the sum).
+    pub fn matmul_bias(
+        &self,
+        l: &Layout,
+        rhs: &Storage,
+        lr: &Layout,
+        (bias, bias_offset): (&Storage, usize),
+        d: &MatmulDims,
+    ) -> Result<Option<Storage>> {
+        match (self, rhs, bias) {
+            (Storage::Cuda(a), Storage::Cuda(b), Storage::Cuda(c)) => {
+                gate(self, "addmm", self.dtype(), d.m.saturating_mul(d.n))?;
+                Ok(cuda::blas::matmul_bias(a, l, b, lr, (c, bias_offset), d)?.map(Storage::Cuda))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Batched matmul (see [`MatmulDims`]); contiguous output.
     pub fn matmul(&self, l: &Layout, rhs: &Storage, lr: &Layout, d: &MatmulDims) -> Result<Storage> {
         let out = d

@@ -19,6 +19,12 @@ impl Tensor {
             let _off = super::autocast::AutocastGuard::new(None)?;
             return x.linear(&w, b.as_ref());
         }
+        if let (Some(b), 2, 2) = (bias, self.ndim(), weight.ndim()) {
+            // the bias in the GEMM's epilogue (one cuBLASLt call on CUDA)
+            if let Some(y) = Tensor::addmm_fused(b, self, &weight.t()?)? {
+                return Ok(y);
+            }
+        }
         let y = match weight.ndim() {
             1 => self.matmul(weight)?,
             2 => self.matmul(&weight.t()?)?,

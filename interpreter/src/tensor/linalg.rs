@@ -3,7 +3,7 @@
 
 use super::autograd::{self, functions, Saved};
 use super::elementwise::{result_type, with_storages};
-use super::Tensor;
+use super::{DType, Tensor};
 use crate::backend::MatmulDims;
 use crate::core::error::{Error, Result};
 use crate::core::shape::broadcast_shapes;
@@ -129,6 +129,66 @@ impl Tensor {
         Ok(autograd::record(op, &[self, rhs], y, move |g, needs| {
             functions::matmul(a.get(op)?, b.get(op)?, g, needs)
         }))
+    }
+
+    /// `bias + m1 @ m2` with the bias row added in the GEMM's epilogue (one
+    /// cuBLASLt call on CUDA), for `addmm` and `linear`: 2-D `m1 [m, k]`,
+    /// `m2 [k, n]`, a dense 1-D `bias [n]`, one float dtype, outside
+    /// autocast. `None` where that path does not apply (the caller composes).
+    pub(super) fn addmm_fused(bias: &Tensor, m1: &Tensor, m2: &Tensor) -> Result<Option<Tensor>> {
+        const OP: &str = "addmm";
+        let dtype = m1.dtype();
+        let fits = matches!(m1.device(), crate::core::Device::Cuda(_))
+            && !super::autocast::enabled()
+            && m1.ndim() == 2
+            && m2.ndim() == 2
+            && bias.ndim() == 1
+            && m1.shape()[1] == m2.shape()[0]
+            && bias.shape()[0] == m2.shape()[1]
+            && m1.shape()[0] > 0
+            && m1.shape()[1] > 0
+            && m2.shape()[1] > 0
+            && m2.dtype() == dtype
+            && bias.dtype() == dtype
+            && matches!(dtype, DType::F32 | DType::F16 | DType::BF16)
+            && m2.device() == m1.device()
+            && bias.device() == m1.device()
+            && (bias.layout().strides()[0] == 1 || bias.shape()[0] == 1)
+            && !bias.shares_storage(m1)
+            && !bias.shares_storage(m2);
+        if !fits {
+            return Ok(None);
+        }
+        let (m, k, n) = (m1.shape()[0], m1.shape()[1], m2.shape()[1]);
+        let run = || -> Result<Option<Tensor>> {
+            let d = MatmulDims {
+                batch: vec![],
+                m,
+                k,
+                n,
+            };
+            let sb = bias.storage();
+            let out = with_storages(m1, m2, |x, y| {
+                x.matmul_bias(m1.layout(), y, m2.layout(), (&sb, bias.layout().offset()), &d)
+            })?;
+            out.map(|s| Tensor::from_storage(OP, s, &[m, n])).transpose()
+        };
+        if !autograd::needs_grad(&[bias, m1, m2]) {
+            return run();
+        }
+        let Some(y) = autograd::forward(run)? else {
+            return Ok(None);
+        };
+        let (a, b) = (Saved::new(m1), Saved::new(m2));
+        Ok(Some(autograd::record(OP, &[bias, m1, m2], y, move |g, needs| {
+            let gbias = needs[0]
+                .then(|| g.reduce(crate::core::op::ReduceOp::Sum, Some(&[0]), false))
+                .transpose()?;
+            let mut gab = functions::matmul(a.get(OP)?, b.get(OP)?, g, &needs[1..])?;
+            let gb = gab.pop().flatten();
+            let ga = gab.pop().flatten();
+            Ok(vec![gbias, ga, gb])
+        })))
     }
 
     fn matmul_nd_impl(&self, rhs: &Tensor, op: &'static str) -> Result<Tensor> {

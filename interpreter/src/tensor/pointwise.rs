@@ -256,6 +256,11 @@ impl Tensor {
                 ),
             ));
         }
+        if beta == 1.0 && alpha == 1.0 {
+            if let Some(y) = Tensor::addmm_fused(self, m1, m2)? {
+                return Ok(y);
+            }
+        }
         scaled_sum("addmm", self, &m1.matmul(m2)?, beta, alpha)
     }
 

@@ -1,6 +1,10 @@
 //! Matrix products through cuBLAS (`cublasGemmStridedBatchedEx`). Row-major
 //! `C = A·B` is computed as column-major `Cᵀ = Bᵀ·Aᵀ`; transposed or
 //! column-major operands are passed with cuBLAS's transpose flags, not copied.
+//! Single f32/f16/bf16 products up to 1024³ (where host time matters), and
+//! products with a bias row ([`matmul_bias`]), go through cuBLASLt
+//! (`super::lt`) with plans cached per shape; `KILN_CUBLASLT=0` in the
+//! environment keeps the plain products on cuBLAS.
 //! f32 uses full FP32 unless TF32 is allowed ([`set_allow_tf32`], as
 //! PyTorch's `allow_tf32`, but per thread and so per engine); f16 and bf16 accumulate in f32.
 
@@ -135,6 +139,90 @@ fn types(dtype: DType) -> Result<(sys::cudaDataType, sys::cublasComputeType_t)> 
     })
 }
 
+/// The largest single product (`m·n·k`) that goes through cuBLASLt: below
+/// it the host's time per call matters and cuBLASLt's cached plan saves it;
+/// above it cuBLAS's own choice is as fast or faster (on the H100, TF32
+/// products at 4096³ ran at 0.81 of cuBLAS's speed through cuBLASLt's first
+/// heuristic choice).
+const LT_MAX_VOLUME: usize = 1 << 30;
+
+/// Whether single products may go through cuBLASLt (unless `KILN_CUBLASLT=0`).
+fn lt_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("KILN_CUBLASLT").map_or(true, |v| v != "0"))
+}
+
+/// The cuBLASLt description of the single product `C (m × n) = A·B` with
+/// cuBLAS's operand descriptions `ga`, `gb` at the given addresses.
+#[allow(clippy::too_many_arguments)]
+fn lt_gemm(
+    dtype: DType,
+    (m, k, n): (usize, usize, usize),
+    ga: &Gemm,
+    gb: &Gemm,
+    pa: u64,
+    pb: u64,
+    pc: u64,
+    bias: bool,
+) -> super::lt::LtGemm {
+    use super::lt::alignment;
+    let t = sys::cublasOperation_t::CUBLAS_OP_T;
+    super::lt::LtGemm {
+        dtype,
+        tf32: allow_tf32(),
+        rows: n,
+        cols: m,
+        depth: k,
+        trans_a: gb.trans == t,
+        trans_b: ga.trans == t,
+        lda: gb.ld,
+        ldb: ga.ld,
+        bias,
+        align: [alignment(pb), alignment(pa), alignment(pc), alignment(pc)],
+    }
+}
+
+/// `a @ b + bias` for 2-D `la = [m, k]`, `lb = [k, n]` and a bias of `n`
+/// dense elements from `bias_offset`, in one cuBLASLt call with the bias in
+/// its epilogue; `None` when cuBLASLt cannot take it (nothing was queued).
+pub fn matmul_bias(
+    a: &CudaStorage,
+    la: &Layout,
+    b: &CudaStorage,
+    lb: &Layout,
+    (bias, bias_offset): (&CudaStorage, usize),
+    d: &MatmulDims,
+) -> Result<Option<CudaStorage>> {
+    let dtype = a.dtype;
+    let (m, k, n) = (d.m, d.k, d.n);
+    if !d.batch.is_empty()
+        || m == 0
+        || k == 0
+        || n == 0
+        || bias_offset + n > bias.len
+        || b.dtype != dtype
+        || bias.dtype != dtype
+    {
+        return Ok(None);
+    }
+    let (Some(ga), Some(gb)) = (describe(la, m, k), describe(lb, k, n)) else {
+        return Ok(None);
+    };
+    let out = CudaStorage::alloc(dtype, m * n)?;
+    let esz = dtype.size_in_bytes() as u64;
+    let (pa, pb) = (
+        a.ptr() + ga.bases[0] as u64 * esz,
+        b.ptr() + gb.bases[0] as u64 * esz,
+    );
+    let (pc, pbias) = (out.ptr(), bias.ptr() + bias_offset as u64 * esz);
+    let g = lt_gemm(dtype, (m, k, n), &ga, &gb, pa, pb, pc, true);
+    if super::lt::alignment(pbias) < dtype.size_in_bytes() as u8 {
+        return Ok(None);
+    }
+    // the operands are Lt's B and A (column-major Cᵀ = Bᵀ·Aᵀ)
+    Ok(super::lt::gemm(&g, pb, pa, pc, Some(pbias))?.then_some(out))
+}
+
 /// `a @ b` for `la = batch + [m, k]`, `lb = batch + [k, n]`; dense `batch + [m, n]` result.
 pub fn matmul(
     a: &CudaStorage,
@@ -180,6 +268,17 @@ pub fn matmul(
             (b.ptr() as usize + b_off * esz) as *const c_void,
             (out.ptr() as usize + c_off * esz) as *mut c_void,
         );
+        if count == 1
+            && dtype != DType::F64
+            && m.saturating_mul(n).saturating_mul(k) <= LT_MAX_VOLUME
+            && lt_enabled()
+        {
+            // one product through cuBLASLt's cached plan: less host time than cuBLAS's own heuristics
+            let g = lt_gemm(dtype, (m, k, n), &ga, &gb, pa as u64, pb as u64, pc as u64, false);
+            if super::lt::gemm(&g, pb as u64, pa as u64, pc as u64, None)? {
+                return Ok(());
+            }
+        }
         let algo = sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
         // SAFETY: the pointers are live device allocations covering every element the
         // layouts address (each operand's layout passed `Layout::check_fits` against

@@ -5,7 +5,7 @@
 //! Modules: [`runtime`] (context, stream, module, cuBLAS handle), [`allocator`]
 //! (the caching allocator), [`kernels`] (kernel table and typed launches),
 //! `transfer` (host↔device copies, staged through `staging`'s pinned buffers),
-//! [`blas`] (matmul through cuBLAS), `solver` (factorizations through cuSOLVER), `train` (cross-entropy and the fused
+//! [`blas`] (matmul through cuBLAS), `lt` (cuBLASLt: cached plans, bias epilogues), `solver` (factorizations through cuSOLVER), `train` (cross-entropy and the fused
 //! optimizer steps), `index` (gather and scatter-add along a dim), [`nccl`]
 //! (collectives between GPUs, for the process group of `crate::dist`),
 //! [`timing`] (event markers for the profiler), [`graph`] (CUDA graphs: capture and replay).
@@ -18,6 +18,7 @@ pub mod graph;
 pub(crate) mod images;
 mod index;
 pub mod kernels;
+pub(crate) mod lt;
 pub mod nccl;
 mod order;
 pub mod runtime;

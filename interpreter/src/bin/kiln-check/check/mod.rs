@@ -227,7 +227,10 @@ pub fn run_groups(groups: &[&str]) -> Vec<Case> {
             "reductions" => c.reductions(),
             "nn" => c.nn(),
             "random" => c.random(),
-            "matmul" => c.matmul(),
+            "matmul" => {
+                c.matmul();
+                c.matmul_bias();
+            }
             "dense" => c.dense_paths(),
             "indexing" => c.indexing(),
             "rearrange" => c.rearrange(),

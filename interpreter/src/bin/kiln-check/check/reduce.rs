@@ -334,4 +334,70 @@ impl Checker {
             }
         }
     }
+
+    /// `addmm` and `linear` with a bias row: one cuBLASLt call with the bias
+    /// in its epilogue on CUDA (f32, f16, bf16; f64 composes), against the
+    /// CPU's product and sum; `linear`'s gradients for input, weight and
+    /// bias; a bias that starts one element into its storage.
+    pub(super) fn matmul_bias(&mut self) {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let r = (|| {
+                let (a, b) = (
+                    input(&mut self.gen, &[67, 45], dtype, false)?,
+                    input(&mut self.gen, &[45, 33], dtype, false)?,
+                );
+                let bias = input(&mut self.gen, &[34], dtype, false)?;
+                let run = |d: Device| -> Result<Tensor> {
+                    let bias = bias.to_device(d)?.narrow(0, 1, 33)?;
+                    bias.addmm(&a.to_device(d)?, &b.to_device(d)?, 1.0, 1.0)
+                };
+                Ok((run(Device::Cpu)?, run(gpu())?))
+            })();
+            self.record_scaled("addmm (bias epilogue)", dtype, "bias offset 1", r, 30.0);
+            let grads = (|| {
+                let x = input(&mut self.gen, &[67, 45], dtype, false)?;
+                let w = input(&mut self.gen, &[33, 45], dtype, false)?;
+                let bias = input(&mut self.gen, &[33], dtype, false)?;
+                let up = input(&mut self.gen, &[67, 33], dtype, false)?;
+                let run = |d: Device| -> Result<Vec<Tensor>> {
+                    let ts: Vec<Tensor> = [&x, &w, &bias]
+                        .iter()
+                        .map(|t| t.to_device(d).map(|t| t.detach()))
+                        .collect::<Result<_>>()?;
+                    for t in &ts {
+                        t.set_requires_grad(true)?;
+                    }
+                    let y = ts[0].linear(&ts[1], Some(&ts[2]))?;
+                    y.mul(&up.to_device(d)?)?
+                        .to_dtype(DType::F32)?
+                        .sum()?
+                        .backward()?;
+                    let mut out = vec![y.detach()];
+                    for t in &ts {
+                        out.push(
+                            t.grad()
+                                .ok_or_else(|| kiln::Error::invalid("linear", "no gradient"))?,
+                        );
+                    }
+                    Ok(out)
+                };
+                Ok((run(Device::Cpu)?, run(gpu())?))
+            })();
+            for (i, part) in [
+                "linear (bias epilogue)",
+                "linear grad input",
+                "linear grad weight",
+                "linear grad bias",
+            ]
+            .iter()
+            .enumerate()
+            {
+                let r = grads
+                    .as_ref()
+                    .map_err(|e: &kiln::Error| e.clone())
+                    .map(|(c, g)| (c[i].clone(), g[i].clone()));
+                self.record_scaled(part, dtype, "x [67, 45], w [33, 45]", r, 60.0);
+            }
+        }
+    }
 }

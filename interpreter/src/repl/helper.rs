@@ -510,7 +510,14 @@ mod tests {
         let (_, c) = h.candidates("t.sha");
         assert!(c.contains(&"shape".to_string()), "{c:?}");
         let (_, c) = h.candidates("cuda::is_");
-        assert_eq!(c, vec!["is_available".to_string(), "is_idle".to_string()]);
+        assert_eq!(
+            c,
+            vec![
+                "is_available".to_string(),
+                "is_capturing".to_string(),
+                "is_idle".to_string()
+            ]
+        );
         let (_, c) = h.candidates("cu");
         assert!(c.contains(&"cuda::".to_string()), "{c:?}");
         let (_, c) = h.candidates("my_");

@@ -1,8 +1,9 @@
-//! CUDA graphs and the capturable optimizer step on a machine without a
-//! GPU: `cuda::graph` on a CPU engine is a clear error that runs nothing,
-//! and the optimizers' device-side step count gives the same updates as
-//! host step numbers. (Replays against eager runs are `kiln-check --group
-//! graphs` on a GPU.)
+//! The pieces of kiln's answer to launch-bound steps, on a machine without
+//! a GPU: `cuda::graph` on a CPU engine is a clear error that runs nothing;
+//! the optimizers' device-side step count gives the same updates as host
+//! step numbers; `linear` with a fused ReLU equals ReLU of `linear`, with
+//! its gradients. (Replays against eager runs and the fused cuBLASLt forms
+//! are `kiln-check --group graphs` and `--group matmul` on a GPU.)
 
 use kiln::{Device, Interpreter};
 
@@ -93,4 +94,44 @@ fn step_counts_as_tensors_give_the_updates_of_step_numbers() {
         err.contains("the step count must be a one-element integer tensor, got [2] i64"),
         "{err}"
     );
+}
+
+#[test]
+fn linear_with_a_relu_activation_is_relu_of_linear_with_its_gradients() {
+    let mut k = cpu();
+    let v: rhai::Array = k
+        .eval(
+            r#"
+            seed(8);
+            let x = randn([6, 5]).requires_grad(true);
+            let w = randn([4, 5]).requires_grad(true);
+            let b = randn([4]).requires_grad(true);
+            let up = randn([6, 4]);
+            let fused = linear(x, w, b, #{activation: "relu"});
+            (fused * up).sum().backward();
+            let got = [fused.detach(), x.grad, w.grad, b.grad];
+            x.zero_grad(); w.zero_grad(); b.zero_grad();
+            let plain = linear(x, w, #{bias: b}).relu();
+            (plain * up).sum().backward();
+            let want = [plain.detach(), x.grad, w.grad, b.grad];
+            // the stdlib's sequential takes linear + ReLU pairs as one call
+            import "nn" as nn;
+            seed(2);
+            let m = nn::mlp([5, 7, 3], "relu");
+            let h = linear(x.detach(), m.layers[0].weight, #{bias: m.layers[0].bias}).relu();
+            let direct = linear(h, m.layers[2].weight, #{bias: m.layers[2].bias});
+            [got.map(|t| t.to_list()), want.map(|t| t.to_list()), nn::apply(m, x.detach()).to_list(), direct.to_list()]
+            "#,
+        )
+        .unwrap();
+    assert_eq!(format!("{:?}", v[0]), format!("{:?}", v[1]));
+    assert_eq!(format!("{:?}", v[2]), format!("{:?}", v[3]));
+    let err = k
+        .run(
+            "linear(ones([2, 3]), ones([4, 3]), ones([4]), #{activation: \"gelu\"})",
+            "act",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("linear: unknown activation 'gelu'"), "{err}");
 }

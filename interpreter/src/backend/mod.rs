@@ -721,10 +721,10 @@ impl Storage {
         }
     }
 
-    /// `self @ rhs + bias` for 2-D operands and a bias row of `d.n` dense
-    /// elements from `bias_offset`, in one fused call where the backend has
-    /// one (CUDA: cuBLASLt's bias epilogue); `None` elsewhere (the caller
-    /// composes the product and the sum).
+    /// `self @ rhs + bias` (then ReLU with `relu`) for 2-D operands and a
+    /// bias row of `d.n` dense elements from `bias_offset`, in one fused
+    /// call where the backend has one (CUDA: cuBLASLt's epilogues); `None`
+    /// elsewhere (the caller composes the product, the sum and the ReLU).
     pub fn matmul_bias(
         &self,
         l: &Layout,
@@ -732,11 +732,12 @@ impl Storage {
         lr: &Layout,
         (bias, bias_offset): (&Storage, usize),
         d: &MatmulDims,
+        relu: bool,
     ) -> Result<Option<Storage>> {
         match (self, rhs, bias) {
             (Storage::Cuda(a), Storage::Cuda(b), Storage::Cuda(c)) => {
                 gate(self, "addmm", self.dtype(), d.m.saturating_mul(d.n))?;
-                Ok(cuda::blas::matmul_bias(a, l, b, lr, (c, bias_offset), d)?.map(Storage::Cuda))
+                Ok(cuda::blas::matmul_bias(a, l, b, lr, (c, bias_offset), d, relu)?.map(Storage::Cuda))
             }
             _ => Ok(None),
         }

@@ -2,7 +2,7 @@
 //! and distances (`tensor/activation.rs`, `tensor/functional.rs`): argument
 //! conversion only, options positionally or in a map (see `kwargs`).
 
-use super::convert::ok;
+use super::convert::{ok, script_error, RhaiResult};
 use super::kwargs::{register as kw, Form};
 use super::registry::{Api, Category};
 use super::Runtime;
@@ -172,12 +172,25 @@ fn register_layers(api: &mut Api, rt: &Arc<Runtime>) {
     kw(
         api,
         "linear",
-        "x @ weight.T + bias (F.linear); option bias",
+        "x @ weight.T + bias (F.linear); options bias, activation (\"relu\": applied in the same call, one cuBLASLt GEMM on CUDA)",
         ["x", "weight"],
-        &["bias"],
+        &["bias", "activation"],
         Form::Plain,
-        |[x, w], k| ok(x.linear(&w, k.tensor("bias", &x)?.as_ref())),
+        |[x, w], k| linear(&x, &w, k.tensor("bias", &x)?.as_ref(), &k.string("activation", "none")?),
     );
+    api.doc("x @ weight.T + bias (F.linear with a positional bias); opts #{activation: \"relu\"} applies the ReLU in the same call")
+        .func("linear", ["x", "weight", "bias", "opts"], |x: Tensor, w: Tensor, b: Tensor, m: rhai::Map| -> RhaiResult<Tensor> {
+            for key in m.keys() {
+                if key.as_str() != "activation" {
+                    return Err(script_error(format!("linear: unknown option '{key}' (expected activation)")));
+                }
+            }
+            let act = match m.get("activation") {
+                Some(a) => a.clone().into_immutable_string().map_err(|t| script_error(format!("linear: activation must be a string, got {t}")))?.to_string(),
+                None => "none".into(),
+            };
+            linear(&x, &w, Some(&b), &act)
+        });
     kw(
         api,
         "bilinear",
@@ -209,6 +222,17 @@ fn register_layers(api: &mut Api, rt: &Arc<Runtime>) {
             ok(r.with_rng(|g| t.dropout(p, training, g)))
         },
     );
+}
+
+/// `linear` with its `activation` option ("none" or "relu").
+fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, activation: &str) -> RhaiResult<Tensor> {
+    match activation {
+        "none" => ok(x.linear(w, bias)),
+        "relu" => ok(x.linear_relu(w, bias)),
+        other => Err(script_error(format!(
+            "linear: unknown activation '{other}' (expected \"relu\", or none)"
+        ))),
+    }
 }
 
 fn register_distances(api: &mut Api) {

@@ -19,11 +19,8 @@ impl Tensor {
             let _off = super::autocast::AutocastGuard::new(None)?;
             return x.linear(&w, b.as_ref());
         }
-        if let (Some(b), 2, 2) = (bias, self.ndim(), weight.ndim()) {
-            // the bias in the GEMM's epilogue (one cuBLASLt call on CUDA)
-            if let Some(y) = Tensor::addmm_fused(b, self, &weight.t()?)? {
-                return Ok(y);
-            }
+        if let Some(y) = self.linear_fused(weight, bias, false)? {
+            return Ok(y);
         }
         let y = match weight.ndim() {
             1 => self.matmul(weight)?,
@@ -38,6 +35,42 @@ impl Tensor {
         match bias {
             Some(b) => y.add(b),
             None => Ok(y),
+        }
+    }
+
+    /// `relu(x @ weight.T + bias)`: with a bias and 2-D operands on CUDA one
+    /// cuBLASLt call (bias and ReLU in the GEMM's epilogue), else
+    /// [`Tensor::linear`] then [`Tensor::relu`].
+    pub fn linear_relu(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        if !super::autocast::enabled() {
+            if let Some(y) = self.linear_fused(weight, bias, true)? {
+                return Ok(y);
+            }
+        }
+        self.linear(weight, bias)?.relu()
+    }
+
+    /// `linear` (then ReLU with `relu`) as one GEMM with the bias in its
+    /// epilogue, for a 2-D weight, a bias, and an input that is 2-D or a
+    /// contiguous stack of rows (`[*, in]` taken as `[rows, in]`); `None`
+    /// where that path does not apply.
+    fn linear_fused(&self, weight: &Tensor, bias: Option<&Tensor>, relu: bool) -> Result<Option<Tensor>> {
+        let (Some(b), 2) = (bias, weight.ndim()) else {
+            return Ok(None);
+        };
+        match self.ndim() {
+            2 => Tensor::addmm_fused(b, self, &weight.t()?, relu),
+            n if n > 2 && self.is_contiguous() => {
+                let shape = self.shape();
+                let rows = self.reshape(&[-1, shape[n - 1] as i64])?;
+                let Some(y) = Tensor::addmm_fused(b, &rows, &weight.t()?, relu)? else {
+                    return Ok(None);
+                };
+                let mut out: Vec<i64> = shape[..n - 1].iter().map(|&d| d as i64).collect();
+                out.push(weight.shape()[0] as i64);
+                y.reshape(&out).map(Some)
+            }
+            _ => Ok(None),
         }
     }
 

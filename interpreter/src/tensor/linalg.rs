@@ -131,12 +131,13 @@ impl Tensor {
         }))
     }
 
-    /// `bias + m1 @ m2` with the bias row added in the GEMM's epilogue (one
-    /// cuBLASLt call on CUDA), for `addmm` and `linear`: 2-D `m1 [m, k]`,
-    /// `m2 [k, n]`, a dense 1-D `bias [n]`, one float dtype, outside
-    /// autocast. `None` where that path does not apply (the caller composes).
-    pub(super) fn addmm_fused(bias: &Tensor, m1: &Tensor, m2: &Tensor) -> Result<Option<Tensor>> {
-        const OP: &str = "addmm";
+    /// `bias + m1 @ m2` (then ReLU with `relu`) with the bias row added in
+    /// the GEMM's epilogue (one cuBLASLt call on CUDA), for `addmm` and
+    /// `linear`: 2-D `m1 [m, k]`, `m2 [k, n]`, a dense 1-D `bias [n]`, one
+    /// float dtype, outside autocast. `None` where that path does not apply
+    /// (the caller composes).
+    pub(super) fn addmm_fused(bias: &Tensor, m1: &Tensor, m2: &Tensor, relu: bool) -> Result<Option<Tensor>> {
+        let op: &'static str = if relu { "linear_relu" } else { "addmm" };
         let dtype = m1.dtype();
         let fits = matches!(m1.device(), crate::core::Device::Cuda(_))
             && !super::autocast::enabled()
@@ -169,9 +170,16 @@ impl Tensor {
             };
             let sb = bias.storage();
             let out = with_storages(m1, m2, |x, y| {
-                x.matmul_bias(m1.layout(), y, m2.layout(), (&sb, bias.layout().offset()), &d)
+                x.matmul_bias(
+                    m1.layout(),
+                    y,
+                    m2.layout(),
+                    (&sb, bias.layout().offset()),
+                    &d,
+                    relu,
+                )
             })?;
-            out.map(|s| Tensor::from_storage(OP, s, &[m, n])).transpose()
+            out.map(|s| Tensor::from_storage(op, s, &[m, n])).transpose()
         };
         if !autograd::needs_grad(&[bias, m1, m2]) {
             return run();
@@ -180,11 +188,26 @@ impl Tensor {
             return Ok(None);
         };
         let (a, b) = (Saved::new(m1), Saved::new(m2));
-        Ok(Some(autograd::record(OP, &[bias, m1, m2], y, move |g, needs| {
+        // the output without its graph: the ReLU's gradient mask (no cycle)
+        let out = relu.then(|| Saved::new(&y.detach()));
+        Ok(Some(autograd::record(op, &[bias, m1, m2], y, move |g, needs| {
+            let masked;
+            let g = match &out {
+                Some(y) => {
+                    let kept = y.get(op)?.compare_scalar(
+                        crate::core::op::CmpOp::Gt,
+                        crate::core::Scalar::Int(0),
+                        false,
+                    )?;
+                    masked = g.mul(&kept.to_dtype(g.dtype())?)?;
+                    &masked
+                }
+                None => g,
+            };
             let gbias = needs[0]
                 .then(|| g.reduce(crate::core::op::ReduceOp::Sum, Some(&[0]), false))
                 .transpose()?;
-            let mut gab = functions::matmul(a.get(OP)?, b.get(OP)?, g, &needs[1..])?;
+            let mut gab = functions::matmul(a.get(op)?, b.get(op)?, g, &needs[1..])?;
             let gb = gab.pop().flatten();
             let ga = gab.pop().flatten();
             Ok(vec![gbias, ga, gb])

@@ -280,10 +280,17 @@ pub fn clip_grad_norm_(params: &[Tensor], max_norm: f64, norm_type: f64) -> Resu
     let total = if fused {
         no_grad(|| super::multi_tensor::grad_norm(&grads, norm_type))?
     } else {
+        // f64 gradients keep their precision (as PyTorch's norms do); the
+        // others accumulate in f32
         let norms = grads
             .iter()
             .map(|g| {
-                g.to_dtype(DType::F32)?
+                let wide = if g.dtype() == DType::F64 {
+                    DType::F64
+                } else {
+                    DType::F32
+                };
+                g.to_dtype(wide)?
                     .vector_norm(norm_type, &[], false)?
                     .reshape(&[1])
             })

@@ -163,7 +163,7 @@ fn lt_gemm(
     pa: u64,
     pb: u64,
     pc: u64,
-    bias: bool,
+    (bias, relu): (bool, bool),
 ) -> super::lt::LtGemm {
     use super::lt::alignment;
     let t = sys::cublasOperation_t::CUBLAS_OP_T;
@@ -178,13 +178,15 @@ fn lt_gemm(
         lda: gb.ld,
         ldb: ga.ld,
         bias,
+        relu,
         align: [alignment(pb), alignment(pa), alignment(pc), alignment(pc)],
     }
 }
 
-/// `a @ b + bias` for 2-D `la = [m, k]`, `lb = [k, n]` and a bias of `n`
-/// dense elements from `bias_offset`, in one cuBLASLt call with the bias in
-/// its epilogue; `None` when cuBLASLt cannot take it (nothing was queued).
+/// `a @ b + bias` (then ReLU with `relu`) for 2-D `la = [m, k]`,
+/// `lb = [k, n]` and a bias of `n` dense elements from `bias_offset`, in one
+/// cuBLASLt call with the bias in its epilogue; `None` when cuBLASLt cannot
+/// take it (nothing was queued).
 pub fn matmul_bias(
     a: &CudaStorage,
     la: &Layout,
@@ -192,6 +194,7 @@ pub fn matmul_bias(
     lb: &Layout,
     (bias, bias_offset): (&CudaStorage, usize),
     d: &MatmulDims,
+    relu: bool,
 ) -> Result<Option<CudaStorage>> {
     let dtype = a.dtype;
     let (m, k, n) = (d.m, d.k, d.n);
@@ -205,6 +208,10 @@ pub fn matmul_bias(
     {
         return Ok(None);
     }
+    // large TF32 products: cuBLASLt's first choice is slower than cuBLAS's (see LT_MAX_VOLUME)
+    if dtype == DType::F32 && allow_tf32() && m.saturating_mul(n).saturating_mul(k) > LT_MAX_VOLUME {
+        return Ok(None);
+    }
     let (Some(ga), Some(gb)) = (describe(la, m, k), describe(lb, k, n)) else {
         return Ok(None);
     };
@@ -215,7 +222,7 @@ pub fn matmul_bias(
         b.ptr() + gb.bases[0] as u64 * esz,
     );
     let (pc, pbias) = (out.ptr(), bias.ptr() + bias_offset as u64 * esz);
-    let g = lt_gemm(dtype, (m, k, n), &ga, &gb, pa, pb, pc, true);
+    let g = lt_gemm(dtype, (m, k, n), &ga, &gb, pa, pb, pc, (true, relu));
     if super::lt::alignment(pbias) < dtype.size_in_bytes() as u8 {
         return Ok(None);
     }
@@ -274,7 +281,16 @@ pub fn matmul(
             && lt_enabled()
         {
             // one product through cuBLASLt's cached plan: less host time than cuBLAS's own heuristics
-            let g = lt_gemm(dtype, (m, k, n), &ga, &gb, pa as u64, pb as u64, pc as u64, false);
+            let g = lt_gemm(
+                dtype,
+                (m, k, n),
+                &ga,
+                &gb,
+                pa as u64,
+                pb as u64,
+                pc as u64,
+                (false, false),
+            );
             if super::lt::gemm(&g, pb as u64, pa as u64, pc as u64, None)? {
                 return Ok(());
             }

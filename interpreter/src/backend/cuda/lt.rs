@@ -1,5 +1,6 @@
 //! Matrix products through cuBLASLt, for what plain cuBLAS does not give:
-//! a bias added in the GEMM's epilogue (`addmm` with a bias row, `linear`),
+//! a bias (and a ReLU) applied in the GEMM's epilogue (`addmm` with a bias
+//! row, `linear`),
 //! and single products with less host time (the descriptors and the chosen
 //! algorithm are made once per shape and cached, as PyTorch caches them,
 //! instead of cuBLAS's heuristics running on every call).
@@ -40,6 +41,8 @@ pub(crate) struct LtGemm {
     pub ldb: usize,
     /// Add the bias vector (one value per row of `D`).
     pub bias: bool,
+    /// Then clamp at zero (ReLU; only with the bias).
+    pub relu: bool,
     /// The alignment (bytes, at most 16) of the four pointers.
     pub align: [u8; 4],
 }
@@ -156,10 +159,10 @@ fn plan(h: sys::cublasLtHandle_t, g: &LtGemm) -> Option<Plan> {
     use sys::cublasLtMatmulDescAttributes_t as A;
     set(A::CUBLASLT_MATMUL_DESC_TRANSA, g.trans_a as i32)?;
     set(A::CUBLASLT_MATMUL_DESC_TRANSB, g.trans_b as i32)?;
-    let epilogue = if g.bias {
-        sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS
-    } else {
-        sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_DEFAULT
+    let epilogue = match (g.bias, g.relu) {
+        (true, true) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_RELU_BIAS,
+        (true, false) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS,
+        (false, _) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_DEFAULT,
     };
     set(A::CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue as i32)?;
     let pref = lt::create_matmul_pref().ok()?;
@@ -202,7 +205,7 @@ fn plan(h: sys::cublasLtHandle_t, g: &LtGemm) -> Option<Plan> {
 /// stream (`g` describes the operands, whose device addresses are given).
 /// `Ok(false)` when cuBLASLt cannot take it: nothing was queued.
 pub(crate) fn gemm(g: &LtGemm, a: u64, b: u64, d: u64, bias: Option<u64>) -> Result<bool> {
-    if data_type(g.dtype).is_none() || g.bias != bias.is_some() {
+    if data_type(g.dtype).is_none() || g.bias != bias.is_some() || (g.relu && !g.bias) {
         return Ok(false);
     }
     let rt = CudaRuntime::get()?;

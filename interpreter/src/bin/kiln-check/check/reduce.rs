@@ -354,49 +354,57 @@ impl Checker {
                 Ok((run(Device::Cpu)?, run(gpu())?))
             })();
             self.record_scaled("addmm (bias epilogue)", dtype, "bias offset 1", r, 30.0);
-            let grads = (|| {
-                let x = input(&mut self.gen, &[67, 45], dtype, false)?;
-                let w = input(&mut self.gen, &[33, 45], dtype, false)?;
-                let bias = input(&mut self.gen, &[33], dtype, false)?;
-                let up = input(&mut self.gen, &[67, 33], dtype, false)?;
-                let run = |d: Device| -> Result<Vec<Tensor>> {
-                    let ts: Vec<Tensor> = [&x, &w, &bias]
-                        .iter()
-                        .map(|t| t.to_device(d).map(|t| t.detach()))
-                        .collect::<Result<_>>()?;
-                    for t in &ts {
-                        t.set_requires_grad(true)?;
-                    }
-                    let y = ts[0].linear(&ts[1], Some(&ts[2]))?;
-                    y.mul(&up.to_device(d)?)?
-                        .to_dtype(DType::F32)?
-                        .sum()?
-                        .backward()?;
-                    let mut out = vec![y.detach()];
-                    for t in &ts {
-                        out.push(
-                            t.grad()
-                                .ok_or_else(|| kiln::Error::invalid("linear", "no gradient"))?,
-                        );
-                    }
-                    Ok(out)
-                };
-                Ok((run(Device::Cpu)?, run(gpu())?))
-            })();
-            for (i, part) in [
-                "linear (bias epilogue)",
-                "linear grad input",
-                "linear grad weight",
-                "linear grad bias",
-            ]
-            .iter()
-            .enumerate()
-            {
-                let r = grads
-                    .as_ref()
-                    .map_err(|e: &kiln::Error| e.clone())
-                    .map(|(c, g)| (c[i].clone(), g[i].clone()));
-                self.record_scaled(part, dtype, "x [67, 45], w [33, 45]", r, 60.0);
+            for relu in [false, true] {
+                let grads = (|| {
+                    let x = input(&mut self.gen, &[67, 45], dtype, false)?;
+                    let w = input(&mut self.gen, &[33, 45], dtype, false)?;
+                    let bias = input(&mut self.gen, &[33], dtype, false)?;
+                    let up = input(&mut self.gen, &[67, 33], dtype, false)?;
+                    let run = |d: Device| -> Result<Vec<Tensor>> {
+                        let ts: Vec<Tensor> = [&x, &w, &bias]
+                            .iter()
+                            .map(|t| t.to_device(d).map(|t| t.detach()))
+                            .collect::<Result<_>>()?;
+                        for t in &ts {
+                            t.set_requires_grad(true)?;
+                        }
+                        let y = if relu {
+                            ts[0].linear_relu(&ts[1], Some(&ts[2]))?
+                        } else {
+                            ts[0].linear(&ts[1], Some(&ts[2]))?
+                        };
+                        y.mul(&up.to_device(d)?)?
+                            .to_dtype(DType::F32)?
+                            .sum()?
+                            .backward()?;
+                        let mut out = vec![y.detach()];
+                        for t in &ts {
+                            out.push(
+                                t.grad()
+                                    .ok_or_else(|| kiln::Error::invalid("linear", "no gradient"))?,
+                            );
+                        }
+                        Ok(out)
+                    };
+                    Ok((run(Device::Cpu)?, run(gpu())?))
+                })();
+                let name = if relu { "linear + relu" } else { "linear" };
+                for (i, part) in ["(bias epilogue)", "grad input", "grad weight", "grad bias"]
+                    .iter()
+                    .enumerate()
+                {
+                    let r = grads
+                        .as_ref()
+                        .map_err(|e: &kiln::Error| e.clone())
+                        .map(|(c, g)| (c[i].clone(), g[i].clone()));
+                    self.record_scaled(
+                        &format!("{name} {part}"),
+                        dtype,
+                        "x [67, 45], w [33, 45]",
+                        r,
+                        60.0,
+                    );
+                }
             }
         }
     }

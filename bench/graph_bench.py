@@ -36,15 +36,26 @@ def chain():
 
 reps = 200
 report("200 tiny ops, eager", timed(chain, reps) / (reps * 200) * 1e6, "us/op")
-s = torch.cuda.Stream()
-s.wait_stream(torch.cuda.current_stream())
-with torch.cuda.stream(s):
-    for _ in range(3):
-        chain()
-torch.cuda.current_stream().wait_stream(s)
-g = torch.cuda.CUDAGraph()
-with torch.cuda.graph(g):
-    out = chain()
+
+
+def capture(fn, before=None):
+    """The CUDA graph of fn, as PyTorch's documentation makes one: three
+    warm-up runs on a side stream, then `before()` (if any) and the capture."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    if before is not None:
+        before()
+    with torch.cuda.graph(g):
+        fn()
+    return g
+
+
+g = capture(chain)
 report("200 tiny ops, graph replay", timed(g.replay, reps) / (reps * 200) * 1e6, "us/op")
 
 
@@ -70,17 +81,7 @@ def step_ms(sizes, batch, steps, graphed):
 
     run = step
     if graphed:
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                step()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        opt.zero_grad(set_to_none=True)
-        with torch.cuda.graph(g):
-            step()
-        run = g.replay
+        run = capture(step, before=lambda: opt.zero_grad(set_to_none=True)).replay
     for _ in range(5):
         run()
     return timed(run, steps) / steps * 1e3

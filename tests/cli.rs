@@ -802,3 +802,53 @@ fn reducer_grads_equal_all_reduce_grads_on_every_rank() {
     assert!(lines[3].contains(double), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `kiln script | head -1`: the closed pipe ends the script quietly, with no
+/// panic from a failed `print`.
+#[test]
+fn closed_stdout_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["--device", "cpu", "-e", "for i in 0..100000000 { print(i); }"])
+        .env_remove("KILN_DEVICE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kiln");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "0\n");
+    // the reader is dropped: stdout is closed
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out.status.success() || err.is_empty(), "{err}");
+}
+
+/// Errors raised inside module functions (`linalg::`, `cuda::`) carry the
+/// call's line and column, as other functions' errors do.
+#[test]
+fn module_function_errors_have_positions() {
+    let o = kiln(&[
+        "--device",
+        "cpu",
+        "-e",
+        "let x = 1;\nlet a = linalg::inv(ones([2, 3]));",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    // the position of the function's name, as Rhai gives for a function not found
+    assert!(err.contains("<eval>:2:17:"), "{err}");
+    assert!(err.contains("inv: expects square matrices"), "{err}");
+    let o = kiln(&[
+        "--device",
+        "cpu",
+        "-e",
+        "let x = 1;\n\nlet g = cuda::graph(|| 1);",
+    ]);
+    let err = stderr(&o);
+    assert!(err.contains("<eval>:3:15:"), "{err}");
+    assert!(err.contains("cuda::graph: this engine runs on the cpu"), "{err}");
+}

@@ -639,3 +639,24 @@ fn dtype_round_trips_carry_the_gradient() {
         x[0].to_dtype(DType::F64)?.clone_data()?.sin()
     });
 }
+
+/// The activations' backward ops (`relu_backward`, `gelu_backward`,
+/// `gelu_tanh_backward`) differentiated again: double backward through
+/// `g · f'(x)`; ReLU's is 0 in x, so it is checked in g with x fixed away
+/// from its kink.
+#[test]
+fn activation_backward_ops_twice() {
+    use BinaryOp::*;
+    for op in [ReluBackward, GeluBackward, GeluTanhBackward] {
+        let name = format!("{} twice", op.name());
+        let mut rng = Rng::new(&name);
+        let g = uni(&mut rng, &[2, 3], -2.0, 2.0);
+        let x = sgn(&mut rng, &[2, 3], 0.2, 1.5);
+        if op == ReluBackward {
+            let cx = f64_tensor(&x.values, &x.shape);
+            gradcheck(&name, &[g], |t| t[0].binary(op, &cx));
+        } else {
+            gradcheck(&name, &[g, x], |t| t[0].binary(op, &t[1]));
+        }
+    }
+}

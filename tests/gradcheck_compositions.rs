@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use kiln::backend::Activation;
 use kiln::tensor::loss::{CrossEntropyOptions, Reduction};
 use kiln::tensor::HostValues;
 use kiln::{DType, Device, Result, Scalar, Tensor};
@@ -232,6 +233,17 @@ fn layer_functions_and_distances() {
     let w = sgn(&mut rng, &[2, 4], 0.2, 1.5);
     let b = sgn(&mut rng, &[2], 0.2, 1.5);
     gradcheck("linear", &[x, w, b], |t| t[0].linear(&t[1], Some(&t[2])));
+    // with the fused activations (`linear(x, w, b, #{activation})`)
+    for act in [Activation::Relu, Activation::GeluTanh] {
+        let name = format!("linear {act:?}");
+        let mut rng = Rng::new(&name);
+        let x = sgn(&mut rng, &[3, 4], 0.2, 1.5);
+        let w = sgn(&mut rng, &[2, 4], 0.2, 1.5);
+        let b = sgn(&mut rng, &[2], 0.2, 1.5);
+        gradcheck(&name, &[x, w, b], |t| {
+            t[0].linear_activation(&t[1], Some(&t[2]), act)
+        });
+    }
     let x1 = sgn(&mut rng, &[3, 2], 0.2, 1.5);
     let x2 = sgn(&mut rng, &[3, 4], 0.2, 1.5);
     let w = sgn(&mut rng, &[5, 2, 4], 0.2, 1.5);

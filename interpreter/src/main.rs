@@ -40,6 +40,12 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    // `kiln script.rhai | head`: a closed stdout ends the process quietly, as
+    // for other command-line tools, instead of a failed write
+    // SAFETY: sets the default disposition of one signal, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     // `kiln launch ...` is handled before the normal command line, so that
     // `kiln FILE.rhai` stays as it is (a script file named `launch` runs as
     // `kiln ./launch`).

@@ -24,6 +24,18 @@ pub use cuda::CudaStorage;
 pub use factor::{Mats, SvdParts};
 pub use multi_tensor::{AdamItem, SgdItem};
 
+/// The activation a fused product ([`Storage::matmul_bias`]) applies after
+/// adding its bias.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Activation {
+    /// None: `x @ w + b`.
+    Identity,
+    /// `max(x, 0)`.
+    Relu,
+    /// GELU with the tanh approximation (`F.gelu(x, approximate="tanh")`).
+    GeluTanh,
+}
+
 use crate::core::error::{Error, Result};
 use crate::core::index::Along;
 use crate::core::op::{BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
@@ -721,10 +733,12 @@ impl Storage {
         }
     }
 
-    /// `self @ rhs + bias` (then ReLU with `relu`) for 2-D operands and a
-    /// bias row of `d.n` dense elements from `bias_offset`, in one fused
-    /// call where the backend has one (CUDA: cuBLASLt's epilogues); `None`
-    /// elsewhere (the caller composes the product, the sum and the ReLU).
+    /// `act(self @ rhs + bias)` for 2-D operands and a bias row of `d.n`
+    /// dense elements from `bias_offset`, in one fused call where the
+    /// backend has one (CUDA: cuBLASLt's epilogues); with `keep_pre` also
+    /// the pre-activation (for the tanh GELU's backward). `None` elsewhere
+    /// (the caller composes the product, the sum and the activation).
+    #[allow(clippy::too_many_arguments)]
     pub fn matmul_bias(
         &self,
         l: &Layout,
@@ -732,12 +746,20 @@ impl Storage {
         lr: &Layout,
         (bias, bias_offset): (&Storage, usize),
         d: &MatmulDims,
-        relu: bool,
-    ) -> Result<Option<Storage>> {
+        act: Activation,
+        keep_pre: bool,
+    ) -> Result<Option<(Storage, Option<Storage>)>> {
         match (self, rhs, bias) {
             (Storage::Cuda(a), Storage::Cuda(b), Storage::Cuda(c)) => {
-                gate(self, "addmm", self.dtype(), d.m.saturating_mul(d.n))?;
-                Ok(cuda::blas::matmul_bias(a, l, b, lr, (c, bias_offset), d, relu)?.map(Storage::Cuda))
+                let outputs = if keep_pre { 2 } else { 1 };
+                gate(
+                    self,
+                    "addmm",
+                    self.dtype(),
+                    d.m.saturating_mul(d.n).saturating_mul(outputs),
+                )?;
+                let fused = cuda::blas::matmul_bias(a, l, b, lr, (c, bias_offset), d, (act, keep_pre))?;
+                Ok(fused.map(|(y, pre)| (Storage::Cuda(y), pre.map(Storage::Cuda))))
             }
             _ => Ok(None),
         }

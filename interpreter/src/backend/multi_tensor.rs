@@ -76,12 +76,7 @@ impl Storage {
             };
             return CudaStorage::sgd_step_multi(&cuda, &h);
         }
-        if count.is_some() {
-            return Err(Error::invalid(
-                "sgd_step_multi_",
-                "internal: a step count in storage on the CPU",
-            ));
-        }
+        host_count("sgd_step_multi_", count)?;
         for i in items.iter_mut() {
             let (g, n) = (i.g, i.n);
             let buf = i.buf.as_mut().map(|(b, o)| (&mut **b, *o));
@@ -128,12 +123,7 @@ impl Storage {
             };
             return CudaStorage::adam_step_multi(&cuda, &h);
         }
-        if count.is_some() {
-            return Err(Error::invalid(
-                "adam_step_multi_",
-                "internal: a step count in storage on the CPU",
-            ));
-        }
+        host_count("adam_step_multi_", count)?;
         for i in items.iter_mut() {
             let (g, n) = (i.g, i.n);
             i.p.0
@@ -162,6 +152,15 @@ impl Storage {
         };
         let cuda = cuda_runs("clip_grad_norm_", items.iter().map(|(s, o, n)| (&**s, *o, *n)))?;
         CudaStorage::scale_multi(&cuda, c)
+    }
+}
+
+/// Checks that the CPU loop got no step count in storage (the caller
+/// resolves it to a host number there).
+fn host_count(op: &'static str, count: Option<(&Storage, usize)>) -> Result<()> {
+    match count {
+        None => Ok(()),
+        Some(_) => Err(Error::invalid(op, "internal: a step count in storage on the CPU")),
     }
 }
 

@@ -237,6 +237,16 @@ impl Builder {
         let mut engine = Engine::new();
         engine.set_max_call_levels(DEFAULT_CALL_DEPTH);
         engine.set_max_expr_depths(256, 128);
+        // Rhai's own print and debug panic when stdout or stderr is closed;
+        // a host's process must not abort over its script's output
+        engine.on_print(|s| {
+            use std::io::Write;
+            let _ = writeln!(std::io::stdout().lock(), "{s}");
+        });
+        engine.on_debug(|s, source, pos| {
+            use std::io::Write;
+            let _ = writeln!(std::io::stdout().lock(), "{}", super::debug_line(s, source, pos));
+        });
         register_api(&mut engine, &runtime);
         stdlib::install(&mut engine, &runtime, self.stdlib.as_deref());
         self.limits.apply(&mut engine, &runtime);

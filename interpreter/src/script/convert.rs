@@ -322,6 +322,24 @@ pub fn tensor_list(op: &str, a: &Array) -> RhaiResult<Vec<Tensor>> {
         .collect()
 }
 
+/// The `(name, tensor)` pairs of a map of tensors (`what` names an entry in
+/// errors: "{op}: {what} '{name}' must be a Tensor, got ...").
+pub fn named_tensors(op: &str, what: &str, m: &Map) -> RhaiResult<Vec<(String, Tensor)>> {
+    m.iter()
+        .map(|(k, v)| {
+            v.clone()
+                .try_cast::<Tensor>()
+                .map(|t| (k.to_string(), t))
+                .ok_or_else(|| {
+                    script_error(format!(
+                        "{op}: {what} '{k}' must be a Tensor, got {}",
+                        v.type_name()
+                    ))
+                })
+        })
+        .collect()
+}
+
 /// Several tensors as a Rhai array (PyTorch's tuples of results).
 pub fn tensor_array(ts: crate::Result<Vec<Tensor>>) -> RhaiResult<Array> {
     Ok(ok(ts)?.into_iter().map(Dynamic::from).collect())

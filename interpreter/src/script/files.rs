@@ -12,7 +12,7 @@
 //! let m = load_safetensors("model.safetensors", #{device: "cpu"});
 //! ```
 
-use super::convert::{ok, opts, script_error, RhaiResult};
+use super::convert::{named_tensors, ok, opts, script_error, RhaiResult};
 use super::registry::{Api, Category};
 use super::Runtime;
 use crate::core::DType;
@@ -139,20 +139,7 @@ fn load_safetensors(rt: &Runtime, path: &str, m: &Map) -> RhaiResult<Map> {
 }
 
 fn save_safetensors(rt: &Runtime, m: &Map, path: &str) -> RhaiResult<()> {
-    let named = m
-        .iter()
-        .map(|(k, v)| {
-            v.clone()
-                .try_cast::<Tensor>()
-                .map(|t| (k.to_string(), t))
-                .ok_or_else(|| {
-                    script_error(format!(
-                        "save_safetensors: '{k}' must be a tensor, got {}",
-                        v.type_name()
-                    ))
-                })
-        })
-        .collect::<RhaiResult<Vec<_>>>()?;
+    let named = named_tensors("save_safetensors", "entry", m)?;
     ok(crate::io::safetensors::save(rt.files(), &named, Path::new(path)))
 }
 

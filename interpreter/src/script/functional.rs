@@ -6,6 +6,7 @@ use super::convert::{ok, script_error, RhaiResult};
 use super::kwargs::{register as kw, Form};
 use super::registry::{Api, Category};
 use super::Runtime;
+use crate::backend::Activation;
 use crate::tensor::Tensor;
 use rhai::Engine;
 use std::sync::Arc;
@@ -172,24 +173,29 @@ fn register_layers(api: &mut Api, rt: &Arc<Runtime>) {
     kw(
         api,
         "linear",
-        "x @ weight.T + bias (F.linear); options bias, activation (\"relu\": applied in the same call, one cuBLASLt GEMM on CUDA)",
+        "x @ weight.T + bias (F.linear); options bias, activation (\"relu\" or \"gelu\" with approximate \"tanh\": applied in the same call, one cuBLASLt GEMM on CUDA; \"gelu\" exact: composed)",
         ["x", "weight"],
-        &["bias", "activation"],
+        &["bias", "activation", "approximate"],
         Form::Plain,
-        |[x, w], k| linear(&x, &w, k.tensor("bias", &x)?.as_ref(), &k.string("activation", "none")?),
+        |[x, w], k| {
+            let (act, approx) = (k.string("activation", "none")?, k.string("approximate", "none")?);
+            linear(&x, &w, k.tensor("bias", &x)?.as_ref(), &act, &approx)
+        },
     );
-    api.doc("x @ weight.T + bias (F.linear with a positional bias); opts #{activation: \"relu\"} applies the ReLU in the same call")
+    api.doc("x @ weight.T + bias (F.linear with a positional bias); opts #{activation: \"relu\"} or #{activation: \"gelu\", approximate: \"tanh\"} applies the activation in the same call")
         .func("linear", ["x", "weight", "bias", "opts"], |x: Tensor, w: Tensor, b: Tensor, m: rhai::Map| -> RhaiResult<Tensor> {
+            let text = |key: &str| -> RhaiResult<String> {
+                match m.get(key) {
+                    Some(a) => Ok(a.clone().into_immutable_string().map_err(|t| script_error(format!("linear: {key} must be a string, got {t}")))?.to_string()),
+                    None => Ok("none".into()),
+                }
+            };
             for key in m.keys() {
-                if key.as_str() != "activation" {
-                    return Err(script_error(format!("linear: unknown option '{key}' (expected activation)")));
+                if !matches!(key.as_str(), "activation" | "approximate") {
+                    return Err(script_error(format!("linear: unknown option '{key}' (expected activation, approximate)")));
                 }
             }
-            let act = match m.get("activation") {
-                Some(a) => a.clone().into_immutable_string().map_err(|t| script_error(format!("linear: activation must be a string, got {t}")))?.to_string(),
-                None => "none".into(),
-            };
-            linear(&x, &w, Some(&b), &act)
+            linear(&x, &w, Some(&b), &text("activation")?, &text("approximate")?)
         });
     kw(
         api,
@@ -224,13 +230,30 @@ fn register_layers(api: &mut Api, rt: &Arc<Runtime>) {
     );
 }
 
-/// `linear` with its `activation` option ("none" or "relu").
-fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, activation: &str) -> RhaiResult<Tensor> {
-    match activation {
-        "none" => ok(x.linear(w, bias)),
-        "relu" => ok(x.linear_relu(w, bias)),
-        other => Err(script_error(format!(
-            "linear: unknown activation '{other}' (expected \"relu\", or none)"
+/// `linear` with its `activation` option ("none", "relu" or "gelu", the
+/// latter exact or with `approximate` "tanh" as `F.gelu`).
+fn linear(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    activation: &str,
+    approximate: &str,
+) -> RhaiResult<Tensor> {
+    if activation != "gelu" && approximate != "none" {
+        return Err(script_error(format!(
+            "linear: approximate applies to activation \"gelu\" only (activation is \"{activation}\")"
+        )));
+    }
+    match (activation, approximate) {
+        ("none", _) => ok(x.linear(w, bias)),
+        ("relu", _) => ok(x.linear_activation(w, bias, Activation::Relu)),
+        ("gelu", "tanh") => ok(x.linear_activation(w, bias, Activation::GeluTanh)),
+        ("gelu", "none") => ok(x.linear(w, bias).and_then(|y| y.gelu_with("none"))),
+        ("gelu", other) => Err(script_error(format!(
+            "linear: approximate must be \"none\" or \"tanh\", got \"{other}\""
+        ))),
+        (other, _) => Err(script_error(format!(
+            "linear: unknown activation '{other}' (expected \"relu\", \"gelu\", or none)"
         ))),
     }
 }

@@ -14,7 +14,7 @@
 //! closure captures, by their variable names, and those given in
 //! `opts.inputs`.
 
-use super::convert::{ok, script_error, RhaiResult};
+use super::convert::{named_tensors, ok, script_error, RhaiResult};
 use super::registry::{Api, Category};
 use super::Runtime;
 use crate::tensor::graph::Graph;
@@ -47,23 +47,6 @@ fn captured_tensors(ctx: &NativeCallContext, f: &FnPtr) -> Vec<(String, Tensor)>
         .into_iter()
         .zip(curry)
         .filter_map(|(name, v)| v.clone().flatten().try_cast::<Tensor>().map(|t| (name, t)))
-        .collect()
-}
-
-/// `(name, tensor)` pairs of a map of tensors (`what` names it in errors).
-fn named_tensors(op: &str, what: &str, m: &Map) -> RhaiResult<Vec<(String, Tensor)>> {
-    m.iter()
-        .map(|(k, v)| {
-            v.clone()
-                .try_cast::<Tensor>()
-                .map(|t| (k.to_string(), t))
-                .ok_or_else(|| {
-                    script_error(format!(
-                        "{op}: {what} '{k}' must be a Tensor, got {}",
-                        v.type_name()
-                    ))
-                })
-        })
         .collect()
 }
 

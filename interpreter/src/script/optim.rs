@@ -34,9 +34,9 @@ pub fn register(engine: &mut Engine) {
             Ok(p)
         },
     );
-    api.doc("one fused Adam/AdamW step over arrays of parameters, gradients and moments (one launch per 24 CUDA parameters, as fused=True); step: a number, or a one-element integer tensor on the parameters' device that the kernels read (capturable); opts as adam_step_").func("adam_step_multi_", ["params", "grads", "m", "v", "step", "opts"], |p: Array, g: Array, mo: Array, vo: Array, step: Dynamic, m: Map| -> RhaiResult<()> {
+    api.doc("one fused Adam/AdamW step over arrays of parameters, gradients and moments (one launch per 24 CUDA parameters, as fused=True); grads: an array (a () entry skips its parameter) or () for each parameter's own .grad; step: a number, or a one-element integer tensor on the parameters' device that the kernels read (capturable); opts as adam_step_").func("adam_step_multi_", ["params", "grads", "m", "v", "step", "opts"], |p: Array, g: Dynamic, mo: Array, vo: Array, step: Dynamic, m: Map| -> RhaiResult<()> {
             const OP: &str = "adam_step_multi_";
-            let (p, g) = (tensor_list(OP, &p)?, tensor_list(OP, &g)?);
+            let p = tensor_list(OP, &p)?;
             let (mo, vo) = (tensor_list(OP, &mo)?, tensor_list(OP, &vo)?);
             let count = step.clone().try_cast::<Tensor>();
             let step = match (&count, step.as_int()) {
@@ -46,12 +46,24 @@ pub fn register(engine: &mut Engine) {
                     return Err(script_error(format!("{OP}: step must be an integer or a one-element integer tensor, got {t}")))
                 }
             };
-            ok(adam_step_multi_(&p, &g, &mo, &vo, step, &adam_options(&m)?))
+            if mo.len() != p.len() || vo.len() != p.len() {
+                return Err(script_error(format!(
+                    "{OP}: {} parameters but {} first and {} second moments",
+                    p.len(),
+                    mo.len(),
+                    vo.len()
+                )));
+            }
+            let g = gradients(OP, &p, &g)?;
+            let keep = |i: &usize| g[*i].is_some();
+            let pick = |ts: &[Tensor]| -> Vec<Tensor> { (0..p.len()).filter(keep).map(|i| ts[i].clone()).collect() };
+            let grads: Vec<Tensor> = g.iter().flatten().cloned().collect();
+            ok(adam_step_multi_(&pick(&p), &grads, &pick(&mo), &pick(&vo), step, &adam_options(&m)?))
         },
     );
-    api.doc("one fused SGD step over arrays of parameters, gradients and momentum buffers (Tensor or () each; one launch per 24 CUDA parameters); opts as sgd_step_, and step: a one-element integer tensor (the step count, read by the kernels: the first step initialises the buffers, capturable) in place of init_buffer").func("sgd_step_multi_", ["params", "grads", "bufs", "opts"], |p: Array, g: Array, b: Array, m: Map| -> RhaiResult<()> {
+    api.doc("one fused SGD step over arrays of parameters, gradients and momentum buffers (Tensor or () each; one launch per 24 CUDA parameters); grads: an array (a () entry skips its parameter) or () for each parameter's own .grad; opts as sgd_step_, and step: a one-element integer tensor (the step count, read by the kernels: the first step initialises the buffers, capturable) in place of init_buffer").func("sgd_step_multi_", ["params", "grads", "bufs", "opts"], |p: Array, g: Dynamic, b: Array, m: Map| -> RhaiResult<()> {
             const OP: &str = "sgd_step_multi_";
-            let (p, g) = (tensor_list(OP, &p)?, tensor_list(OP, &g)?);
+            let p = tensor_list(OP, &p)?;
             let bufs = b
                 .iter()
                 .enumerate()
@@ -65,6 +77,13 @@ pub fn register(engine: &mut Engine) {
                     }
                 })
                 .collect::<RhaiResult<Vec<_>>>()?;
+            if bufs.len() != p.len() {
+                return Err(script_error(format!(
+                    "{OP}: {} parameters but {} momentum buffers",
+                    p.len(),
+                    bufs.len()
+                )));
+            }
             let mut m = m;
             let count = match m.remove("step") {
                 None => None,
@@ -72,9 +91,52 @@ pub fn register(engine: &mut Engine) {
                     script_error(format!("{OP}: option 'step' must be a one-element integer tensor, got {}", d.type_name()))
                 })?),
             };
-            ok(sgd_step_multi_(&p, &g, &bufs, &sgd_options(&m)?, count.as_ref()))
+            let g = gradients(OP, &p, &g)?;
+            let kept: Vec<usize> = (0..p.len()).filter(|&i| g[i].is_some()).collect();
+            let params: Vec<Tensor> = kept.iter().map(|&i| p[i].clone()).collect();
+            let bufs: Vec<Option<Tensor>> = kept.iter().map(|&i| bufs[i].clone()).collect();
+            let grads: Vec<Tensor> = g.into_iter().flatten().collect();
+            ok(sgd_step_multi_(&params, &grads, &bufs, &sgd_options(&m)?, count.as_ref()))
         },
     );
+}
+
+/// The gradient of each parameter of a multi-tensor step: from `grads`, an
+/// array as long as `params` of tensors or () (no gradient: the parameter
+/// is skipped, as PyTorch's optimizers skip a `None` grad), or () for each
+/// parameter's own `.grad`.
+fn gradients(op: &str, params: &[Tensor], grads: &Dynamic) -> RhaiResult<Vec<Option<Tensor>>> {
+    if grads.is_unit() {
+        return Ok(params.iter().map(|p| p.grad()).collect());
+    }
+    let Some(a) = grads.read_lock::<Array>() else {
+        return Err(script_error(format!(
+            "{op}: grads must be an array of tensors or (), got {}",
+            grads.type_name()
+        )));
+    };
+    if a.len() != params.len() {
+        return Err(script_error(format!(
+            "{op}: {} parameters but {} gradients",
+            params.len(),
+            a.len()
+        )));
+    }
+    a.iter()
+        .enumerate()
+        .map(|(i, x)| {
+            if x.is_unit() {
+                Ok(None)
+            } else {
+                x.clone().try_cast::<Tensor>().map(Some).ok_or_else(|| {
+                    script_error(format!(
+                        "{op}: gradient {i} must be a Tensor or (), got {}",
+                        x.type_name()
+                    ))
+                })
+            }
+        })
+        .collect()
 }
 
 fn number(op: &str, key: &str, v: &Dynamic) -> RhaiResult<f64> {

@@ -18,8 +18,8 @@
 //! by registering the API on a scratch engine while recording.
 
 use rhai::{
-    Dynamic, Engine, EvalAltResult, FuncRegistration, Module, NativeCallContext, RhaiFunc, RhaiNativeFunc,
-    Shared,
+    Dynamic, Engine, EvalAltResult, FuncRegistration, Module, NativeCallContext, Position, RhaiFunc,
+    RhaiNativeFunc, Shared,
 };
 use std::any::{type_name, TypeId};
 use std::borrow::Cow;
@@ -189,17 +189,48 @@ type Native = dyn Fn(Option<NativeCallContext>, &mut [&mut Dynamic]) -> Result<D
     + Sync;
 
 /// `inner` as a call that is a profiler span named `name` while a profile
-/// records on the calling thread.
-fn span_around(inner: Shared<Native>, name: Arc<str>) -> Shared<Native> {
+/// records on the calling thread, its errors placed as `place` says.
+fn span_around(inner: Shared<Native>, name: Arc<str>, place: Place) -> Shared<Native> {
     Shared::new(move |ctx: Option<NativeCallContext>, args: &mut [&mut Dynamic]| {
         let _span = crate::profiler::span(|| name.clone());
         crate::core::capture::note_call(&name);
-        inner(ctx, args)
+        let Place::Fill { inner_context } = place else {
+            return inner(ctx, args);
+        };
+        let pos = ctx.as_ref().map_or(Position::NONE, |c| c.call_position());
+        inner(if inner_context { ctx } else { None }, args).map_err(|mut e| {
+            if e.position().is_none() {
+                e.set_position(pos);
+            }
+            e
+        })
     })
 }
 
-/// `func` with every call a profiler span named `name`.
-fn profiled(func: RhaiFunc, name: Arc<str>) -> RhaiFunc {
+/// Whether a wrapped function's errors get the call's script position from
+/// the wrapper. Rhai fills it in for functions called unqualified, not for
+/// module functions (`cuda::graph(...)`): those take a call context to know
+/// it, and pass it on when the function itself takes one.
+#[derive(Clone, Copy)]
+enum Place {
+    /// Rhai fills the position in.
+    Rhai,
+    /// The wrapper does.
+    Fill { inner_context: bool },
+}
+
+/// `func` with every call a profiler span named `name` (and, in a module,
+/// its errors placed at the call).
+fn profiled(func: RhaiFunc, name: Arc<str>, in_module: bool) -> RhaiFunc {
+    let place = |has_context: bool| {
+        if in_module {
+            Place::Fill {
+                inner_context: has_context,
+            }
+        } else {
+            Place::Rhai
+        }
+    };
     match func {
         RhaiFunc::Pure {
             func,
@@ -207,8 +238,8 @@ fn profiled(func: RhaiFunc, name: Arc<str>) -> RhaiFunc {
             is_pure,
             is_volatile,
         } => RhaiFunc::Pure {
-            func: span_around(func, name),
-            has_context,
+            func: span_around(func, name, place(has_context)),
+            has_context: has_context || in_module,
             is_pure,
             is_volatile,
         },
@@ -218,8 +249,8 @@ fn profiled(func: RhaiFunc, name: Arc<str>) -> RhaiFunc {
             is_pure,
             is_volatile,
         } => RhaiFunc::Method {
-            func: span_around(func, name),
-            has_context,
+            func: span_around(func, name, place(has_context)),
+            has_context: has_context || in_module,
             is_pure,
             is_volatile,
         },
@@ -359,7 +390,12 @@ impl<'a> Api<'a> {
             .with_params_info(info);
         // Rhai's default: pure (callable on constants) but for setters
         let is_pure = !((N == 3 && name == INDEX_SET) || (N == 2 && name.starts_with(SET)));
-        let func = profiled(f.into_rhai_function(is_pure, volatile), qualified.into());
+        let in_module = matches!(self.target, Target::Module { .. });
+        let func = profiled(
+            f.into_rhai_function(is_pure, volatile),
+            qualified.into(),
+            in_module,
+        );
         let types = FUNC::param_types();
         match (&mut self.target, self.own.as_mut()) {
             (Target::Engine(_), Some(own)) => {

@@ -4,6 +4,7 @@
 //! `pairwise_distance` and `cdist`.
 
 use super::{autograd, Generator, Tensor};
+use crate::backend::Activation;
 use crate::core::error::{Error, Result};
 use crate::core::op::{CmpOp, ReduceOp};
 use crate::core::shape::normalize_dim;
@@ -19,7 +20,7 @@ impl Tensor {
             let _off = super::autocast::AutocastGuard::new(None)?;
             return x.linear(&w, b.as_ref());
         }
-        if let Some(y) = self.linear_fused(weight, bias, false)? {
+        if let Some(y) = self.linear_fused(weight, bias, Activation::Identity)? {
             return Ok(y);
         }
         let y = match weight.ndim() {
@@ -38,32 +39,56 @@ impl Tensor {
         }
     }
 
-    /// `relu(x @ weight.T + bias)`: with a bias and 2-D operands on CUDA one
-    /// cuBLASLt call (bias and ReLU in the GEMM's epilogue), else
-    /// [`Tensor::linear`] then [`Tensor::relu`].
-    pub fn linear_relu(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-        if !super::autocast::enabled() {
-            if let Some(y) = self.linear_fused(weight, bias, true)? {
-                return Ok(y);
-            }
+    /// `act(x @ weight.T + bias)`: with a bias and a 2-D weight on CUDA one
+    /// cuBLASLt call (bias and activation in the GEMM's epilogue; the tanh
+    /// GELU's backward reads the pre-activation the epilogue also writes),
+    /// else [`Tensor::linear`] then the activation. Under autocast the
+    /// operands are lowered first, as for `linear`.
+    pub fn linear_activation(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        act: Activation,
+    ) -> Result<Tensor> {
+        if act == Activation::Identity {
+            return self.linear(weight, bias);
         }
-        self.linear(weight, bias)?.relu()
+        if super::autocast::enabled() {
+            let lower = super::autocast::lower;
+            let (x, w, b) = (lower(self)?, lower(weight)?, bias.map(lower).transpose()?);
+            let _off = super::autocast::AutocastGuard::new(None)?;
+            return x.linear_activation(&w, b.as_ref(), act);
+        }
+        if let Some(y) = self.linear_fused(weight, bias, act)? {
+            return Ok(y);
+        }
+        let y = self.linear(weight, bias)?;
+        match act {
+            Activation::Identity => Ok(y),
+            Activation::Relu => y.relu(),
+            Activation::GeluTanh => y.gelu_tanh(),
+        }
     }
 
-    /// `linear` (then ReLU with `relu`) as one GEMM with the bias in its
+    /// `linear` (then the activation) as one GEMM with the bias in its
     /// epilogue, for a 2-D weight, a bias, and an input that is 2-D or a
     /// contiguous stack of rows (`[*, in]` taken as `[rows, in]`); `None`
     /// where that path does not apply.
-    fn linear_fused(&self, weight: &Tensor, bias: Option<&Tensor>, relu: bool) -> Result<Option<Tensor>> {
+    fn linear_fused(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        act: Activation,
+    ) -> Result<Option<Tensor>> {
         let (Some(b), 2) = (bias, weight.ndim()) else {
             return Ok(None);
         };
         match self.ndim() {
-            2 => Tensor::addmm_fused(b, self, &weight.t()?, relu),
+            2 => Tensor::addmm_fused(b, self, &weight.t()?, act),
             n if n > 2 && self.is_contiguous() => {
                 let shape = self.shape();
                 let rows = self.reshape(&[-1, shape[n - 1] as i64])?;
-                let Some(y) = Tensor::addmm_fused(b, &rows, &weight.t()?, relu)? else {
+                let Some(y) = Tensor::addmm_fused(b, &rows, &weight.t()?, act)? else {
                     return Ok(None);
                 };
                 let mut out: Vec<i64> = shape[..n - 1].iter().map(|&d| d as i64).collect();

@@ -4,8 +4,9 @@
 use super::autograd::{self, functions, Saved};
 use super::elementwise::{result_type, with_storages};
 use super::{DType, Tensor};
-use crate::backend::MatmulDims;
+use crate::backend::{Activation, MatmulDims};
 use crate::core::error::{Error, Result};
+use crate::core::op::BinaryOp;
 use crate::core::shape::broadcast_shapes;
 
 impl Tensor {
@@ -131,13 +132,22 @@ impl Tensor {
         }))
     }
 
-    /// `bias + m1 @ m2` (then ReLU with `relu`) with the bias row added in
+    /// `act(bias + m1 @ m2)` with the bias row and the activation applied in
     /// the GEMM's epilogue (one cuBLASLt call on CUDA), for `addmm` and
     /// `linear`: 2-D `m1 [m, k]`, `m2 [k, n]`, a dense 1-D `bias [n]`, one
     /// float dtype, outside autocast. `None` where that path does not apply
     /// (the caller composes).
-    pub(super) fn addmm_fused(bias: &Tensor, m1: &Tensor, m2: &Tensor, relu: bool) -> Result<Option<Tensor>> {
-        let op: &'static str = if relu { "linear_relu" } else { "addmm" };
+    pub(super) fn addmm_fused(
+        bias: &Tensor,
+        m1: &Tensor,
+        m2: &Tensor,
+        act: Activation,
+    ) -> Result<Option<Tensor>> {
+        let op: &'static str = match act {
+            Activation::Identity => "addmm",
+            Activation::Relu => "linear_relu",
+            Activation::GeluTanh => "linear_gelu",
+        };
         let dtype = m1.dtype();
         let fits = matches!(m1.device(), crate::core::Device::Cuda(_))
             && !super::autocast::enabled()
@@ -161,7 +171,10 @@ impl Tensor {
             return Ok(None);
         }
         let (m, k, n) = (m1.shape()[0], m1.shape()[1], m2.shape()[1]);
-        let run = || -> Result<Option<Tensor>> {
+        let grad = autograd::needs_grad(&[bias, m1, m2]);
+        // the tanh GELU's backward reads the pre-activation, which the epilogue writes too
+        let keep_pre = grad && act == Activation::GeluTanh;
+        let run = || -> Result<Option<(Tensor, Option<Tensor>)>> {
             let d = MatmulDims {
                 batch: vec![],
                 m,
@@ -176,31 +189,39 @@ impl Tensor {
                     m2.layout(),
                     (&sb, bias.layout().offset()),
                     &d,
-                    relu,
+                    act,
+                    keep_pre,
                 )
             })?;
-            out.map(|s| Tensor::from_storage(op, s, &[m, n])).transpose()
+            let Some((y, pre)) = out else {
+                return Ok(None);
+            };
+            let pre = pre.map(|s| Tensor::from_storage(op, s, &[m, n])).transpose()?;
+            Ok(Some((Tensor::from_storage(op, y, &[m, n])?, pre)))
         };
-        if !autograd::needs_grad(&[bias, m1, m2]) {
-            return run();
+        if !grad {
+            return Ok(run()?.map(|(y, _)| y));
         }
-        let Some(y) = autograd::forward(run)? else {
+        let Some((y, pre)) = autograd::forward(run)? else {
             return Ok(None);
         };
         let (a, b) = (Saved::new(m1), Saved::new(m2));
-        // the output without its graph: the ReLU's gradient mask (no cycle)
-        let out = relu.then(|| Saved::new(&y.detach()));
+        // what the activation's gradient reads: the output without its graph
+        // (ReLU: no cycle) or the pre-activation (GELU)
+        let through = match act {
+            Activation::Identity => None,
+            Activation::Relu => Some((BinaryOp::ReluBackward, Saved::new(&y.detach()))),
+            Activation::GeluTanh => match pre {
+                Some(pre) => Some((BinaryOp::GeluTanhBackward, Saved::new(&pre))),
+                None => return Err(Error::invalid(op, "the fused product kept no pre-activation")),
+            },
+        };
         Ok(Some(autograd::record(op, &[bias, m1, m2], y, move |g, needs| {
-            let masked;
-            let g = match &out {
-                Some(y) => {
-                    let kept = y.get(op)?.compare_scalar(
-                        crate::core::op::CmpOp::Gt,
-                        crate::core::Scalar::Int(0),
-                        false,
-                    )?;
-                    masked = g.mul(&kept.to_dtype(g.dtype())?)?;
-                    &masked
+            let inner;
+            let g = match &through {
+                Some((backward, x)) => {
+                    inner = g.binary(*backward, x.get(op)?)?;
+                    &inner
                 }
                 None => g,
             };

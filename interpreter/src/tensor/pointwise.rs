@@ -257,7 +257,7 @@ impl Tensor {
             ));
         }
         if beta == 1.0 && alpha == 1.0 {
-            if let Some(y) = Tensor::addmm_fused(self, m1, m2, false)? {
+            if let Some(y) = Tensor::addmm_fused(self, m1, m2, crate::backend::Activation::Identity)? {
                 return Ok(y);
             }
         }

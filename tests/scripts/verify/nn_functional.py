@@ -17,6 +17,14 @@ a = torch.tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [-1.0, 0.5, 2.0]])
 c = torch.tensor([[2.0, 1.0, 0.0], [1.0, 1.0, 1.0], [3.0, -1.0, 2.0]])
 big = (torch.arange(90.0).reshape(30, 3) / 7).sin()
 up = torch.tensor([1.0, -2.0, 0.5, 3.0, 1.0, -1.0, 0.25, 2.0])
+lup = torch.tensor([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]])
+
+
+def linear_grads(act):
+    lx, lw, lb = (t.clone().requires_grad_(True) for t in (m, w, b))
+    y = F.linear(lx, lw, lb)
+    (F.relu(y) if act == "relu" else F.gelu(y, approximate="tanh")).backward(lup)
+    return {f"linear_{act}_grad_x": lx.grad, f"linear_{act}_grad_w": lw.grad, f"linear_{act}_grad_b": lb.grad}
 
 
 def gelu_grad(approximate):
@@ -37,6 +45,10 @@ expected = {
     "softmin": F.softmin(m, 1), "softmin_0": F.softmin(m, dim=0), "glu": F.glu(m), "glu_0": F.glu(m, 0),
     "prelu_one": F.prelu(m, torch.tensor([0.25])), "prelu_channels": F.prelu(img, torch.tensor([0.1, 0.5])),
     "linear": F.linear(m, w, b), "linear_nobias": F.linear(m, w),
+    "linear_relu": F.relu(F.linear(m, w, b)),
+    "linear_gelu_tanh": F.gelu(F.linear(m, w, b), approximate="tanh"),
+    "linear_gelu_kw": F.gelu(F.linear(m, w, b)),
+    **linear_grads("relu"), **linear_grads("gelu_tanh"),
     "bilinear": F.bilinear(m[:, :3], m, bw, torch.tensor([1.0, -1.0])), "bilinear_nobias": F.bilinear(m[:, :3], m, bw),
     "embedding": F.embedding(torch.tensor([[0, 4], [2, 2]]), table),
     "embedding_pad": F.embedding(torch.tensor([1, 3]), table, padding_idx=3),

@@ -19,6 +19,12 @@ fn acc_dtype(dtype: DType) -> DType {
     }
 }
 
+/// Rows one thread takes at least: small batches run on the calling thread
+/// (handing a few rows to the pool costs more than computing them).
+fn rows_per_task(classes: usize) -> usize {
+    (4096 / classes.max(1)).max(1)
+}
+
 fn labels_of<'a>(op: &'static str, s: &'a CpuStorage) -> Result<&'a [i64]> {
     i64::slice(s).ok_or_else(|| Error::invalid(op, "internal: labels must be i64"))
 }
@@ -59,6 +65,7 @@ pub(crate) fn cross_entropy(
         }
         (0..rows)
             .into_par_iter()
+            .with_min_len(rows_per_task(classes))
             .map(|r| {
                 let row = &v[r * classes..(r + 1) * classes];
                 let m = row.iter().map(|e| e.to_f64()).fold(f64::NEG_INFINITY, |a, b| {
@@ -119,7 +126,7 @@ pub(crate) fn cross_entropy_backward(
         }
         let mut out = vec![T::default(); v.len()];
         if classes > 0 {
-            out.par_chunks_mut(classes).zip(v.par_chunks(classes)).enumerate().for_each(|(r, (o, row))| {
+            out.par_chunks_mut(classes).zip(v.par_chunks(classes)).enumerate().with_min_len(rows_per_task(classes)).for_each(|(r, (o, row))| {
                 let label = labels[r];
                 if label == ignore_index {
                     o.fill(T::from_f64(0.0));

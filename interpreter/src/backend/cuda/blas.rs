@@ -10,7 +10,7 @@
 
 use super::runtime::{cuda_error, CudaRuntime};
 use super::CudaStorage;
-use crate::backend::MatmulDims;
+use crate::backend::{Activation, MatmulDims};
 use crate::core::error::{Error, Result};
 use crate::core::strided::offsets;
 use crate::core::{DType, Layout};
@@ -163,7 +163,7 @@ fn lt_gemm(
     pa: u64,
     pb: u64,
     pc: u64,
-    (bias, relu): (bool, bool),
+    epilogue: super::lt::LtEpilogue,
 ) -> super::lt::LtGemm {
     use super::lt::alignment;
     let t = sys::cublasOperation_t::CUBLAS_OP_T;
@@ -177,16 +177,16 @@ fn lt_gemm(
         trans_b: ga.trans == t,
         lda: gb.ld,
         ldb: ga.ld,
-        bias,
-        relu,
+        epilogue,
         align: [alignment(pb), alignment(pa), alignment(pc), alignment(pc)],
     }
 }
 
-/// `a @ b + bias` (then ReLU with `relu`) for 2-D `la = [m, k]`,
-/// `lb = [k, n]` and a bias of `n` dense elements from `bias_offset`, in one
-/// cuBLASLt call with the bias in its epilogue; `None` when cuBLASLt cannot
-/// take it (nothing was queued).
+/// `act(a @ b + bias)` for 2-D `la = [m, k]`, `lb = [k, n]` and a bias of
+/// `n` dense elements from `bias_offset`, in one cuBLASLt call with the bias
+/// and the activation in its epilogue; with `keep_pre` (the tanh GELU only)
+/// also the pre-activation `a @ b + bias`, for the backward. `None` when
+/// cuBLASLt cannot take it (nothing was queued).
 pub fn matmul_bias(
     a: &CudaStorage,
     la: &Layout,
@@ -194,8 +194,9 @@ pub fn matmul_bias(
     lb: &Layout,
     (bias, bias_offset): (&CudaStorage, usize),
     d: &MatmulDims,
-    relu: bool,
-) -> Result<Option<CudaStorage>> {
+    (act, keep_pre): (Activation, bool),
+) -> Result<Option<(CudaStorage, Option<CudaStorage>)>> {
+    use super::lt::LtEpilogue as E;
     let dtype = a.dtype;
     let (m, k, n) = (d.m, d.k, d.n);
     if !d.batch.is_empty()
@@ -208,6 +209,13 @@ pub fn matmul_bias(
     {
         return Ok(None);
     }
+    let epilogue = match (act, keep_pre) {
+        (Activation::Identity, false) => E::Bias,
+        (Activation::Relu, false) => E::ReluBias,
+        (Activation::GeluTanh, false) => E::GeluBias,
+        (Activation::GeluTanh, true) => E::GeluAuxBias,
+        (_, true) => return Ok(None),
+    };
     // large TF32 products: cuBLASLt's first choice is slower than cuBLAS's (see LT_MAX_VOLUME)
     if dtype == DType::F32 && allow_tf32() && m.saturating_mul(n).saturating_mul(k) > LT_MAX_VOLUME {
         return Ok(None);
@@ -216,18 +224,24 @@ pub fn matmul_bias(
         return Ok(None);
     };
     let out = CudaStorage::alloc(dtype, m * n)?;
+    let pre = if keep_pre {
+        Some(CudaStorage::alloc(dtype, m * n)?)
+    } else {
+        None
+    };
     let esz = dtype.size_in_bytes() as u64;
     let (pa, pb) = (
         a.ptr() + ga.bases[0] as u64 * esz,
         b.ptr() + gb.bases[0] as u64 * esz,
     );
     let (pc, pbias) = (out.ptr(), bias.ptr() + bias_offset as u64 * esz);
-    let g = lt_gemm(dtype, (m, k, n), &ga, &gb, pa, pb, pc, (true, relu));
+    let g = lt_gemm(dtype, (m, k, n), &ga, &gb, pa, pb, pc, epilogue);
     if super::lt::alignment(pbias) < dtype.size_in_bytes() as u8 {
         return Ok(None);
     }
     // the operands are Lt's B and A (column-major Cᵀ = Bᵀ·Aᵀ)
-    Ok(super::lt::gemm(&g, pb, pa, pc, Some(pbias))?.then_some(out))
+    let aux = pre.as_ref().map(|p| p.ptr());
+    Ok(super::lt::gemm(&g, pb, pa, pc, Some(pbias), aux)?.then_some((out, pre)))
 }
 
 /// `a @ b` for `la = batch + [m, k]`, `lb = batch + [k, n]`; dense `batch + [m, n]` result.
@@ -289,9 +303,9 @@ pub fn matmul(
                 pa as u64,
                 pb as u64,
                 pc as u64,
-                (false, false),
+                super::lt::LtEpilogue::None,
             );
-            if super::lt::gemm(&g, pb as u64, pa as u64, pc as u64, None)? {
+            if super::lt::gemm(&g, pb as u64, pa as u64, pc as u64, None, None)? {
                 return Ok(());
             }
         }

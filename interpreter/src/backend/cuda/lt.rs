@@ -1,5 +1,6 @@
 //! Matrix products through cuBLASLt, for what plain cuBLAS does not give:
-//! a bias (and a ReLU) applied in the GEMM's epilogue (`addmm` with a bias
+//! a bias (and a ReLU or tanh GELU, optionally keeping the pre-activation
+//! for the backward) applied in the GEMM's epilogue (`addmm` with a bias
 //! row, `linear`),
 //! and single products with less host time (the descriptors and the chosen
 //! algorithm are made once per shape and cached, as PyTorch caches them,
@@ -7,8 +8,9 @@
 //!
 //! Operands are described as [`super::blas`] describes them for cuBLAS
 //! (row-major `C = A·B` as column-major `Cᵀ = Bᵀ·Aᵀ`). A product cuBLASLt
-//! cannot take (the library is missing, no algorithm fits) returns `false`
-//! and the caller uses plain cuBLAS.
+//! cannot take (the library is missing, no algorithm fits, the call is
+//! refused) returns `false` and the caller uses plain cuBLAS, or composes
+//! the epilogue's work.
 
 use super::runtime::CudaRuntime;
 use super::CudaStorage;
@@ -39,12 +41,48 @@ pub(crate) struct LtGemm {
     pub trans_b: bool,
     pub lda: usize,
     pub ldb: usize,
-    /// Add the bias vector (one value per row of `D`).
-    pub bias: bool,
-    /// Then clamp at zero (ReLU; only with the bias).
-    pub relu: bool,
+    /// What the epilogue applies to the product.
+    pub epilogue: LtEpilogue,
     /// The alignment (bytes, at most 16) of the four pointers.
     pub align: [u8; 4],
+}
+
+/// The epilogue of an [`LtGemm`]: the bias vector (one value per row of
+/// `D`) and an activation after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum LtEpilogue {
+    /// The product alone.
+    None,
+    /// Plus the bias.
+    Bias,
+    /// Plus the bias, then clamped at zero.
+    ReluBias,
+    /// Plus the bias, then the tanh GELU.
+    GeluBias,
+    /// As `GeluBias`, also writing the pre-activation (`D`'s shape, leading
+    /// dim `rows`, which must be a multiple of 8) to an auxiliary buffer.
+    GeluAuxBias,
+}
+
+impl LtEpilogue {
+    fn has_bias(self) -> bool {
+        self != LtEpilogue::None
+    }
+
+    fn has_aux(self) -> bool {
+        self == LtEpilogue::GeluAuxBias
+    }
+
+    fn code(self) -> sys::cublasLtEpilogue_t {
+        use sys::cublasLtEpilogue_t as E;
+        match self {
+            LtEpilogue::None => E::CUBLASLT_EPILOGUE_DEFAULT,
+            LtEpilogue::Bias => E::CUBLASLT_EPILOGUE_BIAS,
+            LtEpilogue::ReluBias => E::CUBLASLT_EPILOGUE_RELU_BIAS,
+            LtEpilogue::GeluBias => E::CUBLASLT_EPILOGUE_GELU_BIAS,
+            LtEpilogue::GeluAuxBias => E::CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
+        }
+    }
 }
 
 /// The descriptors and algorithm of one [`LtGemm`].
@@ -159,12 +197,20 @@ fn plan(h: sys::cublasLtHandle_t, g: &LtGemm) -> Option<Plan> {
     use sys::cublasLtMatmulDescAttributes_t as A;
     set(A::CUBLASLT_MATMUL_DESC_TRANSA, g.trans_a as i32)?;
     set(A::CUBLASLT_MATMUL_DESC_TRANSB, g.trans_b as i32)?;
-    let epilogue = match (g.bias, g.relu) {
-        (true, true) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_RELU_BIAS,
-        (true, false) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS,
-        (false, _) => sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_DEFAULT,
-    };
-    set(A::CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue as i32)?;
+    set(A::CUBLASLT_MATMUL_DESC_EPILOGUE, g.epilogue.code() as i32)?;
+    if g.epilogue.has_aux() {
+        let ld = g.rows as i64;
+        // SAFETY: a live descriptor and an attribute of 64-bit value.
+        unsafe {
+            lt::set_matmul_desc_attribute(
+                p.desc,
+                A::CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                &ld as *const i64 as *const c_void,
+                8,
+            )
+        }
+        .ok()?;
+    }
     let pref = lt::create_matmul_pref().ok()?;
     use sys::cublasLtMatmulPreferenceAttributes_t as P;
     let ws = WORKSPACE as u64;
@@ -201,11 +247,20 @@ fn plan(h: sys::cublasLtHandle_t, g: &LtGemm) -> Option<Plan> {
     Some(p)
 }
 
-/// `d = op(a)·op(b) (+ bias)` through cuBLASLt on the calling thread's
-/// stream (`g` describes the operands, whose device addresses are given).
+/// `d = act(op(a)·op(b) + bias)` through cuBLASLt on the calling thread's
+/// stream (`g` describes the operands, whose device addresses are given;
+/// `aux` receives the pre-activation for [`LtEpilogue::GeluAuxBias`]).
 /// `Ok(false)` when cuBLASLt cannot take it: nothing was queued.
-pub(crate) fn gemm(g: &LtGemm, a: u64, b: u64, d: u64, bias: Option<u64>) -> Result<bool> {
-    if data_type(g.dtype).is_none() || g.bias != bias.is_some() || (g.relu && !g.bias) {
+pub(crate) fn gemm(g: &LtGemm, a: u64, b: u64, d: u64, bias: Option<u64>, aux: Option<u64>) -> Result<bool> {
+    let aux_fits = match aux {
+        Some(p) => g.rows % 8 == 0 && alignment(p) == 16,
+        None => true,
+    };
+    if data_type(g.dtype).is_none()
+        || g.epilogue.has_bias() != bias.is_some()
+        || g.epilogue.has_aux() != aux.is_some()
+        || !aux_fits
+    {
         return Ok(false);
     }
     let rt = CudaRuntime::get()?;
@@ -226,7 +281,7 @@ pub(crate) fn gemm(g: &LtGemm, a: u64, b: u64, d: u64, bias: Option<u64>) -> Res
     let (one, zero) = (1f32, 0f32);
     // SAFETY: the plan describes these operands (the caller's `g`), which are
     // live device allocations covering what the layouts address; the bias
-    // holds `rows` elements; the workspace holds `p.workspace` bytes and goes
+    // holds `rows` elements, the auxiliary buffer `D`'s; the workspace holds `p.workspace` bytes and goes
     // back to the stream-ordered cache after the call is queued.
     let r = unsafe {
         if let Some(bias) = bias {
@@ -237,6 +292,15 @@ pub(crate) fn gemm(g: &LtGemm, a: u64, b: u64, d: u64, bias: Option<u64>) -> Res
                 8,
             )
             .map_err(|e| super::runtime::cuda_error("cuBLASLt bias", e))?;
+        }
+        if let Some(aux) = aux {
+            lt::set_matmul_desc_attribute(
+                p.desc,
+                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                &aux as *const u64 as *const c_void,
+                8,
+            )
+            .map_err(|e| super::runtime::cuda_error("cuBLASLt epilogue buffer", e))?;
         }
         let [la, lb, lc] = p.layouts;
         lt::matmul(
@@ -259,6 +323,23 @@ pub(crate) fn gemm(g: &LtGemm, a: u64, b: u64, d: u64, bias: Option<u64>) -> Res
             stream as sys::cudaStream_t,
         )
     };
-    r.map_err(|e| super::runtime::cuda_error("cuBLASLt matmul", e))?;
-    Ok(true)
+    match r {
+        Ok(()) => Ok(true),
+        // refused when called (nothing queued): this shape goes to the
+        // composed path from now on, as when no algorithm fits
+        Err(lt::CublasError(status)) if refused(status) => {
+            lts.plans.insert(*g, None);
+            Ok(false)
+        }
+        Err(e) => Err(super::runtime::cuda_error("cuBLASLt matmul", e)),
+    }
+}
+
+/// A status with which cuBLASLt turns a call down before queuing anything.
+fn refused(status: sys::cublasStatus_t) -> bool {
+    use sys::cublasStatus_t as S;
+    matches!(
+        status,
+        S::CUBLAS_STATUS_NOT_SUPPORTED | S::CUBLAS_STATUS_INVALID_VALUE | S::CUBLAS_STATUS_ARCH_MISMATCH
+    )
 }

@@ -99,7 +99,8 @@ pub fn unary(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<T
                 .binary_scalar(BinaryOp::Sub, Scalar::Float(1.0), true)?,
         )?,
         Sigmoid => g.mul(&y.mul(&y.binary_scalar(BinaryOp::Sub, Scalar::Float(1.0), true)?)?)?,
-        Relu => g.mul(&mask(x.compare_scalar(CmpOp::Gt, Scalar::Int(0), false)?, g)?)?,
+        // one kernel, as PyTorch's threshold_backward
+        Relu => g.binary(BinaryOp::ReluBackward, x)?,
         // one kernel each, as PyTorch's gelu_backward
         Gelu => g.binary(BinaryOp::GeluBackward, x)?,
         GeluTanh => g.binary(BinaryOp::GeluTanhBackward, x)?,
@@ -264,6 +265,8 @@ pub fn binary(
                     .transpose()?,
             )
         }
+        // g · [x > 0]: its gradients are [x > 0] and 0 (almost everywhere)
+        ReluBackward => (needs[0].then(|| g.binary(op, b)).transpose()?, None),
         // g · f'(x): its gradients are f'(x) and g · f''(x)
         GeluBackward | GeluTanhBackward => (
             needs[0].then(|| g.binary(op, b)).transpose()?,
@@ -323,6 +326,8 @@ pub fn binary_scalar(
             g.mul(&win.add(&tie.mul_scalar(0.5)?)?)?
         }
         // g · f'(s) for an input s, and s · f'(x) for a gradient s
+        (ReluBackward, false) => g.mul_scalar(if s.to_f64() > 0.0 { 1.0 } else { 0.0 })?,
+        (ReluBackward, true) => return Ok(None),
         (GeluBackward, false) => g.mul_scalar(kiln_kernels::ops::gelu_grad(s.to_f64()))?,
         (GeluTanhBackward, false) => g.mul_scalar(kiln_kernels::ops::gelu_tanh_grad(s.to_f64()))?,
         (GeluBackward | GeluTanhBackward, true) => g.mul(&gelu_second_derivative(op, x)?.mul_scalar(s)?)?,

@@ -338,7 +338,9 @@ impl Checker {
     /// `addmm` and `linear` with a bias row: one cuBLASLt call with the bias
     /// in its epilogue on CUDA (f32, f16, bf16; f64 composes), against the
     /// CPU's product and sum; `linear`'s gradients for input, weight and
-    /// bias; a bias that starts one element into its storage.
+    /// bias, plain and with a fused ReLU or tanh GELU (33 outputs: the GELU
+    /// composes; 40: its backward reads the epilogue's pre-activation); a
+    /// bias that starts one element into its storage.
     pub(super) fn matmul_bias(&mut self) {
         for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
             let r = (|| {
@@ -354,12 +356,18 @@ impl Checker {
                 Ok((run(Device::Cpu)?, run(gpu())?))
             })();
             self.record_scaled("addmm (bias epilogue)", dtype, "bias offset 1", r, 30.0);
-            for relu in [false, true] {
+            use kiln::backend::Activation;
+            for (act, out) in [
+                (Activation::Identity, 33),
+                (Activation::Relu, 33),
+                (Activation::GeluTanh, 33),
+                (Activation::GeluTanh, 40),
+            ] {
                 let grads = (|| {
                     let x = input(&mut self.gen, &[67, 45], dtype, false)?;
-                    let w = input(&mut self.gen, &[33, 45], dtype, false)?;
-                    let bias = input(&mut self.gen, &[33], dtype, false)?;
-                    let up = input(&mut self.gen, &[67, 33], dtype, false)?;
+                    let w = input(&mut self.gen, &[out, 45], dtype, false)?;
+                    let bias = input(&mut self.gen, &[out], dtype, false)?;
+                    let up = input(&mut self.gen, &[67, out], dtype, false)?;
                     let run = |d: Device| -> Result<Vec<Tensor>> {
                         let ts: Vec<Tensor> = [&x, &w, &bias]
                             .iter()
@@ -368,11 +376,7 @@ impl Checker {
                         for t in &ts {
                             t.set_requires_grad(true)?;
                         }
-                        let y = if relu {
-                            ts[0].linear_relu(&ts[1], Some(&ts[2]))?
-                        } else {
-                            ts[0].linear(&ts[1], Some(&ts[2]))?
-                        };
+                        let y = ts[0].linear_activation(&ts[1], Some(&ts[2]), act)?;
                         y.mul(&up.to_device(d)?)?
                             .to_dtype(DType::F32)?
                             .sum()?
@@ -388,7 +392,11 @@ impl Checker {
                     };
                     Ok((run(Device::Cpu)?, run(gpu())?))
                 })();
-                let name = if relu { "linear + relu" } else { "linear" };
+                let name = match act {
+                    Activation::Identity => "linear",
+                    Activation::Relu => "linear + relu",
+                    Activation::GeluTanh => "linear + gelu tanh",
+                };
                 for (i, part) in ["(bias epilogue)", "grad input", "grad weight", "grad bias"]
                     .iter()
                     .enumerate()
@@ -400,7 +408,7 @@ impl Checker {
                     self.record_scaled(
                         &format!("{name} {part}"),
                         dtype,
-                        "x [67, 45], w [33, 45]",
+                        &format!("x [67, 45], w [{out}, 45]"),
                         r,
                         60.0,
                     );

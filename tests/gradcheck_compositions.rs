@@ -17,6 +17,8 @@ fn rearranging_ops() {
     let cases: &[(&str, &[usize], OpFn)] = &[
         ("flip", &[2, 3, 4], |x| x.flip(&[0, 2])),
         ("flip of a transpose", &[3, 4], |x| x.t()?.flip(&[1])),
+        ("rot90", &[2, 3, 4], |x| x.rot90(1, &[1, 2])),
+        ("rot90 thrice", &[3, 4], |x| x.rot90(-1, &[0, 1])),
         ("roll flat", &[3, 4], |x| x.roll(&[5], &[])),
         ("roll dims", &[2, 3, 4], |x| x.roll(&[1, -2], &[0, 2])),
         ("repeat", &[2, 3], |x| x.repeat(&[2, 1, 3])),
@@ -117,6 +119,10 @@ fn pointwise_compositions() {
     type Case<'a> = (&'a str, &'a [usize], &'a [usize], f64, TwoFn);
     let cases: &[Case] = &[
         ("atan2", &[3, 4], &[3, 4], 0.3, |a, b| a.atan2(b)),
+        ("logaddexp", &[3, 4], &[4], 0.0, |a, b| a.logaddexp(b)),
+        ("logaddexp2", &[3, 4], &[3, 4], 0.0, |a, b| a.logaddexp2(b)),
+        ("fmax", &[3, 4], &[3, 4], 0.0, |a, b| a.fmax(b)),
+        ("fmin", &[3, 4], &[4], 0.0, |a, b| a.fmin(b)),
         ("hypot", &[3, 4], &[4], 0.3, |a, b| a.hypot(b)),
         ("copysign", &[3, 4], &[3, 4], 0.3, |a, b| a.copysign(b)),
         ("xlogy", &[3, 4], &[3, 4], 0.3, |a, b| a.xlogy(&b.abs()?)),

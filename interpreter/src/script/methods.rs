@@ -317,29 +317,32 @@ fn register_math(api: &mut Api) {
             scalar(name, d).map(Some)
         }
     };
-    api.doc("values limited to [lo, hi]: numbers or tensors (broadcast); () leaves a side open")
-        .func(
-            "clamp",
-            ["t", "lo", "hi"],
-            move |t: Tensor, lo: Dynamic, hi: Dynamic| {
-                let (tl, th) = (lo.clone().try_cast::<Tensor>(), hi.clone().try_cast::<Tensor>());
-                if tl.is_some() || th.is_some() {
-                    let as_tensor = |d: &Dynamic, t: Option<Tensor>| -> RhaiResult<Option<Tensor>> {
-                        match t {
-                            Some(t) => Ok(Some(t)),
-                            None if d.is_unit() => Ok(None),
-                            None => Ok(Some(operand("clamp", d, None, crate::core::Device::Cpu)?)),
-                        }
-                    };
-                    let (l, h) = (as_tensor(&lo, tl)?, as_tensor(&hi, th)?);
-                    let dev = |x: Option<Tensor>| -> RhaiResult<Option<Tensor>> {
-                        x.map(|x| ok(x.to_device(t.device()))).transpose()
-                    };
-                    return ok(t.clamp_tensor(dev(l)?.as_ref(), dev(h)?.as_ref()));
-                }
-                ok(t.clamp(bound("clamp", &lo)?, bound("clamp", &hi)?))
-            },
-        );
+    // clip: PyTorch's other name
+    for name in ["clamp", "clip"] {
+        api.doc("values limited to [lo, hi]: numbers or tensors (broadcast); () leaves a side open")
+            .func(
+                name,
+                ["t", "lo", "hi"],
+                move |t: Tensor, lo: Dynamic, hi: Dynamic| {
+                    let (tl, th) = (lo.clone().try_cast::<Tensor>(), hi.clone().try_cast::<Tensor>());
+                    if tl.is_some() || th.is_some() {
+                        let as_tensor = |d: &Dynamic, t: Option<Tensor>| -> RhaiResult<Option<Tensor>> {
+                            match t {
+                                Some(t) => Ok(Some(t)),
+                                None if d.is_unit() => Ok(None),
+                                None => Ok(Some(operand("clamp", d, None, crate::core::Device::Cpu)?)),
+                            }
+                        };
+                        let (l, h) = (as_tensor(&lo, tl)?, as_tensor(&hi, th)?);
+                        let dev = |x: Option<Tensor>| -> RhaiResult<Option<Tensor>> {
+                            x.map(|x| ok(x.to_device(t.device()))).transpose()
+                        };
+                        return ok(t.clamp_tensor(dev(l)?.as_ref(), dev(h)?.as_ref()));
+                    }
+                    ok(t.clamp(bound("clamp", &lo)?, bound("clamp", &hi)?))
+                },
+            );
+    }
     api.doc("values limited to lo or more")
         .func("clamp_min", ["t", "lo"], |t: Tensor, lo: Dynamic| {
             ok(t.clamp(Some(scalar("clamp_min", &lo)?), None))

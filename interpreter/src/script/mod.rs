@@ -26,6 +26,7 @@
 //! clocks) are registered as volatile all the same, for embedders who turn the
 //! optimizer back on.
 
+pub mod aliases;
 pub mod attention;
 pub mod autograd;
 pub mod cnn;
@@ -279,4 +280,5 @@ fn register_functions(engine: &mut Engine, runtime: &Arc<Runtime>) {
     inplace::register(engine);
     profile::register(engine, runtime);
     graph::register(engine);
+    aliases::register(engine);
 }

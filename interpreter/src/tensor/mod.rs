@@ -9,6 +9,7 @@ pub mod attention;
 pub mod autocast;
 pub mod autograd;
 pub mod cnn;
+pub mod combine;
 pub mod contraction;
 pub mod counting;
 pub mod creation;

@@ -1,5 +1,5 @@
 //! Rearranging ops, as PyTorch defines them: `flip` (`fliplr`, `flipud`),
-//! `roll`, `repeat`, `tile`, `repeat_interleave`, the splits (`chunk`,
+//! `rot90`, `roll`, `repeat`, `tile`, `repeat_interleave`, the splits (`chunk`,
 //! `split`, `tensor_split`, `unbind`), `movedim`, `unflatten`, sliding
 //! windows (`unfold`), `pad` (constant, reflect, replicate, circular) and the
 //! stacks (`hstack`, `vstack`, `dstack`, `column_stack`, `atleast_nd`).
@@ -79,6 +79,30 @@ impl Tensor {
             return Err(Error::shape("flipud", "needs at least 1 dim, got a 0-dim tensor"));
         }
         self.flip(&[0])
+    }
+
+    /// `self` turned by 90° `k` times in the plane of `dims` (two distinct
+    /// dims), from the first towards the second, as `torch.rot90`; negative
+    /// `k` turns the other way.
+    pub fn rot90(&self, k: i64, dims: &[i64]) -> Result<Tensor> {
+        const OP: &str = "rot90";
+        if dims.len() != 2 || self.ndim() < 2 {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "expects two dims of a tensor of at least 2 dims, got dims {dims:?} for shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        let d = distinct_dims(OP, dims, self)?;
+        let (d0, d1) = (d[0] as i64, d[1] as i64);
+        match k.rem_euclid(4) {
+            1 => self.flip(&[d1])?.transpose(d0, d1),
+            2 => self.flip(&[d0, d1]),
+            3 => self.flip(&[d0])?.transpose(d0, d1),
+            _ => self.clone_data(),
+        }
     }
 
     /// Elements shifted by `shifts[i]` along `dims[i]`, wrapping around; with

@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use kiln::backend::Activation;
+use kiln::tensor::integrate::Spacing;
 use kiln::tensor::loss::{CrossEntropyOptions, Reduction};
 use kiln::tensor::HostValues;
 use kiln::{DType, Device, Result, Scalar, Tensor};
@@ -123,6 +124,12 @@ fn pointwise_compositions() {
         ("logaddexp2", &[3, 4], &[3, 4], 0.0, |a, b| a.logaddexp2(b)),
         ("fmax", &[3, 4], &[3, 4], 0.0, |a, b| a.fmax(b)),
         ("fmin", &[3, 4], &[4], 0.0, |a, b| a.fmin(b)),
+        ("trapezoid", &[3, 4], &[4], 0.0, |a, b| {
+            a.trapezoid(Spacing::Points(b), -1)
+        }),
+        ("cumulative_trapezoid", &[3, 4], &[3, 4], 0.0, |a, b| {
+            a.cumulative_trapezoid(Spacing::Points(b), 1)
+        }),
         ("hypot", &[3, 4], &[4], 0.3, |a, b| a.hypot(b)),
         ("copysign", &[3, 4], &[3, 4], 0.3, |a, b| a.copysign(b)),
         ("xlogy", &[3, 4], &[3, 4], 0.3, |a, b| a.xlogy(&b.abs()?)),

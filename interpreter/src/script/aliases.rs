@@ -2,14 +2,20 @@
 //! `absolute`, `arccos`, `divide`, `greater`, `concat`, `clip`, ...), the
 //! small `Tensor` conveniences (`type_as`, `new_zeros`, `nelement`,
 //! `ravel`, `bool()`, ...), and the script side of `tensor/combine.rs`
-//! (`logaddexp`, `fmax`, `heaviside`, `isin`), `rot90`, `mv`, `vdot`,
-//! `dist` and `addr`. Argument conversion only: each calls what its
-//! PyTorch twin's kiln name calls.
+//! (`logaddexp`, `fmax`, `heaviside`, `isin`), `rot90`, `hsplit`,
+//! `vsplit`, `dsplit`, `broadcast_tensors`, `broadcast_shapes`, the
+//! trapezoid rule (`tensor/integrate.rs`), `mv`, `vdot`, `dist` and `addr`.
+//! Argument conversion only.
 
-use super::convert::{nested_to_tensor, ok, operand, scalar, script_error, shape, tensor_list, RhaiResult};
+use super::convert::{
+    ints, nested_to_tensor, number, ok, operand, scalar, script_error, shape, tensor_array, tensor_list,
+    RhaiResult,
+};
 use super::registry::{Api, Category};
 use crate::core::op::{BinaryOp, CmpOp, UnaryOp};
 use crate::core::{DType, Scalar};
+use crate::tensor::integrate::Spacing;
+use crate::tensor::rearrange::Sections;
 use crate::tensor::statistics::NormOrd;
 use crate::tensor::Tensor;
 use rhai::{Array, Dynamic, Engine, Map, INT};
@@ -28,6 +34,127 @@ pub fn register(engine: &mut Engine) {
     register_conveniences(&mut api);
     api.category(Category::Math);
     register_compositions(&mut api);
+    api.category(Category::Views);
+    register_splits_and_broadcasts(&mut api);
+    api.category(Category::Math);
+    register_trapezoid(&mut api);
+}
+
+fn register_splits_and_broadcasts(api: &mut Api) {
+    type Split = fn(&Tensor, Sections<'_>) -> crate::Result<Vec<Tensor>>;
+    let splits: [(&str, &'static str, Split); 3] = [
+        (
+            "hsplit",
+            "tensor_split along dim 1 (0 for 1-D): a number of equal sections or indices",
+            Tensor::hsplit,
+        ),
+        (
+            "vsplit",
+            "tensor_split along dim 0 (at least 2 dims): a number of equal sections or indices",
+            Tensor::vsplit,
+        ),
+        (
+            "dsplit",
+            "tensor_split along dim 2 (at least 3 dims): a number of equal sections or indices",
+            Tensor::dsplit,
+        ),
+    ];
+    for (name, doc, f) in splits {
+        api.doc(doc).func(
+            name,
+            ["t", "sections"],
+            move |t: Tensor, s: Dynamic| -> RhaiResult<Array> {
+                match s.as_int() {
+                    Ok(n) => tensor_array(f(&t, Sections::Count(n))),
+                    Err(_) => tensor_array(f(&t, Sections::At(&ints(name, "indices", &s)?))),
+                }
+            },
+        );
+    }
+    api.doc("the tensors as views broadcast to their common shape")
+        .func("broadcast_tensors", ["tensors"], |l: Array| {
+            tensor_array(Tensor::broadcast_tensors(&tensor_list("broadcast_tensors", &l)?))
+        });
+    let shapes = |l: &[Dynamic]| -> RhaiResult<Array> {
+        let shapes = l
+            .iter()
+            .map(|s| shape("broadcast_shapes", s))
+            .collect::<RhaiResult<Vec<_>>>()?;
+        let refs: Vec<&[usize]> = shapes.iter().map(|s| s.as_slice()).collect();
+        let out = ok(crate::tensor::view::broadcast_all("broadcast_shapes", &refs))?;
+        Ok(out.into_iter().map(|d| Dynamic::from(d as INT)).collect())
+    };
+    api.doc("the shape the given shapes broadcast to").func(
+        "broadcast_shapes",
+        ["a", "b"],
+        move |a: Dynamic, b: Dynamic| shapes(&[a, b]),
+    );
+    api.doc("the shape the given shapes broadcast to").func(
+        "broadcast_shapes",
+        ["a", "b", "c"],
+        move |a: Dynamic, b: Dynamic, c: Dynamic| shapes(&[a, b, c]),
+    );
+}
+
+/// The spacing of `trapezoid`'s options map (`x` or `dx`) and its dim.
+fn spacing_of<'a>(op: &str, m: &'a Map, x: &'a mut Option<Tensor>) -> RhaiResult<(f64, i64)> {
+    let (mut dx, mut dim) = (1.0, -1);
+    for (k, v) in m {
+        match k.as_str() {
+            "x" => {
+                *x = Some(v.clone().try_cast::<Tensor>().ok_or_else(|| {
+                    script_error(format!(
+                        "{op}: option 'x' must be a Tensor, got {}",
+                        v.type_name()
+                    ))
+                })?)
+            }
+            "dx" => dx = number(op, "dx", v)?,
+            "dim" => {
+                dim = v
+                    .as_int()
+                    .map_err(|t| script_error(format!("{op}: option 'dim' must be an int, got {t}")))?
+            }
+            other => {
+                return Err(script_error(format!(
+                    "{op}: unknown option '{other}' (expected x, dx, dim)"
+                )))
+            }
+        }
+    }
+    if x.is_some() && m.contains_key("dx") {
+        return Err(script_error(format!("{op}: give x or dx, not both")));
+    }
+    Ok((dx, dim))
+}
+
+fn register_trapezoid(api: &mut Api) {
+    type Rule = fn(&Tensor, Spacing<'_>, i64) -> crate::Result<Tensor>;
+    let rules: [(&str, &'static str, Rule); 3] = [
+        ("trapezoid", "the integral of y along dim (-1) by the trapezoid rule; options x (sample points) or dx (1), dim", Tensor::trapezoid),
+        ("trapz", "= trapezoid", Tensor::trapezoid),
+        ("cumulative_trapezoid", "the running trapezoid-rule integral of y along dim (-1): n - 1 values; options x or dx, dim", Tensor::cumulative_trapezoid),
+    ];
+    for (name, doc, f) in rules {
+        api.doc(doc)
+            .func(name, ["y"], move |y: Tensor| ok(f(&y, Spacing::Step(1.0), -1)));
+        api.doc(doc).func(name, ["y", "x"], move |y: Tensor, x: Tensor| {
+            ok(f(&y, Spacing::Points(&x), -1))
+        });
+        api.doc(doc).func(
+            name,
+            ["y", "opts"],
+            move |y: Tensor, m: Map| -> RhaiResult<Tensor> {
+                let mut x = None;
+                let (dx, dim) = spacing_of(name, &m, &mut x)?;
+                let spacing = match &x {
+                    Some(x) => Spacing::Points(x),
+                    None => Spacing::Step(dx),
+                };
+                ok(f(&y, spacing, dim))
+            },
+        );
+    }
 }
 
 fn register_math_aliases(api: &mut Api) {

@@ -21,6 +21,7 @@ pub mod graph;
 pub mod host;
 pub mod index;
 pub mod inplace;
+pub mod integrate;
 pub mod join;
 pub mod linalg;
 pub(crate) mod locks;

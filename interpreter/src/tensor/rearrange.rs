@@ -1,6 +1,6 @@
 //! Rearranging ops, as PyTorch defines them: `flip` (`fliplr`, `flipud`),
 //! `rot90`, `roll`, `repeat`, `tile`, `repeat_interleave`, the splits (`chunk`,
-//! `split`, `tensor_split`, `unbind`), `movedim`, `unflatten`, sliding
+//! `split`, `tensor_split`, `hsplit`, `vsplit`, `dsplit`, `unbind`), `movedim`, `unflatten`, sliding
 //! windows (`unfold`), `pad` (constant, reflect, replicate, circular) and the
 //! stacks (`hstack`, `vstack`, `dstack`, `column_stack`, `atleast_nd`).
 //!
@@ -13,6 +13,16 @@ use super::{DType, Layout, Tensor};
 use crate::core::error::{Error, Result};
 use crate::core::shape::{infer_shape, normalize_dim};
 use crate::core::{HostValues, Scalar};
+
+/// How `hsplit`, `vsplit` and `dsplit` split: into equal sections, or
+/// before each index.
+#[derive(Clone, Copy, Debug)]
+pub enum Sections<'a> {
+    /// This many equal sections.
+    Count(i64),
+    /// Before each of these indices.
+    At(&'a [i64]),
+}
 
 /// `dims` normalized for `x`, each at most once.
 fn distinct_dims(op: &'static str, dims: &[i64], x: &Tensor) -> Result<Vec<usize>> {
@@ -102,6 +112,57 @@ impl Tensor {
             2 => self.flip(&[d0, d1]),
             3 => self.flip(&[d0])?.transpose(d0, d1),
             _ => self.clone_data(),
+        }
+    }
+
+    /// `tensor_split` along dim 1 (dim 0 of a 1-D tensor), as `torch.hsplit`:
+    /// a number of sections must divide the dim; indices split before each.
+    pub fn hsplit(&self, sections: Sections<'_>) -> Result<Vec<Tensor>> {
+        let dim = if self.ndim() == 1 { 0 } else { 1 };
+        self.split_directional("hsplit", 1, dim, sections)
+    }
+
+    /// `tensor_split` along dim 0 of a tensor of at least 2 dims (`torch.vsplit`).
+    pub fn vsplit(&self, sections: Sections<'_>) -> Result<Vec<Tensor>> {
+        self.split_directional("vsplit", 2, 0, sections)
+    }
+
+    /// `tensor_split` along dim 2 of a tensor of at least 3 dims (`torch.dsplit`).
+    pub fn dsplit(&self, sections: Sections<'_>) -> Result<Vec<Tensor>> {
+        self.split_directional("dsplit", 3, 2, sections)
+    }
+
+    fn split_directional(
+        &self,
+        op: &'static str,
+        min_dims: usize,
+        dim: usize,
+        sections: Sections<'_>,
+    ) -> Result<Vec<Tensor>> {
+        if self.ndim() < min_dims {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "expects a tensor of at least {min_dims} dims, got shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        match sections {
+            Sections::Count(n) => {
+                let size = self.shape()[dim];
+                if n <= 0 || size % n as usize != 0 {
+                    return Err(Error::invalid(
+                        op,
+                        format!(
+                            "cannot split dim {dim} of size {size} into {n} equal sections (shape {:?})",
+                            self.shape()
+                        ),
+                    ));
+                }
+                self.tensor_split(n, dim as i64)
+            }
+            Sections::At(indices) => self.tensor_split_at(indices, dim as i64),
         }
     }
 

@@ -249,6 +249,14 @@ impl Tensor {
         Ok(record_expand("broadcast_to", self, out))
     }
 
+    /// Every tensor as a view broadcast to their common shape
+    /// (`torch.broadcast_tensors`).
+    pub fn broadcast_tensors(tensors: &[Tensor]) -> Result<Vec<Tensor>> {
+        let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape()).collect();
+        let shape = broadcast_all("broadcast_tensors", &shapes)?;
+        tensors.iter().map(|t| t.broadcast_to(&shape)).collect()
+    }
+
     /// `len` elements of `dim` from `start` (negative `start` counts from the end).
     pub fn narrow(&self, dim: i64, start: i64, len: i64) -> Result<Tensor> {
         let d = normalize_dim("narrow", dim, self.shape())?;
@@ -302,4 +310,12 @@ impl Tensor {
             z.select(d as i64, i as i64)
         }))
     }
+}
+
+/// The shape all of `shapes` broadcast to (`torch.broadcast_shapes`); `[]`
+/// for none.
+pub fn broadcast_all(op: &'static str, shapes: &[&[usize]]) -> Result<Vec<usize>> {
+    shapes.iter().try_fold(Vec::new(), |acc, s| {
+        crate::core::shape::broadcast_shapes(op, &acc, s)
+    })
 }

@@ -12,6 +12,9 @@ n = torch.tensor([1.0, math.nan, 3.0, math.nan])
 p = torch.tensor([2.0, 5.0, math.nan, math.nan])
 sq = torch.arange(6.0).reshape(2, 3)
 inf = math.inf
+h = torch.arange(12.0).reshape(2, 6)
+bt = torch.broadcast_tensors(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([[10.0], [20.0]]))
+ty = torch.tensor([[1.0, 4.0, 9.0, 16.0], [2.0, 3.0, 5.0, 7.0]])
 
 
 def grads():
@@ -45,6 +48,16 @@ expected = {
     "isin_empty": torch.isin(torch.tensor([1, 2]), torch.tensor([], dtype=torch.int64)),
     "rot90": torch.rot90(sq), "rot90_2": sq.rot90(2), "rot90_neg": torch.rot90(sq, -1),
     "rot90_dims": torch.rot90(torch.arange(8.0).reshape(2, 2, 2), 1, [1, 2]),
+    "hsplit": torch.hsplit(h, 3)[2], "hsplit_at": torch.hsplit(h, [1, 4])[1],
+    "hsplit_1d": torch.hsplit(torch.arange(4.0), 2)[1], "vsplit": torch.vsplit(h, 2)[1],
+    "dsplit": torch.dsplit(torch.arange(8.0).reshape(1, 2, 4), [1])[1],
+    "broadcast_tensors_0": bt[0], "broadcast_tensors_1": bt[1],
+    "trapezoid": torch.trapezoid(ty), "trapezoid_dx": torch.trapezoid(ty, dx=0.5),
+    "trapezoid_x": torch.trapezoid(ty, torch.tensor([0.0, 1.0, 3.0, 6.0])),
+    "trapezoid_dim0": torch.trapz(ty, dim=0), "trapezoid_x_full": torch.trapezoid(ty, x=ty.cumsum(1), dim=1),
+    "trapezoid_one": torch.trapezoid(torch.tensor([5.0])),
+    "cumulative_trapezoid": torch.cumulative_trapezoid(ty),
+    "cumulative_trapezoid_x": torch.cumulative_trapezoid(ty, x=torch.tensor([0.0, 1.0, 3.0, 6.0])),
     "mv": torch.mv(m, torch.tensor([1.0, 0.0, -1.0])), "vdot": torch.vdot(x, u),
     "dist": torch.dist(x, u), "dist_p1": torch.dist(x, u, 1),
     "addr": torch.addr(m, torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0, -1.0])),
@@ -67,6 +80,7 @@ for line in (
     f"new_full: {m.new_full([2], 7).tolist()}",
     f"new_empty: [3] {name[i.new_empty([3]).dtype]}",
     f"new_tensor: {name[i.new_tensor([[1.9, 2.0]]).dtype]} {i.new_tensor([[1.9, 2.0]]).tolist()}",
+    f"broadcast_shapes: {list(torch.broadcast_shapes([2, 1], [3]))} {list(torch.broadcast_shapes([1], [4, 1, 1], [5, 1]))}",
 ):
     assert line in text, line
 print(f"{checked} results agree with PyTorch {torch.__version__}")

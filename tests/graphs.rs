@@ -227,6 +227,31 @@ fn multi_tensor_steps_skip_parameters_without_gradients() {
     // the parameter without a gradient and its state are untouched
     assert_eq!(format!("{:?}", adam[1]), format!("{:?}", v[2]));
     assert_eq!(r[2].as_float().unwrap(), 0.0);
+    // a step with no gradient anywhere (before the first backward, frozen
+    // parameters) updates nothing and is no error, on the CPU too
+    let moved: bool = k
+        .eval(
+            r#"
+            import "nn" as nn;
+            import "optim" as optim;
+            let m = nn::linear(3, 2);
+            let a = optim::adamw(nn::parameters(m));
+            let s = optim::sgd(nn::parameters(m), #{lr: 0.1, momentum: 0.9});
+            let w0 = m.weight.clone();
+            optim::step(a);
+            optim::step(s);
+            adam_step_multi_([], [], [], [], 1, #{});
+            sgd_step_multi_([], [], [], #{});
+            if optim::steps(a) != 1 || optim::steps(s) != 1 { throw "steps not counted"; }
+            if (m.weight - w0).abs().sum().item() != 0.0 { throw "a parameter without a gradient moved"; }
+            nn::apply(m, ones([4, 3])).sum().backward();
+            optim::step(s);
+            optim::step(a);
+            (m.weight - w0).abs().sum().item() > 0.0
+            "#,
+        )
+        .unwrap();
+    assert!(moved);
     let err = k
         .run(
             "adam_step_multi_([ones([2])], [ones([2]), ones([2])], [zeros([2])], [zeros([2])], 1, #{})",

@@ -54,6 +54,10 @@ impl Storage {
         h: &SgdParams,
         count: Option<(&Storage, usize)>,
     ) -> Result<()> {
+        // nothing to update (every parameter was without a gradient)
+        if items.is_empty() {
+            return Ok(());
+        }
         let cuda: Option<Vec<CudaSgdRun<'_>>> = items
             .iter()
             .map(|i| {
@@ -97,6 +101,10 @@ impl Storage {
         h: &AdamParams,
         count: Option<(&Storage, usize)>,
     ) -> Result<()> {
+        // nothing to update (every parameter was without a gradient)
+        if items.is_empty() {
+            return Ok(());
+        }
         if items.iter().all(|i| {
             matches!(
                 (&*i.p.0, i.g.0, &*i.m.0, &*i.v.0),

@@ -577,3 +577,136 @@ fn scans_of_views_with_an_offset_read_their_own_elements() {
     let sorted = x.sort(0, true).unwrap().swap_remove(0);
     assert_eq!(values(&sorted.select(0, 0).unwrap()), vec![15.0, 19.0, 23.0]);
 }
+
+#[test]
+fn quantiles_scatters_and_special_functions() {
+    use kiln::tensor::quantile::{Interpolation, Quantiles};
+    type OpFn = fn(&Tensor) -> Result<Tensor>;
+    let cases: &[(&str, &[usize], OpFn)] = &[
+        ("quantile linear", &[3, 5], |x| {
+            x.quantile(Quantiles::One(0.3), Some(1), false, Interpolation::Linear)
+        }),
+        ("quantile midpoint of all", &[3, 5], |x| {
+            x.quantile(Quantiles::One(0.45), None, true, Interpolation::Midpoint)
+        }),
+        ("nanquantile many", &[4, 3], |x| {
+            let q = Tensor::from_host(&HostValues::Float(vec![0.2, 0.9]), &[2], DType::F64, Device::Cpu)?;
+            x.nanquantile(Quantiles::Many(&q), Some(0), false, Interpolation::Linear)
+        }),
+        ("block_diag", &[2, 3], |x| {
+            Tensor::block_diag(&[x.clone(), x.select(0, 1)?, x.exp()?])
+        }),
+        ("vander", &[4], |x| x.vander(Some(4), false)),
+        ("combinations", &[4], |x| x.combinations(3, false)),
+        ("combinations with replacement", &[3], |x| x.combinations(2, true)),
+        ("dist", &[3, 4], |x| x.dist(&x.flip(&[0])?, 3.0)),
+        ("mvlgamma", &[3, 4], |x| x.abs()?.add_scalar(2.0)?.mvlgamma(3)),
+        ("entr", &[3, 4], |x| x.abs()?.entr()),
+        ("ndtr", &[3, 4], |x| x.ndtr()),
+        ("log_ndtr", &[3, 4], |x| x.mul_scalar(3.0)?.log_ndtr()),
+        ("ndtri", &[3, 4], |x| x.abs()?.mul_scalar(0.5)?.ndtri()),
+        ("erfc", &[3, 4], |x| {
+            x.mul_scalar(2.0)?.unary(kiln::core::op::UnaryOp::Erfc)
+        }),
+        ("frexp mantissa", &[3, 4], |x| Ok(x.mul_scalar(7.0)?.frexp()?.0)),
+        ("pdist", &[4, 3], |x| x.pdist(2.0)),
+        ("pdist p 3", &[4, 3], |x| x.pdist(3.0)),
+        ("renorm", &[3, 4], |x| x.renorm(2.0, 0, 1.2)),
+        ("gradient", &[3, 5], |x| {
+            let g = x.gradient(&[Spacing::Step(0.5), Spacing::Step(2.0)], None, 2)?;
+            g[0].mul(&g[1])
+        }),
+        ("gradient at points", &[5], |x| {
+            let at = Tensor::from_host(
+                &HostValues::Float(vec![0.0, 0.5, 2.0, 2.5, 4.0]),
+                &[5],
+                DType::F64,
+                Device::Cpu,
+            )?;
+            Ok(x.gradient(&[Spacing::Points(&at)], None, 1)?.swap_remove(0))
+        }),
+        ("matrix_exp", &[2, 3, 3], |x| x.matrix_exp()),
+        ("sum_to_size", &[2, 3, 4], |x| x.sum_to_size(&[3, 1])),
+        ("fill_diagonal", &[3, 4], |x| {
+            x.fill_diagonal(Scalar::Float(2.0), false)
+        }),
+        ("matrix_exp scaled", &[3, 3], |x| x.mul_scalar(3.0)?.matrix_exp()),
+        ("embedding_bag mean", &[5, 3], |w| {
+            let i = Tensor::from_host(
+                &HostValues::Int(vec![1, 2, 4, 0, 2]),
+                &[5],
+                DType::I64,
+                Device::Cpu,
+            )?;
+            let o = Tensor::from_host(&HostValues::Int(vec![0, 2]), &[2], DType::I64, Device::Cpu)?;
+            i.embedding_bag(w, Some(&o), "mean", None, false, Some(0))
+        }),
+        ("embedding_bag max", &[5, 3], |w| {
+            let i = Tensor::from_host(
+                &HostValues::Int(vec![1, 2, 4, 0, 3, 3]),
+                &[2, 3],
+                DType::I64,
+                Device::Cpu,
+            )?;
+            i.embedding_bag(w, None, "max", None, false, None)
+        }),
+    ];
+    for (name, shape, f) in cases {
+        let x = sgn(&mut Rng::new(name), shape, 0.2, 1.5);
+        gradcheck(name, &[x], |x| f(&x[0]));
+    }
+    type TwoFn = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    let two: &[(&str, &[usize], &[usize], TwoFn)] = &[
+        ("select_scatter", &[3, 4], &[4], |a, b| a.select_scatter(b, 0, 1)),
+        ("slice_scatter", &[3, 4], &[3, 2], |a, b| {
+            a.slice_scatter(b, 1, Some(1), None, 2)
+        }),
+        ("diagonal_scatter", &[3, 4], &[3], |a, b| {
+            a.diagonal_scatter(b, 1, 0, 1)
+        }),
+        ("index_reduce prod", &[4, 3], &[3, 3], |a, b| {
+            let i = Tensor::from_host(&HostValues::Int(vec![0, 3, 0]), &[3], DType::I64, Device::Cpu)?;
+            a.index_reduce(0, &i, b, "prod", true)
+        }),
+        ("index_reduce mean", &[4, 3], &[4, 2], |a, b| {
+            let i = Tensor::from_host(&HostValues::Int(vec![2, 2]), &[2], DType::I64, Device::Cpu)?;
+            a.index_reduce(1, &i, b, "mean", false)
+        }),
+        ("index_reduce amax", &[4, 3], &[3, 3], |a, b| {
+            let i = Tensor::from_host(&HostValues::Int(vec![1, 3, 1]), &[3], DType::I64, Device::Cpu)?;
+            a.index_reduce(0, &i, b, "amax", true)
+        }),
+        ("addr", &[3, 4], &[4], |a, b| {
+            a.addr(&b.narrow(0, 0, 3)?, b, 0.5, 2.0)
+        }),
+        ("mv", &[3, 4], &[4], |a, b| a.mv(b)),
+        ("xlog1py", &[3, 4], &[3, 4], |a, b| a.xlog1py(&b.abs()?)),
+        ("ldexp", &[3, 4], &[4], |a, b| {
+            a.ldexp(&b.mul_scalar(3.0)?.round()?.detach())
+        }),
+        ("put accumulate", &[3, 4], &[3], |a, b| {
+            let i = Tensor::from_host(&HostValues::Int(vec![1, -2, 1]), &[3], DType::I64, Device::Cpu)?;
+            a.put(&i, b, true)
+        }),
+        ("tensorsolve", &[2, 2, 2, 2], &[2, 2], |a, b| {
+            let eye = Tensor::eye(4, 4, Some(DType::F64), Device::Cpu)?.mul_scalar(3.0)?;
+            a.add(&eye.reshape(&[2, 2, 2, 2])?)?.tensorsolve(b, None)
+        }),
+        ("multilabel_margin_loss", &[3, 4], &[4], |a, b| {
+            let y = Tensor::from_host(
+                &HostValues::Int(vec![3, 0, -1, 1, 1, 2, 0, -1, 2, -1, 0, 0]),
+                &[3, 4],
+                DType::I64,
+                Device::Cpu,
+            )?;
+            a.add(b)?
+                .mul_scalar(0.3)?
+                .multilabel_margin_loss(&y, Reduction::None)
+        }),
+    ];
+    for (name, sa, sb, f) in two {
+        let mut rng = Rng::new(name);
+        let (a, b) = (sgn(&mut rng, sa, 0.2, 1.5), sgn(&mut rng, sb, 0.2, 1.5));
+        gradcheck(name, &[a, b], |x| f(&x[0], &x[1]));
+    }
+}

@@ -54,6 +54,7 @@ macro_rules! unary_ops {
                 (|x| $crate::ops::gelu_tanh(x)) ();
             Silu silu "SiLU (swish), `x * sigmoid(x)`." float any (|x| x * (R::ONE / (R::ONE + (-x).exp()))) ();
             Erf erf "The error function." float any (|x| x.erf()) ();
+            Erfc erfc "The complementary error function `1 - erf(x)`, accurate where erf is near 1." float any (|x| x.erfc()) ();
             Floor floor "Rounds down to an integer (integers unchanged)." keep any (|x| x.floor()) (|x| x);
             Ceil ceil "Rounds up to an integer (integers unchanged)." keep any (|x| x.ceil()) (|x| x);
             Round round "Rounds half to even (integers unchanged)." keep any (|x| x.rint()) (|x| x);
@@ -166,6 +167,10 @@ macro_rules! binary_ops {
             Minimum minimum "Elementwise minimum; NaN propagates (logical and for bool)." arith
                 (|a, b| if a.is_nan() || b.is_nan() { R::NAN } else if a < b { a } else { b })
                 (|a, b| if a < b { a } else { b }) (|a, b| a & b);
+            Gcd gcd "Greatest common divisor of integers, non-negative (`gcd(0, 0) = 0`); integers only." bitwise
+                () (|a, b| $crate::ops::int_gcd(a, b)) (|a, b| a | b);
+            Lcm lcm "Least common multiple of integers, non-negative (0 when either is 0); integers only." bitwise
+                () (|a, b| $crate::ops::int_lcm(a, b)) (|a, b| a & b);
             BitAnd bitwise_and "Bitwise and (logical for bool); integers and bool only." bitwise
                 () (|a, b| a & b) (|a, b| a & b);
             BitOr bitwise_or "Bitwise or (logical for bool); integers and bool only." bitwise
@@ -297,6 +302,29 @@ pub fn int_rem(a: i64, b: i64) -> i64 {
         Some(r) if r != 0 && ((r < 0) != (b < 0)) => r + b,
         Some(r) => r,
         None => 0,
+    }
+}
+
+/// The greatest common divisor of |a| and |b| (Euclid's algorithm).
+#[inline(always)]
+pub fn int_gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        let r = a % b;
+        a = b;
+        b = r;
+    }
+    a as i64
+}
+
+/// The least common multiple `|a / gcd(a, b) · b|` (0 when either is 0).
+#[inline(always)]
+pub fn int_lcm(a: i64, b: i64) -> i64 {
+    let g = int_gcd(a, b);
+    if g == 0 {
+        0
+    } else {
+        (a / g).wrapping_mul(b).wrapping_abs()
     }
 }
 

@@ -86,6 +86,8 @@ pub trait Real:
     fn polygamma(self, n: Self) -> Self;
     /// the inverse error function
     fn erfinv(self) -> Self;
+    /// the complementary error function `1 - erf(x)`
+    fn erfc(self) -> Self;
 }
 
 macro_rules! real {
@@ -214,6 +216,10 @@ macro_rules! real {
             #[inline]
             fn erfinv(self) -> Self {
                 special::erfinv(self as f64) as $t
+            }
+            #[inline]
+            fn erfc(self) -> Self {
+                libm::erfc(self as f64) as $t
             }
         }
     };

@@ -1,22 +1,24 @@
 //! PyTorch's other spellings of kiln functions (its NumPy-style aliases:
 //! `absolute`, `arccos`, `divide`, `greater`, `concat`, `clip`, ...), the
 //! small `Tensor` conveniences (`type_as`, `new_zeros`, `nelement`,
-//! `ravel`, `bool()`, ...), and the script side of `tensor/combine.rs`
-//! (`logaddexp`, `fmax`, `heaviside`, `isin`), `rot90`, `hsplit`,
-//! `vsplit`, `dsplit`, `broadcast_tensors`, `broadcast_shapes`, the
-//! trapezoid rule (`tensor/integrate.rs`), `mv`, `vdot`, `dist` and `addr`.
-//! Argument conversion only.
+//! `ravel`, `bool()`, `fill_diagonal_`, `put`, `sum_to_size`, the in-place
+//! view changes `t_`/`transpose_`/`squeeze_`/`unsqueeze_`/`detach_`, ...),
+//! and the script side of `tensor/combine.rs` (`logaddexp`, `fmax`,
+//! `heaviside`, `isin`), `rot90`, `hsplit`, `vsplit`, `dsplit`,
+//! `broadcast_tensors`, `broadcast_shapes`, the calculus of
+//! `tensor/integrate.rs` (trapezoid rule, `gradient`), `mv`, `vdot`, `dist`
+//! and `addr`. Argument conversion only.
 
 use super::convert::{
     ints, nested_to_tensor, number, ok, operand, scalar, script_error, shape, tensor_array, tensor_list,
     RhaiResult,
 };
+use super::methods::{register_binary, register_compare};
 use super::registry::{Api, Category};
 use crate::core::op::{BinaryOp, CmpOp, UnaryOp};
 use crate::core::{DType, Scalar};
 use crate::tensor::integrate::Spacing;
 use crate::tensor::rearrange::Sections;
-use crate::tensor::statistics::NormOrd;
 use crate::tensor::Tensor;
 use rhai::{Array, Dynamic, Engine, Map, INT};
 
@@ -128,7 +130,57 @@ fn spacing_of<'a>(op: &str, m: &'a Map, x: &'a mut Option<Tensor>) -> RhaiResult
     Ok((dx, dim))
 }
 
+/// `torch.gradient`'s `spacing`: a number, numbers (one per dim) or 1-D
+/// sample-point tensors (one per dim).
+enum GradientSpacing {
+    Steps(Vec<f64>),
+    Points(Vec<Tensor>),
+}
+
+fn gradient_spacing(d: &Dynamic) -> RhaiResult<GradientSpacing> {
+    const OP: &str = "gradient";
+    if let Some(t) = d.clone().try_cast::<Tensor>() {
+        return Ok(GradientSpacing::Points(vec![t]));
+    }
+    match d.clone().try_cast::<Array>() {
+        Some(a) if a.iter().all(|x| x.is::<Tensor>()) && !a.is_empty() => {
+            Ok(GradientSpacing::Points(tensor_list(OP, &a)?))
+        }
+        Some(a) => Ok(GradientSpacing::Steps(
+            a.iter()
+                .map(|x| number(OP, "spacing", x))
+                .collect::<RhaiResult<_>>()?,
+        )),
+        None => Ok(GradientSpacing::Steps(vec![number(OP, "spacing", d)?])),
+    }
+}
+
+fn register_gradient(api: &mut Api) {
+    super::kwargs::register(
+        api,
+        "gradient",
+        "finite-difference derivative estimates along dim (all dims by default), one tensor per dim: central inside, one-sided at the edges; options spacing (1: a number, one per dim, or 1-D sample points per dim), dim, edge_order (1 or 2)",
+        ["t"],
+        &["spacing", "dim", "edge_order"],
+        super::kwargs::Form::Plain,
+        |[t], k| {
+            let spacing = match k.get("spacing") {
+                Some(s) => gradient_spacing(s)?,
+                None => GradientSpacing::Steps(vec![1.0]),
+            };
+            let dims = k.get("dim").map(|d| ints("gradient", "dim", d)).transpose()?;
+            let edge = k.int("edge_order", 1)?;
+            let spacing: Vec<Spacing<'_>> = match &spacing {
+                GradientSpacing::Steps(s) => s.iter().map(|&h| Spacing::Step(h)).collect(),
+                GradientSpacing::Points(p) => p.iter().map(Spacing::Points).collect(),
+            };
+            tensor_array(t.gradient(&spacing, dims.as_deref(), edge))
+        },
+    );
+}
+
 fn register_trapezoid(api: &mut Api) {
+    register_gradient(api);
     type Rule = fn(&Tensor, Spacing<'_>, i64) -> crate::Result<Tensor>;
     let rules: [(&str, &'static str, Rule); 3] = [
         ("trapezoid", "the integral of y along dim (-1) by the trapezoid rule; options x (sample points) or dx (1), dim", Tensor::trapezoid),
@@ -180,16 +232,7 @@ fn register_math_aliases(api: &mut Api) {
         ("multiply", BinaryOp::Mul),
         ("subtract", BinaryOp::Sub),
     ] {
-        api.doc(op.doc()).func(
-            name,
-            ["a", "b"],
-            move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
-                match b.clone().try_cast::<Tensor>() {
-                    Some(b) => ok(a.binary(op, &b)),
-                    None => ok(a.binary_scalar(op, scalar(name, &b)?, false)),
-                }
-            },
-        );
+        register_binary(api, name, op);
     }
     for (name, op) in [
         ("greater", CmpOp::Gt),
@@ -198,16 +241,7 @@ fn register_math_aliases(api: &mut Api) {
         ("less_equal", CmpOp::Le),
         ("not_equal", CmpOp::Ne),
     ] {
-        api.doc(op.doc()).func(
-            name,
-            ["a", "b"],
-            move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
-                match b.clone().try_cast::<Tensor>() {
-                    Some(b) => ok(a.compare(op, &b)),
-                    None => ok(a.compare_scalar(op, scalar(name, &b)?, false)),
-                }
-            },
-        );
+        register_compare(api, name, op);
     }
     api.doc("the bitwise complement of integers, logical not of bools (torch.bitwise_not, ~x)")
         .func("bitwise_not", ["t"], |t: Tensor| -> RhaiResult<Tensor> {
@@ -233,7 +267,142 @@ fn register_math_aliases(api: &mut Api) {
     }
 }
 
+/// The in-place view changes (`t_`, `transpose_`, `squeeze_`,
+/// `unsqueeze_`, `detach_`: the variable becomes the new view), and
+/// `fill_diagonal_`, `put`/`put_`, `sum_to_size`, `storage_offset`,
+/// `is_nonzero`, `is_same_size`, `isreal`, `is_complex`.
+fn register_view_changes(api: &mut Api) {
+    api.doc("in place: t becomes its transpose (2-D or less); returns it")
+        .func("t_", ["t"], |t: &mut Tensor| -> RhaiResult<Tensor> {
+            *t = ok(t.t())?;
+            Ok(t.clone())
+        });
+    api.doc("in place: t becomes t.transpose(d0, d1); returns it")
+        .func(
+            "transpose_",
+            ["t", "d0", "d1"],
+            |t: &mut Tensor, a: INT, b: INT| -> RhaiResult<Tensor> {
+                *t = ok(t.transpose(a, b))?;
+                Ok(t.clone())
+            },
+        );
+    api.doc("in place: t loses its dims of size 1; returns it").func(
+        "squeeze_",
+        ["t"],
+        |t: &mut Tensor| -> RhaiResult<Tensor> {
+            *t = ok(t.squeeze(None))?;
+            Ok(t.clone())
+        },
+    );
+    api.doc("in place: t loses dim d if its size is 1; returns it")
+        .func(
+            "squeeze_",
+            ["t", "d"],
+            |t: &mut Tensor, d: INT| -> RhaiResult<Tensor> {
+                *t = ok(t.squeeze(Some(&[d])))?;
+                Ok(t.clone())
+            },
+        );
+    api.doc("in place: t gains a dim of size 1 at d; returns it")
+        .func(
+            "unsqueeze_",
+            ["t", "d"],
+            |t: &mut Tensor, d: INT| -> RhaiResult<Tensor> {
+                *t = ok(t.unsqueeze(d))?;
+                Ok(t.clone())
+            },
+        );
+    api.doc("in place: t leaves the autograd graph (its variable becomes the detached tensor); returns it")
+        .func("detach_", ["t"], |t: &mut Tensor| -> Tensor {
+            *t = t.detach();
+            t.clone()
+        });
+    let fill = |t: &mut Tensor, v: &Dynamic, wrap: bool| -> RhaiResult<Tensor> {
+        let out = ok(t.fill_diagonal(scalar("fill_diagonal_", v)?, wrap))?;
+        ok(t.assign_("fill_diagonal_", &out))?;
+        Ok(t.clone())
+    };
+    api.doc("in place: value on the main diagonal (a matrix, or all dims equal); returns t")
+        .func(
+            "fill_diagonal_",
+            ["t", "value"],
+            move |t: &mut Tensor, v: Dynamic| fill(t, &v, false),
+        );
+    api.doc("in place: value on the main diagonal; wrap: a tall matrix's diagonal starts again every cols + 1 rows")
+        .func(
+            "fill_diagonal_",
+            ["t", "value", "wrap"],
+            move |t: &mut Tensor, v: Dynamic, w: bool| fill(t, &v, w),
+        );
+    for (name, accumulate) in [("put", false), ("put_", false)] {
+        let doc =
+            "source's values at the flat positions index (negative from the end); options accumulate (false)";
+        let f = move |t: &mut Tensor, i: Tensor, s: Dynamic, acc: bool| -> RhaiResult<Tensor> {
+            let s = tensor_arg(name, &s, t)?;
+            let out = ok(t.put(&i, &s, acc))?;
+            if name == "put_" {
+                ok(t.assign_("put_", &out))?;
+                return Ok(t.clone());
+            }
+            Ok(out)
+        };
+        api.doc(doc).func(
+            name,
+            ["t", "index", "source"],
+            move |t: &mut Tensor, i: Tensor, s: Dynamic| f(t, i, s, accumulate),
+        );
+        api.doc(doc).func(
+            name,
+            ["t", "index", "source", "accumulate"],
+            move |t: &mut Tensor, i: Tensor, s: Dynamic, a: Dynamic| -> RhaiResult<Tensor> {
+                let a = match a.clone().try_cast::<Map>() {
+                    Some(m) => match m.get("accumulate") {
+                        Some(v) if m.len() == 1 => v.as_bool().map_err(|ty| {
+                            script_error(format!("{name}: option 'accumulate' must be a bool, got {ty}"))
+                        })?,
+                        _ => return Err(script_error(format!("{name}: options are #{{accumulate}}"))),
+                    },
+                    None => a
+                        .as_bool()
+                        .map_err(|ty| script_error(format!("{name}: accumulate must be a bool, got {ty}")))?,
+                };
+                f(t, i, s, a)
+            },
+        );
+    }
+    api.doc("t summed down to size, which must broadcast to t's shape (Tensor.sum_to_size)")
+        .func("sum_to_size", ["t", "size"], |t: Tensor, s: Dynamic| {
+            ok(t.sum_to_size(&shape("sum_to_size", &s)?))
+        });
+    api.doc("the offset of t's first element in its storage, in elements")
+        .func("storage_offset", ["t"], |t: &mut Tensor| {
+            t.layout().offset() as INT
+        });
+    api.doc("true when t (one element) is not zero; an error for other sizes")
+        .func("is_nonzero", ["t"], |t: Tensor| -> RhaiResult<bool> {
+            if t.numel() != 1 {
+                return Err(script_error(format!(
+                    "is_nonzero: expects a tensor with one element, got shape {:?}",
+                    t.shape()
+                )));
+            }
+            Ok(ok(t.item())?.to_f64() != 0.0)
+        });
+    api.doc("true when t and other have the same shape").func(
+        "is_same_size",
+        ["t", "other"],
+        |t: &mut Tensor, o: Tensor| t.shape() == o.shape(),
+    );
+    api.doc("true for every element (real tensors have no imaginary part): a bool tensor of t's shape")
+        .func("isreal", ["t"], |t: Tensor| {
+            ok(Tensor::ones(t.shape(), Some(DType::Bool), t.device()))
+        });
+    api.doc("false: kiln's tensors are real")
+        .func("is_complex", ["t"], |_t: &mut Tensor| false);
+}
+
 fn register_conveniences(api: &mut Api) {
+    register_view_changes(api);
     api.doc("the elements in one dimension, a view when possible (torch.ravel)")
         .func("ravel", ["t"], |t: Tensor| ok(t.reshape(&[-1])));
     api.doc("the number of elements (= numel)")
@@ -370,41 +539,21 @@ fn register_compositions(api: &mut Api) {
         .func("rot90", ["t", "k", "dims"], |t: Tensor, k: INT, d: Dynamic| {
             ok(t.rot90(k, &super::convert::ints("rot90", "dims", &d)?))
         });
-    api.doc("matrix × vector: a [n, m] @ v [m] (torch.mv)").func(
-        "mv",
-        ["a", "v"],
-        |a: Tensor, v: Tensor| -> RhaiResult<Tensor> {
-            if a.ndim() != 2 || v.ndim() != 1 {
-                return Err(script_error(format!(
-                    "mv: expects a matrix and a vector, got shapes {:?} and {:?}",
-                    a.shape(),
-                    v.shape()
-                )));
-            }
-            ok(a.matmul(&v))
-        },
-    );
-    api.doc("the dot product of two vectors (real: = dot)").func(
-        "vdot",
-        ["a", "b"],
-        |a: Tensor, b: Tensor| ok(a.dot(&b)),
-    );
+    api.doc("matrix × vector: a [n, m] @ v [m] (torch.mv)")
+        .func("mv", ["a", "v"], |a: Tensor, v: Tensor| ok(a.mv(&v)));
+    api.doc("the inner product of two vectors (torch.vdot; = dot for real tensors)")
+        .func("vdot", ["a", "b"], |a: Tensor, b: Tensor| ok(a.vdot(&b)));
     api.doc("the 2-norm of a - b (torch.dist)")
-        .func("dist", ["a", "b"], |a: Tensor, b: Tensor| {
-            ok(a.sub(&b).and_then(|d| d.norm(NormOrd::P(2.0), &[], false)))
-        });
+        .func("dist", ["a", "b"], |a: Tensor, b: Tensor| ok(a.dist(&b, 2.0)));
     api.doc("the p-norm of a - b (torch.dist)").func(
         "dist",
         ["a", "b", "p"],
-        |a: Tensor, b: Tensor, p: Dynamic| -> RhaiResult<Tensor> {
-            let p = super::convert::number("dist", "p", &p)?;
-            ok(a.sub(&b).and_then(|d| d.norm(NormOrd::P(p), &[], false)))
-        },
+        |a: Tensor, b: Tensor, p: Dynamic| -> RhaiResult<Tensor> { ok(a.dist(&b, number("dist", "p", &p)?)) },
     );
     api.doc("t + outer(v1, v2) (torch.addr)").func(
         "addr",
         ["t", "v1", "v2"],
-        |t: Tensor, a: Tensor, b: Tensor| ok(a.outer(&b).and_then(|o| t.add(&o))),
+        |t: Tensor, a: Tensor, b: Tensor| ok(t.addr(&a, &b, 1.0, 1.0)),
     );
     api.doc("beta·t + alpha·outer(v1, v2); options beta, alpha (1)")
         .func(
@@ -414,8 +563,8 @@ fn register_compositions(api: &mut Api) {
                 let (mut beta, mut alpha) = (1.0, 1.0);
                 for (k, v) in &m {
                     match k.as_str() {
-                        "beta" => beta = super::convert::number("addr", "beta", v)?,
-                        "alpha" => alpha = super::convert::number("addr", "alpha", v)?,
+                        "beta" => beta = number("addr", "beta", v)?,
+                        "alpha" => alpha = number("addr", "alpha", v)?,
                         other => {
                             return Err(script_error(format!(
                                 "addr: unknown option '{other}' (expected beta, alpha)"
@@ -423,14 +572,7 @@ fn register_compositions(api: &mut Api) {
                         }
                     }
                 }
-                let o = ok(a.outer(&b).and_then(|o| o.mul_scalar(alpha)))?;
-                // beta 0 ignores t (NaN in it too), as PyTorch's addr
-                let base = if beta == 0.0 {
-                    ok(t.zeros_like())?
-                } else {
-                    ok(t.mul_scalar(beta))?
-                };
-                ok(base.add(&o))
+                ok(t.addr(&a, &b, beta, alpha))
             },
         );
 }

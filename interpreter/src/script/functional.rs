@@ -18,6 +18,7 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
     register_activations(api, rt);
     register_layers(api, rt);
     register_distances(api);
+    register_stochastic(api, rt);
 }
 
 fn register_activations(api: &mut Api, rt: &Arc<Runtime>) {
@@ -215,6 +216,29 @@ fn register_layers(api: &mut Api, rt: &Arc<Runtime>) {
         Form::Plain,
         |[i, w], k| ok(i.embedding(&w, k.opt_int("padding_idx")?)),
     );
+    kw(
+        api,
+        "embedding_bag",
+        "rows of weight at the indices combined per bag (F.embedding_bag): bags are the rows of 2-D indices or start at offsets; options offsets, mode (mean, sum, max), per_sample_weights (sum), include_last_offset, padding_idx",
+        ["indices", "weight"],
+        &["offsets", "max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse", "per_sample_weights", "include_last_offset", "padding_idx"],
+        Form::Plain,
+        |[i, w], k| {
+            if k.has("max_norm") {
+                return Err(super::convert::script_error("embedding_bag: max_norm is not supported (renormalise the weight with renorm first)"));
+            }
+            let offsets = k.tensor("offsets", &i)?;
+            let psw = k.tensor("per_sample_weights", &w)?;
+            ok(i.embedding_bag(
+                &w,
+                offsets.as_ref(),
+                &k.string("mode", "mean")?,
+                psw.as_ref(),
+                k.flag("include_last_offset", false)?,
+                k.opt_int("padding_idx")?,
+            ))
+        },
+    );
     let r = rt.clone();
     kw(
         api,
@@ -226,6 +250,43 @@ fn register_layers(api: &mut Api, rt: &Arc<Runtime>) {
         move |[t], k| {
             let (p, training) = (k.number("p", 0.5)?, k.flag("training", true)?);
             ok(r.with_rng(|g| t.dropout(p, training, g)))
+        },
+    );
+}
+
+/// `alpha_dropout`, `feature_alpha_dropout` and `gumbel_softmax`.
+fn register_stochastic(api: &mut Api, rt: &Arc<Runtime>) {
+    for (name, feature) in [("alpha_dropout", false), ("feature_alpha_dropout", true)] {
+        let doc: &'static str = if feature {
+            "alpha dropout of whole channels of [N, C, ...] (probability p, 0.5) while training (false, as F.feature_alpha_dropout)"
+        } else {
+            "sets elements to SELU's saturation with probability p (0.5), keeping zero mean and unit variance, while training (false, as F.alpha_dropout)"
+        };
+        let r = rt.clone();
+        kw(
+            api,
+            name,
+            doc,
+            ["t"],
+            &["p", "training"],
+            Form::Random,
+            move |[t], k| {
+                let (p, training) = (k.number("p", 0.5)?, k.flag("training", false)?);
+                ok(r.with_rng(|g| t.alpha_dropout(p, training, feature, g)))
+            },
+        );
+    }
+    let r = rt.clone();
+    kw(
+        api,
+        "gumbel_softmax",
+        "softmax((logits + Gumbel noise) / tau) along dim (-1); hard: the one-hot of its argmax with the soft sample's gradient; options tau (1), hard (false), dim",
+        ["logits"],
+        &["tau", "hard", "eps", "dim"],
+        Form::Random,
+        move |[t], k| {
+            let (tau, hard, dim) = (k.number("tau", 1.0)?, k.flag("hard", false)?, k.int("dim", -1)?);
+            ok(r.with_rng(|g| t.gumbel_softmax(tau, hard, dim, g)))
         },
     );
 }
@@ -301,5 +362,14 @@ fn register_distances(api: &mut Api) {
         &["p"],
         Form::Plain,
         |[a, b], k| ok(a.cdist(&b, k.number("p", 2.0)?)),
+    );
+    kw(
+        api,
+        "pdist",
+        "p-norm distances between the rows of x [N, M], each pair i < j once: N(N-1)/2 values; option p (2)",
+        ["x"],
+        &["p"],
+        Form::Plain,
+        |[x], k| ok(x.pdist(k.number("p", 2.0)?)),
     );
 }

@@ -28,7 +28,9 @@ const INPLACE: &[(&str, &str, usize)] = inplace_table!(
     clamp 2, clamp_min 1, clamp_max 1, lerp 2, addcmul 3, addcdiv 3, polygamma 1,
     hardtanh 2, leaky_relu 1, elu 1, celu 1, threshold 2, softplus 2,
     tril 1, triu 1, masked_fill 2, masked_scatter 2, index_fill 3, index_copy 3, index_add 3,
-    index_put 3, scatter 4, scatter_add 3, scatter_reduce 5, cumsum 2, cumprod 2,
+    index_put 3, scatter 4, scatter_add 3, scatter_reduce 5, index_reduce 5, cumsum 2, cumprod 2,
+    absolute 0, negative 0, sgn 0, arccos 0, arcsin 0, arctan 0, arccosh 0, arcsinh 0, arctanh 0,
+    clip 2, divide 1, multiply 1, subtract 1, addr 3, ldexp 1, mvlgamma 1, erfc 0, gcd 1, lcm 1,
     addmm 3, baddbmm 3, addmv 3, addbmm 3,
 );
 

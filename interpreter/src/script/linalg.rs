@@ -214,6 +214,15 @@ fn shared(api: &mut Api) {
     );
     kw(
         api,
+        "matrix_exp",
+        "torch.linalg.matrix_exp: e^A of square matrices (scaling and squaring of a Taylor series)",
+        ["a"],
+        &[],
+        Form::Plain,
+        |[a], _| ok(a.matrix_exp()),
+    );
+    kw(
+        api,
         "matrix_power",
         "torch.linalg.matrix_power: A^n (n < 0 through the inverse, n = 0 the identity)",
         ["a"],
@@ -287,6 +296,42 @@ fn shared(api: &mut Api) {
 
 /// `torch.linalg` functions whose global name means something else.
 fn linalg_only(api: &mut Api) {
+    kw(
+        api,
+        "tensorinv",
+        "torch.linalg.tensorinv: the inverse of a read as a matrix of its first ind (2) dims by the rest: shape rest + first",
+        ["a"],
+        &["ind"],
+        Form::Plain,
+        |[a], k| {
+            let ind = k.int("ind", 2)?;
+            if ind < 1 {
+                return Err(script_error(format!("tensorinv: ind must be positive, got {ind}")));
+            }
+            ok(a.tensorinv(ind as usize))
+        },
+    );
+    kw(
+        api,
+        "tensorsolve",
+        "torch.linalg.tensorsolve: x with tensordot(a, x, x.ndim) = b; option dims (of a, moved to the end first)",
+        ["a", "b"],
+        &["dims"],
+        Form::Plain,
+        |[a, b], k| {
+            let dims = k.get("dims").map(|d| super::convert::ints("tensorsolve", "dims", d)).transpose()?;
+            ok(a.tensorsolve(&b, dims.as_deref()))
+        },
+    );
+    kw(
+        api,
+        "vander",
+        "torch.linalg.vander: the powers x^0, ..., x^(N-1) of the last dim's values as columns; option N (its size)",
+        ["x"],
+        &["N"],
+        Form::Plain,
+        |[x], k| ok(x.vander(k.opt_int("N")?, true)),
+    );
     kw(
         api,
         "svd",

@@ -160,6 +160,15 @@ fn register_classification(api: &mut Api) {
     );
     kw(
         api,
+        "multilabel_margin_loss",
+        "multi-label hinge loss: each target row lists its classes, ended by -1; Σ max(0, 1 - (x[j] - x[i])) / C over listed j and unlisted i; option reduction",
+        ["input", "target"],
+        &["reduction"],
+        Form::Plain,
+        |[x, y], k| ok(x.multilabel_margin_loss(&y, k.reduction()?)),
+    );
+    kw(
+        api,
         "soft_margin_loss",
         "log(1 + e^(-y x)) for targets ±1; option reduction",
         ["input", "target"],

@@ -248,6 +248,34 @@ fn register_views(api: &mut Api) {
     });
 }
 
+/// `name(a, b)` for a binary op row: `b` a tensor (broadcast) or a number.
+pub(super) fn register_binary(api: &mut Api, name: &'static str, op: BinaryOp) {
+    api.doc(op.doc()).func(
+        name,
+        ["a", "b"],
+        move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
+            match b.clone().try_cast::<Tensor>() {
+                Some(b) => ok(a.binary(op, &b)),
+                None => ok(a.binary_scalar(op, scalar(name, &b)?, false)),
+            }
+        },
+    );
+}
+
+/// `name(a, b)` for a comparison: `b` a tensor (broadcast) or a number.
+pub(super) fn register_compare(api: &mut Api, name: &'static str, op: CmpOp) {
+    api.doc(op.doc()).func(
+        name,
+        ["a", "b"],
+        move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
+            match b.clone().try_cast::<Tensor>() {
+                Some(b) => ok(a.compare(op, &b)),
+                None => ok(a.compare_scalar(op, scalar(name, &b)?, false)),
+            }
+        },
+    );
+}
+
 fn register_math(api: &mut Api) {
     for &op in UnaryOp::ALL {
         api.doc(op.doc())
@@ -255,17 +283,7 @@ fn register_math(api: &mut Api) {
     }
     use BinaryOp::{BitAnd, BitOr, BitXor, Maximum, Minimum};
     for &op in BinaryOp::ALL {
-        let name = op.name();
-        api.doc(op.doc()).func(
-            name,
-            ["a", "b"],
-            move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
-                match b.clone().try_cast::<Tensor>() {
-                    Some(b) => ok(a.binary(op, &b)),
-                    None => ok(a.binary_scalar(op, scalar(name, &b)?, false)),
-                }
-            },
-        );
+        register_binary(api, op.name(), op);
     }
     for (name, op, doc) in [
         (
@@ -298,17 +316,7 @@ fn register_math(api: &mut Api) {
     api.doc(Minimum.doc())
         .func("min", ["a", "b"], |a: Tensor, b: Tensor| ok(a.minimum(&b)));
     for &op in CmpOp::ALL {
-        let name = op.name();
-        api.doc(op.doc()).func(
-            name,
-            ["a", "b"],
-            move |a: Tensor, b: Dynamic| -> RhaiResult<Tensor> {
-                match b.clone().try_cast::<Tensor>() {
-                    Some(b) => ok(a.compare(op, &b)),
-                    None => ok(a.compare_scalar(op, scalar(name, &b)?, false)),
-                }
-            },
-        );
+        register_compare(api, op.name(), op);
     }
     let bound = |name: &str, d: &Dynamic| -> RhaiResult<Option<crate::tensor::Scalar>> {
         if d.is_unit() {

@@ -55,6 +55,7 @@ pub mod runtime_api;
 pub mod sampling;
 pub mod scope;
 pub mod select;
+pub mod special;
 pub mod statistics;
 pub(crate) mod stdlib;
 pub mod structure;
@@ -281,4 +282,5 @@ fn register_functions(engine: &mut Engine, runtime: &Arc<Runtime>) {
     profile::register(engine, runtime);
     graph::register(engine);
     aliases::register(engine);
+    special::register(engine);
 }

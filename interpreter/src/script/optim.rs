@@ -64,19 +64,7 @@ pub fn register(engine: &mut Engine) {
     api.doc("one fused SGD step over arrays of parameters, gradients and momentum buffers (Tensor or () each; one launch per 24 CUDA parameters); grads: an array (a () entry skips its parameter) or () for each parameter's own .grad; opts as sgd_step_, and step: a one-element integer tensor (the step count, read by the kernels: the first step initialises the buffers, capturable) in place of init_buffer").func("sgd_step_multi_", ["params", "grads", "bufs", "opts"], |p: Array, g: Dynamic, b: Array, m: Map| -> RhaiResult<()> {
             const OP: &str = "sgd_step_multi_";
             let p = tensor_list(OP, &p)?;
-            let bufs = b
-                .iter()
-                .enumerate()
-                .map(|(i, x)| {
-                    if x.is_unit() {
-                        Ok(None)
-                    } else {
-                        x.clone().try_cast::<Tensor>().map(Some).ok_or_else(|| {
-                            script_error(format!("{OP}: buffer {i} must be a Tensor or (), got {}", x.type_name()))
-                        })
-                    }
-                })
-                .collect::<RhaiResult<Vec<_>>>()?;
+            let bufs = optional_tensors(OP, "buffer", &b)?;
             if bufs.len() != p.len() {
                 return Err(script_error(format!(
                     "{OP}: {} parameters but {} momentum buffers",
@@ -122,6 +110,11 @@ fn gradients(op: &str, params: &[Tensor], grads: &Dynamic) -> RhaiResult<Vec<Opt
             a.len()
         )));
     }
+    optional_tensors(op, "gradient", &a)
+}
+
+/// Each entry of `a` as a tensor, or `None` for a `()` entry.
+fn optional_tensors(op: &str, what: &str, a: &Array) -> RhaiResult<Vec<Option<Tensor>>> {
     a.iter()
         .enumerate()
         .map(|(i, x)| {
@@ -130,7 +123,7 @@ fn gradients(op: &str, params: &[Tensor], grads: &Dynamic) -> RhaiResult<Vec<Opt
             } else {
                 x.clone().try_cast::<Tensor>().map(Some).ok_or_else(|| {
                     script_error(format!(
-                        "{op}: gradient {i} must be a Tensor or (), got {}",
+                        "{op}: {what} {i} must be a Tensor or (), got {}",
                         x.type_name()
                     ))
                 })

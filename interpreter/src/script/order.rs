@@ -5,7 +5,9 @@
 use super::convert::{ok, tensor_array, RhaiResult};
 use super::kwargs::{register as kw, Form, Kwargs};
 use super::registry::{Api, Category};
-use crate::core::DType;
+use crate::core::{DType, HostValues};
+use crate::tensor::counting::HistogramBins;
+use crate::tensor::quantile::{Interpolation, Quantiles};
 use crate::tensor::Tensor;
 use rhai::{Array, Engine};
 
@@ -139,6 +141,7 @@ pub fn register(engine: &mut Engine) {
         },
     );
     register_counting(api);
+    register_quantiles(api);
     for (name, ignore_nan) in [("median", false), ("nanmedian", true)] {
         let doc: &'static str = if ignore_nan {
             "the lower median ignoring NaN: of all elements, or along dim as [values, indices]; option keepdim"
@@ -155,6 +158,57 @@ pub fn register(engine: &mut Engine) {
             &["dim", "keepdim"],
             Form::WithOptions,
             move |[t], k| tensor_array(t.median_dim(dim(&k, name)?, k.flag("keepdim", false)?, ignore_nan)),
+        );
+    }
+}
+
+/// `quantile` and `nanquantile`: q a number, a tensor or an array of numbers.
+fn register_quantiles(api: &mut Api) {
+    for (name, ignore_nan) in [("quantile", false), ("nanquantile", true)] {
+        let doc: &'static str = if ignore_nan {
+            "the q-quantiles ignoring NaN (q: a number in [0, 1], or a tensor or array of them, which puts their dim first): of all elements or along dim; options keepdim, interpolation (linear, lower, higher, midpoint, nearest)"
+        } else {
+            "the q-quantiles, NaN where a NaN is (q: a number in [0, 1], or a tensor or array of them, which puts their dim first): of all elements or along dim; options keepdim, interpolation (linear, lower, higher, midpoint, nearest)"
+        };
+        kw(
+            api,
+            name,
+            doc,
+            ["t"],
+            &["q", "dim", "keepdim", "interpolation"],
+            Form::WithOptions,
+            move |[t], k| -> RhaiResult<Tensor> {
+                let q = k
+                    .get("q")
+                    .ok_or_else(|| super::convert::script_error(format!("{name}: q is required")))?;
+                let listed = match q.clone().try_cast::<Array>() {
+                    Some(a) => {
+                        let v = a
+                            .iter()
+                            .map(|x| super::convert::number(name, "q", x))
+                            .collect::<RhaiResult<Vec<f64>>>()?;
+                        let n = v.len();
+                        Some(ok(Tensor::from_host(
+                            &HostValues::Float(v),
+                            &[n],
+                            DType::F64,
+                            t.device(),
+                        ))?)
+                    }
+                    None => q.clone().try_cast::<Tensor>(),
+                };
+                let q = match &listed {
+                    Some(l) => Quantiles::Many(l),
+                    None => Quantiles::One(super::convert::number(name, "q", q)?),
+                };
+                let how = ok(Interpolation::parse(name, &k.string("interpolation", "linear")?))?;
+                let (dim, keepdim) = (k.opt_int("dim")?, k.flag("keepdim", false)?);
+                if ignore_nan {
+                    ok(t.nanquantile(q, dim, keepdim, how))
+                } else {
+                    ok(t.quantile(q, dim, keepdim, how))
+                }
+            },
         );
     }
 }
@@ -232,6 +286,38 @@ fn register_counting(api: &mut Api) {
                 k.number("min", 0.0)?,
                 k.number("max", 0.0)?,
             ))
+        },
+    );
+    kw(
+        api,
+        "histogram",
+        "[hist, bin_edges]: bins (100) equal bins over range (the data's by default) or the given edges; options range ([min, max]), weight, density",
+        ["t"],
+        &["bins", "range", "weight", "density"],
+        Form::Plain,
+        |[t], k| {
+            let edges = k.get("bins").and_then(|b| b.clone().try_cast::<Tensor>());
+            let bins = match &edges {
+                Some(e) => HistogramBins::Edges(e),
+                None => HistogramBins::Count(k.int("bins", 100)?.max(0) as usize),
+            };
+            let range = match k.get("range") {
+                None => None,
+                Some(r) => {
+                    let v = r
+                        .clone()
+                        .try_cast::<Array>()
+                        .filter(|a| a.len() == 2)
+                        .ok_or_else(|| super::convert::script_error("histogram: range must be [min, max]"))?;
+                    Some((
+                        super::convert::number("histogram", "range", &v[0])?,
+                        super::convert::number("histogram", "range", &v[1])?,
+                    ))
+                }
+            };
+            let weight = k.tensor("weight", &t)?;
+            let (h, e) = ok(t.histogram(bins, range, weight.as_ref(), k.flag("density", false)?))?;
+            tensor_array(Ok(vec![h, e]))
         },
     );
     kw(

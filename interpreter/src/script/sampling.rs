@@ -9,7 +9,7 @@ use super::registry::{Api, Category};
 use super::Runtime;
 use crate::tensor::sampling;
 use crate::tensor::Tensor;
-use rhai::{Array, Dynamic, Engine};
+use rhai::{Array, Dynamic, Engine, INT};
 use std::sync::Arc;
 
 /// Registers the sampling ops and the gradient utilities.
@@ -161,6 +161,7 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
             )
         },
     );
+    register_fills(api, rt);
     api.category(Category::Training);
     const CLIP: &str = "scales the gradients of params in place to a joint norm of at most max_norm; returns the norm before (norm_type 2; \"inf\" too)";
     api.doc(CLIP).func(
@@ -218,4 +219,76 @@ fn clip_norm(p: &Array, max_norm: &Dynamic, norm_type: &Dynamic) -> RhaiResult<T
         Err(_) => super::convert::number(OP, "norm_type", norm_type)?,
     };
     ok(sampling::clip_grad_norm_(&tensor_list(OP, p)?, m, t))
+}
+
+/// The other in-place random fills: `geometric_`, `cauchy_`, `log_normal_`
+/// and `random_`.
+fn register_fills(api: &mut Api, rt: &Arc<Runtime>) {
+    let r = rt.clone();
+    kw(
+        api,
+        "geometric_",
+        "fills t in place with geometric samples (trials up to the first success of probability p: 1, 2, ...); returns t",
+        ["t"],
+        &["p", "generator"],
+        Form::Random,
+        move |[t], k| {
+            let p = k.required_number("p")?;
+            ok(r.draw_with(generator::from_kwargs(&k, "geometric_")?.as_ref(), |g| t.geometric_(p, g)))
+        },
+    );
+    let r = rt.clone();
+    kw(
+        api,
+        "cauchy_",
+        "fills t in place with Cauchy samples of location median (0) and scale sigma (1); returns t",
+        ["t"],
+        &["median", "sigma", "generator"],
+        Form::Random,
+        move |[t], k| {
+            let (m, s) = (k.number("median", 0.0)?, k.number("sigma", 1.0)?);
+            ok(r.draw_with(generator::from_kwargs(&k, "cauchy_")?.as_ref(), |g| {
+                t.cauchy_(m, s, g)
+            }))
+        },
+    );
+    let r = rt.clone();
+    kw(
+        api,
+        "log_normal_",
+        "fills t in place with exp(N(mean, std²)) samples (mean 1, std 2, as PyTorch); returns t",
+        ["t"],
+        &["mean", "std", "generator"],
+        Form::Random,
+        move |[t], k| {
+            let (m, s) = (k.number("mean", 1.0)?, k.number("std", 2.0)?);
+            ok(
+                r.draw_with(generator::from_kwargs(&k, "log_normal_")?.as_ref(), |g| {
+                    t.log_normal_(m, s, g)
+                }),
+            )
+        },
+    );
+    const RANDOM: &str = "fills t in place with integers uniform in [from, to) (from 0; to: 2^mantissa + 1 for floats, the type's maximum for integers); random_(t, to) alone gives [0, to); returns t";
+    let r = rt.clone();
+    kw(
+        api,
+        "random_",
+        RANDOM,
+        ["t"],
+        &["from", "to", "generator"],
+        Form::Random,
+        move |[t], k| {
+            let (from, to) = (k.int("from", 0)?, k.opt_int("to")?);
+            ok(r.draw_with(generator::from_kwargs(&k, "random_")?.as_ref(), |g| {
+                t.random_(from, to, g)
+            }))
+        },
+    );
+    // one number alone is the upper bound, as PyTorch's random_(to)
+    let r = rt.clone();
+    api.doc(RANDOM)
+        .volatile("random_", ["t", "to"], move |t: Tensor, to: INT| {
+            ok(r.with_rng(|g| t.random_(0, Some(to), g)))
+        });
 }

@@ -131,7 +131,75 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
             ok(t.scatter_reduce(d, &i, &src, &reduce, k.flag("include_self", true)?))
         },
     );
+    register_view_scatters(api);
     register_indexers(api, rt);
+}
+
+/// `select_scatter`, `slice_scatter`, `diagonal_scatter` and `index_reduce`.
+fn register_view_scatters(api: &mut Api) {
+    kw(
+        api,
+        "select_scatter",
+        "a copy of t with src in place of t.select(dim, index)",
+        ["t", "src"],
+        &["dim", "index"],
+        Form::WithOptions,
+        |[t, src], k| {
+            let need = |key: &str| {
+                k.opt_int(key)?
+                    .ok_or_else(|| script_error(format!("select_scatter: {key} is required")))
+            };
+            ok(t.select_scatter(&src, need("dim")?, need("index")?))
+        },
+    );
+    kw(
+        api,
+        "slice_scatter",
+        "a copy of t with src in place of the slice start..end by step along dim; options dim (0), start, end, step (1)",
+        ["t", "src"],
+        &["dim", "start", "end", "step"],
+        Form::Plain,
+        |[t, src], k| {
+            ok(t.slice_scatter(
+                &src,
+                k.int("dim", 0)?,
+                k.opt_int("start")?,
+                k.opt_int("end")?,
+                k.int("step", 1)?,
+            ))
+        },
+    );
+    kw(
+        api,
+        "diagonal_scatter",
+        "a copy of t with src in place of t.diagonal(offset, dim1, dim2); options offset (0), dim1 (0), dim2 (1)",
+        ["t", "src"],
+        &["offset", "dim1", "dim2"],
+        Form::Plain,
+        |[t, src], k| {
+            ok(t.diagonal_scatter(&src, k.int("offset", 0)?, k.int("dim1", 0)?, k.int("dim2", 1)?))
+        },
+    );
+    kw(
+        api,
+        "index_reduce",
+        "slice i of source along dim combined into slice index[i] of t by reduce (prod, mean, amax, amin); option include_self (true)",
+        ["t"],
+        &["dim", "index", "source", "reduce", "include_self"],
+        Form::WithOptions,
+        |[t], k| {
+            let d = k
+                .opt_int("dim")?
+                .ok_or_else(|| script_error("index_reduce: dim is required"))?;
+            let i = k.get("index").ok_or_else(|| script_error("index_reduce: index is required"))?;
+            let i = index_arg("index_reduce", &t, i)?;
+            let src = k
+                .tensor("source", &t)?
+                .ok_or_else(|| script_error("index_reduce: source is required"))?;
+            let reduce = k.string("reduce", "")?;
+            ok(t.index_reduce(d, &i, &src, &reduce, k.flag("include_self", true)?))
+        },
+    );
 }
 
 /// The index tensors of `t[i]`: a tensor, or an array of tensors (one per

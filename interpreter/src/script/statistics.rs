@@ -192,6 +192,15 @@ fn register_norms(api: &mut Api) {
         .func("matrix_norm", ["t", "ord"], |t: Tensor, o: Dynamic| {
             ok(t.matrix_norm(ord_of("matrix_norm", &o)?, false))
         });
+    api.doc("each slice along dim with a p-norm above maxnorm scaled down to it (torch.renorm)")
+        .func(
+            "renorm",
+            ["t", "p", "dim", "maxnorm"],
+            |t: Tensor, p: Dynamic, d: rhai::INT, m: Dynamic| -> RhaiResult<Tensor> {
+                let num = |k: &str, v: &Dynamic| super::convert::number("renorm", k, v);
+                ok(t.renorm(num("p", &p)?, d, num("maxnorm", &m)?))
+            },
+        );
     const COV: &str = "the covariance of the rows (variables) over the columns; opts #{correction} (1)";
     api.doc(COV).func("cov", ["t"], |t: Tensor| ok(t.cov(1)));
     api.doc(COV).func("cov", ["t", "opts"], |t: Tensor, m: Map| {

@@ -184,7 +184,46 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         .func("cartesian_prod", ["tensors"], |l: Array| {
             ok(Tensor::cartesian_prod(&tensor_list("cartesian_prod", &l)?))
         });
+    register_combining(api);
     register_creation(api, rt);
+}
+
+/// `combinations`, `block_diag`, `vander` and `unravel_index`.
+fn register_combining(api: &mut Api) {
+    use super::kwargs::{register as kw, Form};
+    kw(
+        api,
+        "combinations",
+        "the r-element combinations (r 2) of a 1-D tensor's elements, one per row; option with_replacement (false)",
+        ["t"],
+        &["r", "with_replacement"],
+        Form::Plain,
+        |[t], k| ok(t.combinations(k.int("r", 2)?, k.flag("with_replacement", false)?)),
+    );
+    api.doc(
+        "the matrices (0-D and 1-D tensors as one row) along the diagonal of one matrix, zeros elsewhere",
+    )
+    .func("block_diag", ["tensors"], |l: Array| {
+        ok(Tensor::block_diag(&tensor_list("block_diag", &l)?))
+    });
+    kw(
+        api,
+        "vander",
+        "the Vandermonde matrix of a vector: columns x^(N-1), ..., x^0 (x^0 first with increasing); options N (len(x)), increasing (false)",
+        ["x"],
+        &["N", "increasing"],
+        Form::Plain,
+        |[x], k| ok(x.vander(k.opt_int("N")?, k.flag("increasing", false)?)),
+    );
+    api.doc("the coordinates in shape of flat row-major indices, one tensor per dim (negative indices count from the end)")
+        .func("unravel_index", ["indices", "shape"], |i: Dynamic, s: Dynamic| -> RhaiResult<Array> {
+            let i = match i.clone().try_cast::<Tensor>() {
+                Some(t) => t,
+                None => operand("unravel_index", &i, None, Device::Cpu)?,
+            };
+            let shape: Vec<usize> = super::convert::shape("unravel_index", &s)?;
+            tensor_array(i.unravel_index(&shape))
+        });
 }
 
 fn register_creation(api: &mut Api, rt: &Arc<Runtime>) {

@@ -7,7 +7,7 @@
 
 use super::{DType, Tensor};
 use crate::core::error::{Error, Result};
-use crate::core::op::CmpOp;
+use crate::core::op::{BinaryOp, CmpOp};
 use crate::core::shape::normalize_dim;
 use crate::core::Scalar;
 
@@ -200,6 +200,102 @@ impl Tensor {
         Tensor::zeros(&[bins], Some(x.dtype()), self.device())?.index_add(0, &b, &w)
     }
 
+    /// `torch.histogram`: the histogram of all values over `bins` (a count
+    /// of equal bins over `range`, the data's range by default, or the
+    /// edges themselves, increasing) and the bin edges. Each bin holds
+    /// `[left, right)`, the last one its right edge too; values outside are
+    /// left out. `weight` (this tensor's shape) weighs each value;
+    /// `density` divides by the total and the bin widths.
+    pub fn histogram(
+        &self,
+        bins: HistogramBins<'_>,
+        range: Option<(f64, f64)>,
+        weight: Option<&Tensor>,
+        density: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        const OP: &str = "histogram";
+        if !self.dtype().is_float() {
+            return Err(Error::invalid(
+                OP,
+                format!("expects a float tensor, got {}", self.dtype()),
+            ));
+        }
+        if let Some(w) = weight {
+            if w.shape() != self.shape() {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "weight of shape {:?} must have the input's shape {:?}",
+                        w.shape(),
+                        self.shape()
+                    ),
+                ));
+            }
+        }
+        let x = self.reshape(&[-1])?;
+        let edges = match bins {
+            HistogramBins::Edges(e) => {
+                if e.ndim() != 1 || e.numel() < 2 {
+                    return Err(Error::shape(
+                        OP,
+                        format!(
+                            "bin edges must be 1-D with at least 2 values, got shape {:?}",
+                            e.shape()
+                        ),
+                    ));
+                }
+                e.to_dtype(x.dtype())?.to_device(x.device())?
+            }
+            HistogramBins::Count(n) => {
+                if n == 0 {
+                    return Err(Error::invalid(OP, "bins must be at least 1"));
+                }
+                let (mut lo, mut hi) = match range {
+                    Some(r) => r,
+                    None if x.numel() == 0 => (0.0, 0.0),
+                    None => (x.min()?.item()?.to_f64(), x.max()?.item()?.to_f64()),
+                };
+                if !(lo.is_finite() && hi.is_finite()) || lo > hi {
+                    return Err(Error::invalid(
+                        OP,
+                        format!("range must be finite with min <= max, got [{lo}, {hi}]"),
+                    ));
+                }
+                if lo == hi {
+                    lo -= 0.5;
+                    hi += 0.5;
+                }
+                Tensor::linspace(lo, hi, n as i64 + 1, Some(x.dtype()), x.device())?
+            }
+        };
+        let n = edges.numel() - 1;
+        let (first, last) = (edges.narrow(0, 0, 1)?, edges.narrow(0, n as i64, 1)?);
+        let inside = x
+            .compare(CmpOp::Ge, &first)?
+            .binary(BinaryOp::Mul, &x.compare(CmpOp::Le, &last)?)?;
+        // the bin of each value: the last edge at or below it (the right
+        // edge itself falls in the last bin)
+        let bin = edges
+            .searchsorted(&x, true)?
+            .sub_scalar(1)?
+            .clamp(Some(Scalar::Int(0)), Some(Scalar::Int(n as i64 - 1)))?;
+        let w = match weight {
+            Some(w) => w
+                .reshape(&[-1])?
+                .to_dtype(x.dtype())?
+                .mul(&inside.to_dtype(x.dtype())?)?,
+            None => inside.to_dtype(x.dtype())?,
+        };
+        let mut hist = Tensor::zeros(&[n], Some(x.dtype()), x.device())?.index_add(0, &bin, &w)?;
+        if density {
+            let widths = edges
+                .narrow(0, 1, n as i64)?
+                .sub(&edges.narrow(0, 0, n as i64)?)?;
+            hist = hist.div(&hist.sum()?)?.div(&widths)?;
+        }
+        Ok((hist, edges))
+    }
+
     /// The distinct values in ascending order (`torch.unique`, flattened),
     /// with the index of each input element's value and each value's count.
     pub fn unique(&self) -> Result<(Tensor, Tensor, Tensor)> {
@@ -335,4 +431,13 @@ impl Tensor {
         let counts = ends.sub(&first)?;
         Ok((values, group, counts))
     }
+}
+
+/// The bins of [`Tensor::histogram`]: a count of equal bins, or their edges.
+#[derive(Clone, Copy, Debug)]
+pub enum HistogramBins<'a> {
+    /// This many equal bins over the range.
+    Count(usize),
+    /// The bin edges, increasing (one more than the bins).
+    Edges(&'a Tensor),
 }

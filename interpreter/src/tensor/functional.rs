@@ -3,7 +3,7 @@
 //! `dropout`, and the distances `normalize`, `cosine_similarity`,
 //! `pairwise_distance` and `cdist`.
 
-use super::{autograd, Generator, Tensor};
+use super::{autograd, DType, Generator, Tensor};
 use crate::backend::Activation;
 use crate::core::error::{Error, Result};
 use crate::core::op::{CmpOp, ReduceOp};
@@ -181,6 +181,175 @@ impl Tensor {
         table.index_select(0, &self.reshape(&[-1])?)?.reshape(&shape)
     }
 
+    /// `F.embedding_bag`: the rows of `weight` at the indices `self`,
+    /// combined per bag by `mode` (`"sum"`, `"mean"`, `"max"`). Bags are the
+    /// rows of a 2-D `self`, or, for a 1-D `self`, the runs starting at
+    /// `offsets` (with `include_last_offset` its last entry is the end).
+    /// `per_sample_weights` (sum only) weigh each row; `padding_idx` rows
+    /// are left out; an empty bag gives zeros. `[bags, dim]`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn embedding_bag(
+        &self,
+        weight: &Tensor,
+        offsets: Option<&Tensor>,
+        mode: &str,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: Option<i64>,
+    ) -> Result<Tensor> {
+        const OP: &str = "embedding_bag";
+        if !matches!(mode, "sum" | "mean" | "max") {
+            return Err(Error::invalid(
+                OP,
+                format!("unknown mode '{mode}' (expected sum, mean, max)"),
+            ));
+        }
+        if weight.ndim() != 2 {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "weight must be 2-D [num_embeddings, dim], got {:?}",
+                    weight.shape()
+                ),
+            ));
+        }
+        if !self.dtype().is_int() {
+            return Err(Error::invalid(
+                OP,
+                format!("the indices must be an integer tensor, got {}", self.dtype()),
+            ));
+        }
+        let dev = self.device();
+        let flat = self.reshape(&[-1])?.to_dtype(DType::I64)?;
+        let len = flat.numel();
+        // the bag of each index
+        let (bags, bag) = match (self.ndim(), offsets) {
+            (2, None) => {
+                let (b, per) = (self.shape()[0], self.shape()[1]);
+                let ids = Tensor::arange(
+                    Scalar::Int(0),
+                    Scalar::Int(b as i64),
+                    Scalar::Int(1),
+                    Some(DType::I64),
+                    dev,
+                )?;
+                (b, ids.repeat_interleave(per as i64, Some(0))?)
+            }
+            (1, Some(o)) => {
+                if o.ndim() != 1 || !o.dtype().is_int() {
+                    return Err(Error::shape(
+                        OP,
+                        format!(
+                            "offsets must be a 1-D integer tensor, got {} of shape {:?}",
+                            o.dtype(),
+                            o.shape()
+                        ),
+                    ));
+                }
+                let o = o.to_dtype(DType::I64)?.to_device(dev)?;
+                let o = if include_last_offset {
+                    if o.numel() == 0 {
+                        return Err(Error::shape(OP, "include_last_offset needs at least one offset"));
+                    }
+                    o.narrow(0, 0, o.numel() as i64 - 1)?
+                } else {
+                    o
+                };
+                let positions = Tensor::arange(
+                    Scalar::Int(0),
+                    Scalar::Int(len as i64),
+                    Scalar::Int(1),
+                    Some(DType::I64),
+                    dev,
+                )?;
+                // the last offset at or before each position
+                let b = o.searchsorted(&positions, true)?.sub_scalar(1)?;
+                (o.numel(), b.clamp(Some(Scalar::Int(0)), None)?)
+            }
+            (2, Some(_)) => {
+                return Err(Error::invalid(
+                    OP,
+                    "offsets must be absent for a 2-D input (each row is a bag)",
+                ))
+            }
+            _ => {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "expects 2-D indices, or 1-D indices with offsets, got shape {:?}",
+                        self.shape()
+                    ),
+                ))
+            }
+        };
+        let rows = flat.embedding(weight, None)?;
+        let dim = weight.shape()[1];
+        // which indices count (not the padding row)
+        let n = weight.shape()[0] as i64;
+        let keep = match padding_idx {
+            Some(p) if p < -n || p >= n => {
+                return Err(Error::invalid(
+                    OP,
+                    format!("padding_idx {p} is out of range for {n} embeddings"),
+                ))
+            }
+            Some(p) => flat.compare_scalar(CmpOp::Ne, Scalar::Int(if p < 0 { p + n } else { p }), false)?,
+            None => Tensor::ones(&[len], Some(DType::Bool), dev)?,
+        };
+        let keep_f = keep.to_dtype(rows.dtype())?.unsqueeze(1)?;
+        let zeros = Tensor::zeros(&[bags, dim], Some(rows.dtype()), dev)?;
+        if let Some(w) = per_sample_weights {
+            if mode != "sum" {
+                return Err(Error::invalid(
+                    OP,
+                    format!("per_sample_weights only work with mode 'sum', got '{mode}'"),
+                ));
+            }
+            if w.shape() != self.shape() {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "per_sample_weights of shape {:?} must have the indices' shape {:?}",
+                        w.shape(),
+                        self.shape()
+                    ),
+                ));
+            }
+        }
+        match mode {
+            "max" => {
+                // left-out rows lose every comparison; empty bags give 0
+                let low = rows.constant(f64::NEG_INFINITY)?;
+                let vals = Tensor::where_cond(&keep.unsqueeze(1)?, &rows, &low)?;
+                let index = bag.unsqueeze(1)?.expand(&[len as i64, dim as i64])?;
+                let m = zeros.scatter_reduce(0, &index, &vals, "amax", false)?;
+                let counts = Tensor::zeros(&[bags], Some(rows.dtype()), dev)?.index_add(
+                    0,
+                    &bag,
+                    &keep_f.squeeze(Some(&[1]))?,
+                )?;
+                let empty = counts
+                    .compare_scalar(CmpOp::Eq, Scalar::Float(0.0), false)?
+                    .unsqueeze(1)?;
+                Tensor::where_cond(&empty, &rows.constant(0.0)?, &m)
+            }
+            _ => {
+                let mut scaled = rows.mul(&keep_f)?;
+                if let Some(w) = per_sample_weights {
+                    scaled = scaled.mul(&w.reshape(&[-1, 1])?.to_dtype(rows.dtype())?)?;
+                }
+                let sum = zeros.index_add(0, &bag, &scaled)?;
+                if mode == "sum" {
+                    return Ok(sum);
+                }
+                let counts = Tensor::zeros(&[bags], Some(rows.dtype()), dev)?
+                    .index_add(0, &bag, &keep_f.squeeze(Some(&[1]))?)?
+                    .clamp(Some(Scalar::Float(1.0)), None)?;
+                sum.div(&counts.unsqueeze(1)?)
+            }
+        }
+    }
+
     /// Inverted dropout: while `training`, zeroes each element with
     /// probability `p` and scales the rest by `1 / (1 - p)`.
     pub fn dropout(&self, p: f64, training: bool, gen: &mut Generator) -> Result<Tensor> {
@@ -199,6 +368,97 @@ impl Tensor {
         }
         let draw = gen.next_stream();
         x.dropout_draw(p, draw)
+    }
+
+    /// `F.alpha_dropout` (`feature` false) and `F.feature_alpha_dropout`
+    /// (whole channels of `[N, C, *]`): while `training`, elements (or
+    /// channels) are set to SELU's negative saturation with probability `p`
+    /// and the result is scaled and shifted so that a SELU network's
+    /// activations keep zero mean and unit variance.
+    pub fn alpha_dropout(
+        &self,
+        p: f64,
+        training: bool,
+        feature: bool,
+        gen: &mut Generator,
+    ) -> Result<Tensor> {
+        let op = if feature {
+            "feature_alpha_dropout"
+        } else {
+            "alpha_dropout"
+        };
+        if !(0.0..=1.0).contains(&p) {
+            return Err(Error::invalid(
+                op,
+                format!("probability must be in [0, 1], got {p}"),
+            ));
+        }
+        if feature && self.ndim() < 2 {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "expects at least 2 dims [N, C, ...], got shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        let x = self.to_float()?;
+        if !training || p == 0.0 {
+            return Ok(x);
+        }
+        if p == 1.0 {
+            return x.mul_scalar(0.0);
+        }
+        let shape: Vec<usize> = if feature {
+            let mut s = x.shape()[..2].to_vec();
+            s.extend(std::iter::repeat_n(1, x.ndim() - 2));
+            s
+        } else {
+            x.shape().to_vec()
+        };
+        // -SELU's scale × alpha: where SELU saturates
+        const ALPHA: f64 = 1.758_099_340_847_376_6;
+        let a = 1.0 / ((ALPHA * ALPHA * p + 1.0) * (1.0 - p)).sqrt();
+        let keep = Tensor::rand(&shape, Some(x.dtype()), x.device(), gen)?
+            .compare_scalar(CmpOp::Ge, Scalar::Float(p), false)?
+            .to_dtype(x.dtype())?;
+        // x · keep · a + (keep - 1) · α a + α a p
+        let shift = keep
+            .sub_scalar(1.0)?
+            .mul_scalar(ALPHA * a)?
+            .add_scalar(ALPHA * a * p)?;
+        x.mul(&keep.mul_scalar(a)?)?.add(&shift)
+    }
+
+    /// `F.gumbel_softmax`: `softmax((logits + g) / tau)` along `dim` with
+    /// Gumbel noise `g`; `hard` gives the one-hot of its argmax in the
+    /// forward pass and the soft sample's gradient (straight through).
+    pub fn gumbel_softmax(&self, tau: f64, hard: bool, dim: i64, gen: &mut Generator) -> Result<Tensor> {
+        const OP: &str = "gumbel_softmax";
+        if !self.dtype().is_float() {
+            return Err(Error::invalid(
+                OP,
+                format!("expects float logits, got {}", self.dtype()),
+            ));
+        }
+        if tau <= 0.0 || !tau.is_finite() {
+            return Err(Error::invalid(
+                OP,
+                format!("tau must be positive and finite, got {tau}"),
+            ));
+        }
+        // -ln(E), E ~ Exp(1): E = -ln(1 - u)
+        let u = Tensor::rand(self.shape(), Some(self.dtype()), self.device(), gen)?;
+        let gumbel = u.neg()?.log1p()?.neg()?.log()?.neg()?;
+        let y = self.add(&gumbel)?.div_scalar(tau)?.softmax(dim)?;
+        if !hard {
+            return Ok(y);
+        }
+        let d = normalize_dim(OP, dim, self.shape())? as i64;
+        let index = y.detach().reduce(ReduceOp::ArgMax, Some(&[d]), true)?;
+        let one = Tensor::scalar(Scalar::Float(1.0), y.dtype(), y.device())?;
+        let y_hard = y.detach().zeros_like()?.scatter(d, &index, &one, None)?;
+        y_hard.sub(&y.detach())?.add(&y)
     }
 
     /// Inverted dropout by the Philox draw `draw` (one fused kernel): element
@@ -271,6 +531,29 @@ impl Tensor {
             return d.abs();
         }
         d.vector_norm(p, &[-1], keepdim)
+    }
+
+    /// The p-norm distances between the rows of `self` `[N, M]`, each pair
+    /// `i < j` once, in row-major order: `N (N - 1) / 2` values
+    /// (`torch.pdist`).
+    pub fn pdist(&self, p: f64) -> Result<Tensor> {
+        const OP: &str = "pdist";
+        if self.ndim() != 2 {
+            return Err(Error::shape(
+                OP,
+                format!("expects a 2-D input [N, M], got shape {:?}", self.shape()),
+            ));
+        }
+        if p < 0.0 {
+            return Err(Error::invalid(OP, format!("p must be non-negative, got {p}")));
+        }
+        let n = self.shape()[0] as i64;
+        let pairs = Tensor::triangle_indices(n, n, 1, true, self.device())?;
+        let x = self.to_float()?;
+        let (i, j) = (pairs.select(0, 0)?, pairs.select(0, 1)?);
+        x.index_select(0, &i)?
+            .sub(&x.index_select(0, &j)?)?
+            .vector_norm(p, &[1], false)
     }
 
     /// The p-norm distance between every row of `self` `[*, P, M]` and every

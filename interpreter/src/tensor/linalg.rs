@@ -1,5 +1,7 @@
 //! The matmul front-end: `matmul` with PyTorch's rules (1-D operands, batch
-//! broadcasting), and the strict `mm` (2-D) and `bmm` (3-D) forms.
+//! broadcasting), and the strict `mm` (2-D) and `bmm` (3-D) forms; and the
+//! tensor forms of `inv` and `solve` (`tensorinv`, `tensorsolve`), which
+//! reshape to matrices.
 
 use super::autograd::{self, functions, Saved};
 use super::elementwise::{result_type, with_storages};
@@ -28,6 +30,12 @@ impl Tensor {
             ));
         }
         self.matmul_named(rhs, "dot")
+    }
+
+    /// Inner product of two 1-D tensors (`torch.vdot`: the same as `dot` for
+    /// real tensors).
+    pub fn vdot(&self, rhs: &Tensor) -> Result<Tensor> {
+        self.dot(rhs)
     }
 
     fn matmul_named(&self, rhs: &Tensor, op: &'static str) -> Result<Tensor> {
@@ -267,5 +275,64 @@ impl Tensor {
         };
         let out = with_storages(&a, &b, |x, y| x.matmul(&la, y, &lb, &dims))?;
         Tensor::from_storage(op, out, &full(m, n))
+    }
+}
+
+impl Tensor {
+    /// `torch.linalg.tensorinv`: the inverse of this tensor read as a
+    /// matrix of its first `ind` dims by the rest (their products must
+    /// agree): shape `rest + first`.
+    pub fn tensorinv(&self, ind: usize) -> Result<Tensor> {
+        const OP: &str = "tensorinv";
+        let s = self.shape();
+        if ind == 0 || ind > s.len() {
+            return Err(Error::invalid(
+                OP,
+                format!("ind must be in [1, {}], got {ind}", s.len()),
+            ));
+        }
+        let (rows, cols): (usize, usize) = (s[..ind].iter().product(), s[ind..].iter().product());
+        if rows != cols {
+            return Err(Error::shape(
+                OP,
+                format!("the first {ind} dims ({rows} elements) and the rest ({cols}) of shape {s:?} must have equal products"),
+            ));
+        }
+        let out: Vec<i64> = s[ind..].iter().chain(&s[..ind]).map(|&d| d as i64).collect();
+        self.reshape(&[rows as i64, cols as i64])?.inv()?.reshape(&out)
+    }
+
+    /// `torch.linalg.tensorsolve`: the `x` with `tensordot(self, x,
+    /// x.ndim) = b`; `dims` of `self` are moved to the end first. `x` has
+    /// the shape of `self`'s trailing dims beyond `b`'s.
+    pub fn tensorsolve(&self, b: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
+        const OP: &str = "tensorsolve";
+        let a = match dims {
+            Some(d) if !d.is_empty() => {
+                let to: Vec<i64> = (0..d.len() as i64).map(|i| i - d.len() as i64).collect();
+                self.movedim(d, &to)?
+            }
+            _ => self.clone(),
+        };
+        let s = a.shape();
+        let bs = b.shape();
+        if s.len() < bs.len() || s[..bs.len()] != *bs {
+            return Err(Error::shape(
+                OP,
+                format!("b's shape {bs:?} must begin the (moved) shape of a {s:?}"),
+            ));
+        }
+        let rows: usize = bs.iter().product();
+        let x_shape: Vec<i64> = s[bs.len()..].iter().map(|&d| d as i64).collect();
+        let cols: usize = s[bs.len()..].iter().product();
+        if rows != cols {
+            return Err(Error::shape(
+                OP,
+                format!("b's elements ({rows}) and the solution's ({cols}, shape {x_shape:?}) must agree"),
+            ));
+        }
+        a.reshape(&[rows as i64, cols as i64])?
+            .solve(&b.reshape(&[rows as i64, 1])?, true)?
+            .reshape(&x_shape)
     }
 }

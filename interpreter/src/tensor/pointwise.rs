@@ -290,6 +290,26 @@ impl Tensor {
         scaled_sum("baddbmm", self, &b1.bmm(b2)?, beta, alpha)
     }
 
+    /// `beta * self + alpha * outer(v1, v2)` (`torch.addr`).
+    pub fn addr(&self, v1: &Tensor, v2: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
+        scaled_sum("addr", self, &v1.outer(v2)?, beta, alpha)
+    }
+
+    /// The product of a matrix and a vector (`torch.mv`).
+    pub fn mv(&self, vec: &Tensor) -> Result<Tensor> {
+        if self.ndim() != 2 || vec.ndim() != 1 {
+            return Err(Error::shape(
+                "mv",
+                format!(
+                    "expects a matrix and a vector, got shapes {:?} and {:?}",
+                    self.shape(),
+                    vec.shape()
+                ),
+            ));
+        }
+        self.matmul(vec)
+    }
+
     /// The outer product of two vectors (`torch.outer`, `ger`).
     pub fn outer(&self, other: &Tensor) -> Result<Tensor> {
         if self.ndim() != 1 || other.ndim() != 1 {

@@ -142,3 +142,38 @@ impl Tensor {
         self.reduce(ReduceOp::Min, None, false)
     }
 }
+
+impl Tensor {
+    /// `Tensor.sum_to_size`: this tensor summed down to `size`, which it
+    /// must broadcast from (the reverse of `expand`: leading dims summed
+    /// away, dims of size 1 in `size` summed with keepdim).
+    pub fn sum_to_size(&self, size: &[usize]) -> Result<Tensor> {
+        const OP: &str = "sum_to_size";
+        let s = self.shape();
+        let lead = s.len().checked_sub(size.len());
+        let fits = lead.is_some_and(|lead| {
+            size.iter()
+                .zip(&s[lead..])
+                .all(|(&want, &have)| want == have || want == 1)
+        });
+        let Some(lead) = lead.filter(|_| fits) else {
+            return Err(Error::shape(
+                OP,
+                format!("size {size:?} is not expandable to the tensor's shape {s:?}"),
+            ));
+        };
+        let mut out = self.clone();
+        let ones: Vec<i64> = (0..size.len())
+            .filter(|&i| size[i] == 1 && s[lead + i] != 1)
+            .map(|i| (lead + i) as i64)
+            .collect();
+        if !ones.is_empty() {
+            out = out.reduce(ReduceOp::Sum, Some(&ones), true)?;
+        }
+        if lead > 0 {
+            let leading: Vec<i64> = (0..lead as i64).collect();
+            out = out.reduce(ReduceOp::Sum, Some(&leading), false)?;
+        }
+        Ok(out)
+    }
+}

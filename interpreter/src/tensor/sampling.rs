@@ -20,6 +20,11 @@ impl Tensor {
         Tensor::rand(self.shape(), Some(self.dtype().to_float()), self.device(), gen)
     }
 
+    /// Uniform `[0, 1)` draws of this tensor's shape, in f64.
+    fn uniform_like_f64(&self, gen: &mut Generator) -> Result<Tensor> {
+        Tensor::rand(self.shape(), Some(DType::F64), self.device(), gen)
+    }
+
     /// Standard normal draws of this tensor's shape, in f64.
     fn randn_like_f64(&self, gen: &mut Generator) -> Result<Tensor> {
         Tensor::randn(self.shape(), Some(DType::F64), self.device(), gen)
@@ -246,6 +251,94 @@ impl Tensor {
             .log()?
             .neg()?
             .div_scalar(lambd)?;
+        no_grad(|| self.copy_(&r))?;
+        Ok(self.clone())
+    }
+
+    /// Fills this tensor in place with geometric samples: the number of
+    /// Bernoulli(`p`) trials up to the first success (1, 2, ...).
+    pub fn geometric_(&self, p: f64, gen: &mut Generator) -> Result<Tensor> {
+        if !(p > 0.0 && p < 1.0) {
+            return Err(Error::invalid(
+                "geometric_",
+                format!("p must be in (0, 1), got {p}"),
+            ));
+        }
+        // ceil(ln(1 - u) / ln(1 - p)), at least 1
+        let r = self
+            .uniform_like_f64(gen)?
+            .neg()?
+            .log1p()?
+            .div_scalar((-p).ln_1p())?
+            .ceil()?
+            .maximum_scalar(1.0)?;
+        no_grad(|| self.copy_(&r))?;
+        Ok(self.clone())
+    }
+
+    /// Fills this tensor in place with Cauchy samples of location `median`
+    /// and scale `sigma`.
+    pub fn cauchy_(&self, median: f64, sigma: f64, gen: &mut Generator) -> Result<Tensor> {
+        if sigma <= 0.0 {
+            return Err(Error::invalid(
+                "cauchy_",
+                format!("sigma must be positive, got {sigma}"),
+            ));
+        }
+        // median + sigma tan(π (u - 1/2))
+        let r = self
+            .uniform_like_f64(gen)?
+            .sub_scalar(0.5)?
+            .mul_scalar(std::f64::consts::PI)?
+            .tan()?
+            .mul_scalar(sigma)?
+            .add_scalar(median)?;
+        no_grad(|| self.copy_(&r))?;
+        Ok(self.clone())
+    }
+
+    /// Fills this tensor in place with `exp(N(mean, std²))` samples.
+    pub fn log_normal_(&self, mean: f64, std: f64, gen: &mut Generator) -> Result<Tensor> {
+        if std <= 0.0 {
+            return Err(Error::invalid(
+                "log_normal_",
+                format!("std must be positive, got {std}"),
+            ));
+        }
+        let r = self
+            .randn_like_f64(gen)?
+            .mul_scalar(std)?
+            .add_scalar(mean)?
+            .exp()?;
+        no_grad(|| self.copy_(&r))?;
+        Ok(self.clone())
+    }
+
+    /// Fills this tensor in place with integers uniform in `[low, high)`
+    /// (`torch.Tensor.random_`); `high` `None`: up to 2^mantissa inclusive
+    /// for floats (2^24 for f32, 2^53 for f64, 2^11 for f16, 2^8 for bf16),
+    /// as PyTorch, and up to the type's maximum for integers.
+    pub fn random_(&self, low: i64, high: Option<i64>, gen: &mut Generator) -> Result<Tensor> {
+        let high = match high {
+            Some(h) => h,
+            None => match self.dtype() {
+                DType::F64 => (1 << 53) + 1,
+                DType::F32 => (1 << 24) + 1,
+                DType::F16 => (1 << 11) + 1,
+                DType::BF16 => (1 << 8) + 1,
+                DType::Bool => 2,
+                DType::U8 => 256,
+                DType::I32 => i32::MAX as i64 + 1,
+                _ => i64::MAX,
+            },
+        };
+        if low >= high {
+            return Err(Error::invalid(
+                "random_",
+                format!("expects from < to, got from {low} and to {high}"),
+            ));
+        }
+        let r = Tensor::randint(low, high, self.shape(), Some(DType::I64), self.device(), gen)?;
         no_grad(|| self.copy_(&r))?;
         Ok(self.clone())
     }

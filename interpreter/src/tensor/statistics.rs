@@ -98,6 +98,39 @@ impl Tensor {
         ])
     }
 
+    /// `torch.renorm`: each slice along `dim` whose `p`-norm exceeds
+    /// `maxnorm` scaled down to it (by `maxnorm / (norm + 1e-7)`, as
+    /// PyTorch); the others unchanged.
+    pub fn renorm(&self, p: f64, dim: i64, maxnorm: f64) -> Result<Tensor> {
+        const OP: &str = "renorm";
+        if p <= 0.0 {
+            return Err(Error::invalid(OP, format!("p must be positive, got {p}")));
+        }
+        if maxnorm < 0.0 {
+            return Err(Error::invalid(
+                OP,
+                format!("maxnorm must be non-negative, got {maxnorm}"),
+            ));
+        }
+        if self.ndim() < 2 {
+            return Err(Error::shape(
+                OP,
+                format!("expects at least 2 dims, got shape {:?}", self.shape()),
+            ));
+        }
+        let d = crate::core::shape::normalize_dim(OP, dim, self.shape())? as i64;
+        let others: Vec<i64> = (0..self.ndim() as i64).filter(|&i| i != d).collect();
+        let x = self.to_float()?;
+        let norm = x.vector_norm(p, &others, true)?;
+        let over = norm.compare_scalar(CmpOp::Gt, Scalar::Float(maxnorm), false)?;
+        let scale = norm
+            .add_scalar(1e-7)?
+            .unary(UnaryOp::Reciprocal)?
+            .mul_scalar(maxnorm)?;
+        let factor = Tensor::where_cond(&over, &scale, &scale.constant(1.0)?)?;
+        x.mul(&factor)
+    }
+
     /// `torch.linalg.vector_norm`: `(Σ |x|^p)^(1/p)` over `dims` (all when
     /// empty); `p` = inf / -inf take the largest / smallest `|x|`, `p` = 0
     /// counts the non-zeros.
@@ -264,6 +297,11 @@ impl Tensor {
                 ),
             )),
         }
+    }
+
+    /// The `p`-norm of `self - other`, broadcast (`torch.dist`).
+    pub fn dist(&self, other: &Tensor, p: f64) -> Result<Tensor> {
+        self.sub(other)?.vector_norm(p, &[], false)
     }
 
     /// `torch.norm`: a number `p` is the vector norm over `dims` (all when

@@ -1,7 +1,8 @@
 //! Matrix structure and masks, as PyTorch defines them: `tril`/`triu`,
 //! `diagonal` (a view), `diag`, `diag_embed`, `diagflat`, `trace`,
 //! `masked_fill`, `take`, `take_along_dim`, `one_hot`, `meshgrid`,
-//! `cartesian_prod`, `logspace` and `tril_indices`/`triu_indices`.
+//! `cartesian_prod`, `combinations`, `block_diag`, `vander`,
+//! `unravel_index`, `logspace` and `tril_indices`/`triu_indices`.
 //!
 //! Each is composed of views, comparisons with `arange`, `where`, `gather`
 //! and `index_select`, so it runs on every backend with autograd; the ops
@@ -349,6 +350,252 @@ impl Tensor {
                 t.reshape(&shape)?.expand(&grid)
             })
             .collect()
+    }
+
+    /// `fill_diagonal_`'s result: this tensor (at least 2-D, all dims equal
+    /// beyond 2-D) with `value` on its main diagonal; with `wrap` a tall
+    /// matrix's diagonal starts again every `cols + 1` rows, as NumPy's.
+    pub fn fill_diagonal(&self, value: Scalar, wrap: bool) -> Result<Tensor> {
+        const OP: &str = "fill_diagonal_";
+        let s = self.shape();
+        if s.len() < 2 || (s.len() > 2 && s.iter().any(|&d| d != s[0])) {
+            return Err(Error::shape(
+                OP,
+                format!("expects a matrix, or all dims of equal size, got shape {s:?}"),
+            ));
+        }
+        // the flat positions of the diagonal: multiples of the sum of the
+        // row-major strides (for a tall matrix with wrap, every cols + 1)
+        let strides: i64 = {
+            let mut acc = 1i64;
+            let mut total = 0i64;
+            for &d in s.iter().rev() {
+                total += acc;
+                acc *= d as i64;
+            }
+            total
+        };
+        let numel = self.numel() as i64;
+        let min = *s.iter().min().unwrap_or(&0) as i64;
+        let end = if s.len() == 2 && wrap {
+            numel
+        } else {
+            (min * strides).min(numel)
+        };
+        let flat = range(numel as usize, self.device())?;
+        let on = flat
+            .binary_scalar(crate::core::op::BinaryOp::Rem, Scalar::Int(strides), false)?
+            .compare_scalar(CmpOp::Eq, Scalar::Int(0), false)?
+            .binary(
+                crate::core::op::BinaryOp::BitAnd,
+                &flat.compare_scalar(CmpOp::Lt, Scalar::Int(end), false)?,
+            )?;
+        let shape: Vec<i64> = s.iter().map(|&d| d as i64).collect();
+        let value = Tensor::scalar(value, self.dtype(), self.device())?;
+        Tensor::where_cond(&on.reshape(&shape)?, &value, self)
+    }
+
+    /// `torch.put`: this tensor with `source`'s values written at the flat
+    /// (row-major) positions `index` (negative ones count from the end),
+    /// or added there with `accumulate`.
+    pub fn put(&self, index: &Tensor, source: &Tensor, accumulate: bool) -> Result<Tensor> {
+        const OP: &str = "put";
+        if index.numel() != source.numel() {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "index ({} values, shape {:?}) and source ({} values, shape {:?}) must have as many elements",
+                    index.numel(),
+                    index.shape(),
+                    source.numel(),
+                    source.shape()
+                ),
+            ));
+        }
+        let shape: Vec<i64> = self.shape().iter().map(|&d| d as i64).collect();
+        self.reshape(&[-1])?
+            .index_put(
+                &[index.reshape(&[-1])?],
+                &source.reshape(&[-1])?.to_dtype(self.dtype())?,
+                accumulate,
+            )?
+            .reshape(&shape)
+    }
+
+    /// `torch.combinations`: the `r`-element combinations of a 1-D tensor's
+    /// elements (with repeats for `with_replacement`), one per row, in
+    /// lexicographic order of their positions.
+    pub fn combinations(&self, r: i64, with_replacement: bool) -> Result<Tensor> {
+        const OP: &str = "combinations";
+        if self.ndim() != 1 {
+            return Err(Error::shape(
+                OP,
+                format!("expects a 1-D tensor, got shape {:?}", self.shape()),
+            ));
+        }
+        if r < 0 {
+            return Err(Error::invalid(OP, format!("r must be non-negative, got {r}")));
+        }
+        let (n, r) = (self.numel(), r as usize);
+        if r == 0 {
+            return self.narrow(0, 0, 0);
+        }
+        // the positions of each combination, column by column
+        let mut columns: Vec<Vec<i64>> = vec![vec![]; r];
+        let mut pick: Vec<usize> = vec![0; r];
+        if !with_replacement {
+            pick = (0..r).collect();
+        }
+        let fits = |p: &[usize]| p.last().is_some_and(|&l| l < n);
+        while fits(&pick) {
+            for (c, &i) in columns.iter_mut().zip(&pick) {
+                c.push(i as i64);
+            }
+            // the rightmost position that can still move on
+            let step = usize::from(!with_replacement);
+            let Some(j) = (0..r).rev().find(|&j| pick[j] + step * (r - 1 - j) + 1 < n) else {
+                break;
+            };
+            pick[j] += 1;
+            for k in j + 1..r {
+                pick[k] = pick[k - 1] + step;
+            }
+        }
+        let parts = columns
+            .into_iter()
+            .map(|c| {
+                let len = c.len();
+                let index = Tensor::from_host(&HostValues::Int(c), &[len], DType::I64, self.device())?;
+                self.index_select(0, &index)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Tensor::stack(&parts, 1)
+    }
+
+    /// `torch.block_diag`: the matrices (0-D and 1-D tensors count as one
+    /// row) along the diagonal of one matrix, zeros elsewhere, in their
+    /// promoted dtype.
+    pub fn block_diag(tensors: &[Tensor]) -> Result<Tensor> {
+        const OP: &str = "block_diag";
+        let Some(first) = tensors.first() else {
+            return Tensor::zeros(&[0, 0], Some(DType::F32), Device::Cpu);
+        };
+        let dtype = tensors
+            .iter()
+            .fold(first.dtype(), |d, t| DType::promote(d, t.dtype()));
+        let mut blocks = Vec::with_capacity(tensors.len());
+        for (i, t) in tensors.iter().enumerate() {
+            if t.device() != first.device() {
+                return Err(Error::invalid(
+                    OP,
+                    format!(
+                        "tensor {i} is on {} and tensor 0 on {}",
+                        t.device(),
+                        first.device()
+                    ),
+                ));
+            }
+            blocks.push(match t.ndim() {
+                0 => t.reshape(&[1, 1])?,
+                1 => t.unsqueeze(0)?,
+                2 => t.clone(),
+                _ => {
+                    return Err(Error::shape(
+                        OP,
+                        format!(
+                            "expects tensors of at most 2 dims, got shape {:?} (tensor {i})",
+                            t.shape()
+                        ),
+                    ))
+                }
+            });
+        }
+        let cols: usize = blocks.iter().map(|b| b.shape()[1]).sum();
+        let mut at = 0;
+        let mut rows = Vec::with_capacity(blocks.len());
+        for b in &blocks {
+            let c = b.shape()[1];
+            let b = b.to_dtype(dtype)?;
+            rows.push(b.pad(&[at as i64, (cols - at - c) as i64], "constant", 0.0)?);
+            at += c;
+        }
+        Tensor::cat(&rows, 0)
+    }
+
+    /// `torch.vander` (`increasing` false) and `torch.linalg.vander` (true):
+    /// the powers `0..n` of the last dim's values, as columns (default
+    /// `n`: that dim's size).
+    pub fn vander(&self, n: Option<i64>, increasing: bool) -> Result<Tensor> {
+        const OP: &str = "vander";
+        if self.ndim() == 0 {
+            return Err(Error::shape(OP, "expects at least 1 dim, got a 0-dim tensor"));
+        }
+        let len = self.shape()[self.ndim() - 1] as i64;
+        let n = n.unwrap_or(len);
+        if n < 0 {
+            return Err(Error::invalid(OP, format!("N must be non-negative, got {n}")));
+        }
+        let x = if self.dtype() == DType::Bool {
+            self.to_dtype(DType::I64)?
+        } else {
+            self.clone()
+        };
+        let mut lead: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+        if n == 0 {
+            lead.push(0);
+            return Tensor::zeros(
+                &lead.iter().map(|&d| d as usize).collect::<Vec<_>>(),
+                Some(x.dtype()),
+                x.device(),
+            );
+        }
+        let mut ones_shape: Vec<usize> = x.shape().to_vec();
+        ones_shape.push(1);
+        let ones = Tensor::ones(&ones_shape, Some(x.dtype()), x.device())?;
+        lead.push(n - 1);
+        let powers =
+            Tensor::cat(&[ones, x.unsqueeze(-1)?.expand(&lead)?], -1)?.cumprod(-1, Some(x.dtype()))?;
+        if increasing {
+            Ok(powers)
+        } else {
+            powers.flip(&[-1])
+        }
+    }
+
+    /// `torch.unravel_index`: the coordinates in `shape` of these flat
+    /// (row-major) indices, one tensor per dim; negative indices count
+    /// from the end.
+    pub fn unravel_index(&self, shape: &[usize]) -> Result<Vec<Tensor>> {
+        const OP: &str = "unravel_index";
+        if !self.dtype().is_int() {
+            return Err(Error::invalid(
+                OP,
+                format!("expects integer indices, got {}", self.dtype()),
+            ));
+        }
+        let numel: usize = shape.iter().product();
+        let idx = self.to_dtype(DType::I64)?;
+        if idx.numel() > 0 {
+            let lo = idx.reduce(ReduceOp::Min, None, false)?.item()?.to_i64();
+            let hi = idx.reduce(ReduceOp::Max, None, false)?.item()?.to_i64();
+            if lo < -(numel as i64) || hi >= numel as i64 {
+                return Err(Error::invalid(
+                    OP,
+                    format!("indices must be in [-{numel}, {numel}) for shape {shape:?}, got values in [{lo}, {hi}]"),
+                ));
+            }
+        }
+        use crate::core::op::BinaryOp;
+        // negative indices count from the end
+        let mut rest = idx.binary_scalar(BinaryOp::Rem, Scalar::Int(numel.max(1) as i64), false)?;
+        let mut out = Vec::with_capacity(shape.len());
+        for &size in shape.iter().rev() {
+            let size = Scalar::Int(size.max(1) as i64);
+            out.push(rest.binary_scalar(BinaryOp::Rem, size, false)?);
+            rest = rest.binary_scalar(BinaryOp::FloorDivide, size, false)?;
+        }
+        out.reverse();
+        Ok(out)
     }
 
     /// `torch.cartesian_prod`: every combination of the 1-D tensors'

@@ -116,6 +116,12 @@ pub fn unary(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<T
                 .exp()?
                 .mul_scalar(std::f64::consts::FRAC_2_SQRT_PI)?,
         )?,
+        Erfc => g.mul(
+            &x.square()?
+                .neg()?
+                .exp()?
+                .mul_scalar(-std::f64::consts::FRAC_2_SQRT_PI)?,
+        )?,
         Square => g.mul(&x.mul_scalar(2.0)?)?,
         Reciprocal => g.mul(&y.square()?.neg()?)?,
         // piecewise constant: zero gradient, as in PyTorch
@@ -274,7 +280,7 @@ pub fn binary(
                 .then(|| g.mul(a)?.mul(&gelu_second_derivative(op, b)?))
                 .transpose()?,
         ),
-        BitAnd | BitOr | BitXor => (None, None),
+        BitAnd | BitOr | BitXor | Gcd | Lcm => (None, None),
     };
     let ga = match ga {
         Some(t) if needs[0] => Some(sum_to(&t, a.shape())?),
@@ -331,7 +337,7 @@ pub fn binary_scalar(
         (GeluBackward, false) => g.mul_scalar(kiln_kernels::ops::gelu_grad(s.to_f64()))?,
         (GeluTanhBackward, false) => g.mul_scalar(kiln_kernels::ops::gelu_tanh_grad(s.to_f64()))?,
         (GeluBackward | GeluTanhBackward, true) => g.mul(&gelu_second_derivative(op, x)?.mul_scalar(s)?)?,
-        (BitAnd | BitOr | BitXor, _) => return Ok(None),
+        (BitAnd | BitOr | BitXor | Gcd | Lcm, _) => return Ok(None),
     };
     Ok(Some(gx))
 }

@@ -1,6 +1,7 @@
 //! Margin and embedding losses, as `torch.nn.functional` defines them:
 //! `margin_ranking_loss`, `hinge_embedding_loss`, `cosine_embedding_loss`
-//! and `triplet_margin_loss`. Targets are ±1.
+//! and `triplet_margin_loss` (targets ±1), and `multilabel_margin_loss`
+//! (targets: class indices, ended by -1).
 
 use super::Reduction;
 use crate::core::error::{Error, Result};
@@ -116,5 +117,74 @@ impl Tensor {
             .add_scalar(margin)?
             .maximum_scalar(0.0)?
             .reduced(r)
+    }
+
+    /// The multi-class multi-label hinge loss of scores `[N, C]` (or `[C]`):
+    /// each row of `target` lists its classes, ended by the first -1;
+    /// `Σ_{j in y} Σ_{i not in y} max(0, 1 - (x[j] - x[i])) / C`.
+    pub fn multilabel_margin_loss(&self, target: &Tensor, r: Reduction) -> Result<Tensor> {
+        const OP: &str = "multilabel_margin_loss";
+        if self.ndim() > 2 || target.shape() != self.shape() || !target.dtype().is_int() {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "expects input [N, C] or [C] and an integer target of the same shape, got {:?} and {} {:?}",
+                    self.shape(),
+                    target.dtype(),
+                    target.shape()
+                ),
+            ));
+        }
+        let x = self.to_float()?;
+        let (x, y) = if x.ndim() == 1 {
+            (x.unsqueeze(0)?, target.unsqueeze(0)?)
+        } else {
+            (x, target.clone())
+        };
+        let classes = x.shape()[1] as i64;
+        let y = y.to_dtype(crate::core::DType::I64)?;
+        // the listed labels: those before the first -1
+        let listed = y
+            .compare_scalar(CmpOp::Ne, Scalar::Int(-1), false)?
+            .to_dtype(crate::core::DType::I64)?
+            .cumprod(1, None)?;
+        let bad = y
+            .compare_scalar(CmpOp::Lt, Scalar::Int(0), false)?
+            .binary(
+                crate::core::op::BinaryOp::BitOr,
+                &y.compare_scalar(CmpOp::Ge, Scalar::Int(classes), false)?,
+            )?
+            .to_dtype(crate::core::DType::I64)?
+            .mul(&listed)?;
+        if bad.reduce(ReduceOp::Sum, None, false)?.item()?.to_i64() > 0 {
+            return Err(Error::invalid(
+                OP,
+                format!("target labels must be in [0, {classes}) before the first -1"),
+            ));
+        }
+        // is_target[n, c]: 1 where class c is listed for sample n
+        let is_target = x.zeros_like()?.scatter_reduce(
+            1,
+            &y.clamp(Some(Scalar::Int(0)), None)?,
+            &listed.to_dtype(x.dtype())?,
+            "amax",
+            true,
+        )?;
+        // margins[n, j, i] = 1 - x[n, j] + x[n, i]
+        let margins = x
+            .unsqueeze(2)?
+            .neg()?
+            .add(&x.unsqueeze(1)?)?
+            .add_scalar(1.0)?
+            .maximum_scalar(0.0)?;
+        let pairs = is_target
+            .unsqueeze(2)?
+            .mul(&is_target.neg()?.add_scalar(1.0)?.unsqueeze(1)?)?;
+        let per = margins
+            .mul(&pairs)?
+            .reduce(ReduceOp::Sum, Some(&[1, 2]), false)?
+            .div_scalar(classes as f64)?;
+        let per = if self.ndim() == 1 { per.reshape(&[])? } else { per };
+        per.reduced(r)
     }
 }

@@ -85,12 +85,9 @@ pub fn sgd_step_multi_(
                 n: params[i].numel(),
             });
         }
-        let storage = count.as_ref().map(|c| c.storage());
-        let count = storage
-            .as_deref()
-            .zip(count.as_ref())
-            .map(|(s, c)| (s, c.layout().offset()));
-        Storage::sgd_step_multi(&mut items, &h, count)
+        with_count(count.as_ref(), |count| {
+            Storage::sgd_step_multi(&mut items, &h, count)
+        })
     })
 }
 
@@ -209,11 +206,17 @@ pub fn adam_step_multi_(
                 n: params[i].numel(),
             });
         }
-        let storage = count.as_ref().map(|c| c.storage());
-        let count = storage
-            .as_deref()
-            .zip(count.as_ref())
-            .map(|(s, c)| (s, c.layout().offset()));
-        Storage::adam_step_multi(&mut items, &h, count)
+        with_count(count.as_ref(), |count| {
+            Storage::adam_step_multi(&mut items, &h, count)
+        })
     })
+}
+
+/// Runs `f` with the device step count's storage and offset, if there is one.
+fn with_count<R>(count: Option<&Tensor>, f: impl FnOnce(Option<(&Storage, usize)>) -> R) -> R {
+    let storage = count.map(|c| c.storage());
+    f(storage
+        .as_deref()
+        .zip(count)
+        .map(|(s, c)| (s, c.layout().offset())))
 }

@@ -8,6 +8,7 @@
 
 mod attention;
 mod cnn;
+mod compositions;
 mod dense;
 mod elementwise;
 mod functional;
@@ -188,7 +189,7 @@ fn gpu() -> Device {
 }
 
 /// The case groups, in the order [`run`] runs them.
-pub const GROUPS: [&str; 17] = [
+pub const GROUPS: [&str; 18] = [
     "unary",
     "binary",
     "casts",
@@ -200,6 +201,7 @@ pub const GROUPS: [&str; 17] = [
     "training",
     "indexing",
     "rearrange",
+    "compositions",
     "functional",
     "linalg",
     "cnn",
@@ -234,6 +236,7 @@ pub fn run_groups(groups: &[&str]) -> Vec<Case> {
             "dense" => c.dense_paths(),
             "indexing" => c.indexing(),
             "rearrange" => c.rearrange(),
+            "compositions" => c.compositions(),
             "functional" => c.functional(),
             "linalg" => c.linalg(),
             "cnn" => c.cnn(),

@@ -11,15 +11,6 @@ use kiln::tensor::integrate::Spacing;
 use kiln::tensor::quantile::{Interpolation, Quantiles};
 use kiln::tensor::rearrange::Sections;
 
-/// Several results as one tensor (each flattened, end to end).
-fn joined(parts: Result<Vec<Tensor>>) -> Result<Tensor> {
-    let flat = parts?
-        .iter()
-        .map(|t| t.flatten(0, -1))
-        .collect::<Result<Vec<_>>>()?;
-    Tensor::cat(&flat, 0)
-}
-
 /// `values` as an i64 tensor on `t`'s device.
 fn ints_on(t: &Tensor, values: Vec<i64>, shape: &[usize]) -> Result<Tensor> {
     Tensor::from_host(&HostValues::Int(values), shape, DType::I64, t.device())
@@ -30,8 +21,7 @@ impl Checker {
     /// after the layout's view), for every float dtype and layout; then the
     /// integer ones.
     pub(super) fn compositions(&mut self) {
-        type Op = (&'static str, fn(&Tensor) -> Result<Tensor>);
-        let ops: Vec<Op> = vec![
+        let ops: Vec<LayoutOp> = vec![
             ("logaddexp", |t| t.logaddexp(&t.flip(&[0])?)),
             ("logaddexp2", |t| t.logaddexp2(&t.select(0, 3)?)),
             ("fmax", |t| t.log()?.fmax(&t.flip(&[1])?)),
@@ -131,24 +121,10 @@ impl Checker {
                 t.narrow(1, 0, 37)?.mul_scalar(0.05)?.matrix_exp()
             }),
         ];
-        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
-            for (layout, shape, view) in layouts() {
-                let x = match input(&mut self.gen, &shape, dtype, false).and_then(|t| view(&t)) {
-                    Ok(x) => x,
-                    Err(e) => {
-                        self.record("compositions input", dtype, layout, Err(e));
-                        continue;
-                    }
-                };
-                for (name, op) in &ops {
-                    let r = self.both(&x, op);
-                    // sums of many half-precision terms round more
-                    self.record_scaled(name, dtype, layout, r, 4.0);
-                }
-            }
-        }
-        type IntOp = (&'static str, fn(&Tensor) -> Result<Tensor>);
-        let int_ops: Vec<IntOp> = vec![
+        // sums of many half-precision terms round more
+        let floats = [DType::F32, DType::F64, DType::F16, DType::BF16];
+        self.through_layouts("compositions", &floats, &ops, 4.0);
+        let int_ops: Vec<LayoutOp> = vec![
             ("isin", |t| t.isin(&t.select(0, 0)?, false)),
             ("isin invert", |t| t.isin(&t.narrow(1, 0, 3)?, true)),
             ("unravel_index", |t| joined(t.abs()?.unravel_index(&[3, 2, 4]))),
@@ -159,16 +135,6 @@ impl Checker {
                 t.select(1, 1)?.narrow(0, 0, 6)?.vander(None, true)
             }),
         ];
-        for dtype in [DType::I64, DType::I32] {
-            for (layout, shape, view) in layouts() {
-                let Ok(x) = input(&mut self.gen, &shape, dtype, false).and_then(|t| view(&t)) else {
-                    continue;
-                };
-                for (name, op) in &int_ops {
-                    let r = self.both(&x, op);
-                    self.record(name, dtype, layout, r);
-                }
-            }
-        }
+        self.through_layouts("compositions", &[DType::I64, DType::I32], &int_ops, 1.0);
     }
 }

@@ -141,6 +141,18 @@ fn layouts() -> Vec<(&'static str, Vec<usize>, View)> {
     ]
 }
 
+/// Several results as one tensor (each flattened, end to end).
+fn joined(parts: Result<Vec<Tensor>>) -> Result<Tensor> {
+    let flat = parts?
+        .iter()
+        .map(|t| t.flatten(0, -1))
+        .collect::<Result<Vec<_>>>()?;
+    Tensor::cat(&flat, 0)
+}
+
+/// An op of one input, checked through every layout.
+type LayoutOp = (&'static str, fn(&Tensor) -> Result<Tensor>);
+
 impl Checker {
     fn record(&mut self, op: &str, dtype: DType, layout: &str, r: Result<(Tensor, Tensor)>) {
         self.record_scaled(op, dtype, layout, r, 1.0)
@@ -166,6 +178,27 @@ impl Checker {
             worst: w,
             error,
         });
+    }
+
+    /// Each of `ops` on both backends from the same input, for each of
+    /// `dtypes` and every layout of [`layouts`]; `scale` widens the absolute
+    /// tolerance. An input that cannot be made is recorded as `group input`.
+    fn through_layouts(&mut self, group: &str, dtypes: &[DType], ops: &[LayoutOp], scale: f64) {
+        for &dtype in dtypes {
+            for (layout, shape, view) in layouts() {
+                let x = match input(&mut self.gen, &shape, dtype, false).and_then(|t| view(&t)) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        self.record(&format!("{group} input"), dtype, layout, Err(e));
+                        continue;
+                    }
+                };
+                for (name, op) in ops {
+                    let r = self.both(&x, op);
+                    self.record_scaled(name, dtype, layout, r, scale);
+                }
+            }
+        }
     }
 
     fn both(&mut self, x: &Tensor, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<(Tensor, Tensor)> {

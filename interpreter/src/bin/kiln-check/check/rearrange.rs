@@ -8,20 +8,10 @@
 
 use super::*;
 
-/// Several results as one tensor (each flattened, end to end).
-fn joined(parts: Result<Vec<Tensor>>) -> Result<Tensor> {
-    let flat = parts?
-        .iter()
-        .map(|t| t.flatten(0, -1))
-        .collect::<Result<Vec<_>>>()?;
-    Tensor::cat(&flat, 0)
-}
-
 impl Checker {
     /// Each op on both backends from the same input, for every dtype and layout.
     pub(super) fn rearrange(&mut self) {
-        type Op = (&'static str, fn(&Tensor) -> Result<Tensor>);
-        let ops: Vec<Op> = vec![
+        let ops: Vec<LayoutOp> = vec![
             ("flip", |t| t.flip(&[0, 1])),
             ("fliplr", |t| t.fliplr()),
             ("roll", |t| t.roll(&[3, -5], &[0, 1])),
@@ -140,20 +130,6 @@ impl Checker {
                 t.to_dtype(DType::F64)?.narrow(1, 0, 20)?.corrcoef()
             }),
         ];
-        for dtype in DType::ALL {
-            for (layout, shape, view) in layouts() {
-                let x = match input(&mut self.gen, &shape, dtype, false).and_then(|t| view(&t)) {
-                    Ok(x) => x,
-                    Err(e) => {
-                        self.record("rearrange input", dtype, layout, Err(e));
-                        continue;
-                    }
-                };
-                for (name, op) in &ops {
-                    let r = self.both(&x, op);
-                    self.record(name, dtype, layout, r);
-                }
-            }
-        }
+        self.through_layouts("rearrange", &DType::ALL, &ops, 1.0);
     }
 }

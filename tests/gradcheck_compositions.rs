@@ -608,6 +608,20 @@ fn quantiles_scatters_and_special_functions() {
         ("erfc", &[3, 4], |x| {
             x.mul_scalar(2.0)?.unary(kiln::core::op::UnaryOp::Erfc)
         }),
+        ("i0e and i1e past the series", &[3, 4], |x| {
+            let far = x.mul_scalar(12.0)?.add_scalar(8.0)?;
+            far.unary(kiln::core::op::UnaryOp::I0e)?
+                .add(&far.unary(kiln::core::op::UnaryOp::I1e)?)
+        }),
+        ("as_strided overlapping windows", &[3, 4], |x| {
+            x.as_strided(&[4, 5], &[2, 1], Some(1))?.exp()
+        }),
+        // a view covering its whole storage (through a narrower view the
+        // finite differences also see the storage outside it, which the
+        // gradient, as PyTorch's, leaves out)
+        ("as_strided of a transpose", &[3, 4], |x| {
+            x.t()?.as_strided(&[2, 3], &[1, 4], Some(2))?.square()
+        }),
         ("frexp mantissa", &[3, 4], |x| Ok(x.mul_scalar(7.0)?.frexp()?.0)),
         ("pdist", &[4, 3], |x| x.pdist(2.0)),
         ("pdist p 3", &[4, 3], |x| x.pdist(3.0)),

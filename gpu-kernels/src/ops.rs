@@ -118,6 +118,10 @@ macro_rules! unary_ops {
             Lgamma lgamma "`ln |Γ(x)|` (+inf at the poles 0, -1, -2, ...)." float positive (|x| x.lgamma()) ();
             Digamma digamma "The digamma function `ψ(x) = d/dx ln Γ(x)` (-inf at 0, NaN at negative integers)." float positive
                 (|x| x.digamma()) ();
+            I0 i0 "The modified Bessel function of the first kind of order 0, `I₀(x)` (`torch.i0`; +inf beyond about ±89 in f32)." float any (|x| x.i0()) ();
+            I0e i0e "The exponentially scaled modified Bessel function `e^-|x| I₀(x)` (`torch.special.i0e`)." float any (|x| x.i0e()) ();
+            I1 i1 "The modified Bessel function of the first kind of order 1, `I₁(x)` (`torch.special.i1`)." float any (|x| x.i1()) ();
+            I1e i1e "The exponentially scaled modified Bessel function `e^-|x| I₁(x)` (`torch.special.i1e`)." float any (|x| x.i1e()) ();
             Erfinv erfinv "The inverse error function on [-1, 1] (±inf at ±1, NaN outside)." float unit (|x| x.erfinv()) ();
             LogicalNot logical_not "Logical not: true where x is zero (any dtype; bool result)." logical any () ();
         }
@@ -177,6 +181,10 @@ macro_rules! binary_ops {
                 () (|a, b| a | b) (|a, b| a | b);
             BitXor bitwise_xor "Bitwise exclusive or (logical for bool); integers and bool only." bitwise
                 () (|a, b| a ^ b) (|a, b| a ^ b);
+            BitShiftLeft bitwise_left_shift "`a << b`: a shifted left by b bits, 0 when b is negative or at least the width." bitwise
+                () (|a, b| $crate::ops::int_shift_left(a, b)) ();
+            BitShiftRight bitwise_right_shift "`a >> b`: a shifted right by b bits, keeping the sign (a's sign fill when b is negative or at least the width)." bitwise
+                () (|a, b| $crate::ops::int_shift_right(a, b)) ();
         }
     };
 }
@@ -315,6 +323,29 @@ pub fn int_gcd(a: i64, b: i64) -> i64 {
         b = r;
     }
     a as i64
+}
+
+/// `a << b` as PyTorch's kernels shift: 0 for a negative `b` or one at
+/// least the width. Over i64; narrower dtypes keep the low bits, which are
+/// then PyTorch's (their own width's shifts are 0 from there too).
+#[inline(always)]
+pub fn int_shift_left(a: i64, b: i64) -> i64 {
+    if (0..64).contains(&b) {
+        ((a as u64) << b) as i64
+    } else {
+        0
+    }
+}
+
+/// `a >> b`, arithmetic: the sign fill `a >> 63` for a negative `b` or
+/// one at least the width (over i64, which narrower dtypes share).
+#[inline(always)]
+pub fn int_shift_right(a: i64, b: i64) -> i64 {
+    if (0..64).contains(&b) {
+        a >> b
+    } else {
+        a >> 63
+    }
 }
 
 /// The least common multiple `|a / gcd(a, b) · b|` (0 when either is 0).

@@ -88,6 +88,14 @@ pub trait Real:
     fn erfinv(self) -> Self;
     /// the complementary error function `1 - erf(x)`
     fn erfc(self) -> Self;
+    /// the modified Bessel function `I₀(x)`
+    fn i0(self) -> Self;
+    /// `e^-|x| I₀(x)`
+    fn i0e(self) -> Self;
+    /// the modified Bessel function `I₁(x)`
+    fn i1(self) -> Self;
+    /// `e^-|x| I₁(x)`
+    fn i1e(self) -> Self;
 }
 
 macro_rules! real {
@@ -220,6 +228,22 @@ macro_rules! real {
             #[inline]
             fn erfc(self) -> Self {
                 libm::erfc(self as f64) as $t
+            }
+            #[inline]
+            fn i0(self) -> Self {
+                special::bessel_i0(self as f64) as $t
+            }
+            #[inline]
+            fn i0e(self) -> Self {
+                special::bessel_i0e(self as f64) as $t
+            }
+            #[inline]
+            fn i1(self) -> Self {
+                special::bessel_i1(self as f64) as $t
+            }
+            #[inline]
+            fn i1e(self) -> Self {
+                special::bessel_i1e(self as f64) as $t
             }
         }
     };

@@ -1,7 +1,8 @@
 //! Special functions in double precision, shared by the CPU backend and the
 //! GPU kernels (single precision rounds these once): `lgamma`, `digamma`,
-//! `polygamma` and `erfinv`, with PyTorch's values at poles and outside the
-//! domain.
+//! `polygamma`, `erfinv` and the modified Bessel functions `I₀`, `I₁` and
+//! their exponentially scaled forms, with PyTorch's values at poles and
+//! outside the domain.
 
 use core::f64::consts::PI;
 
@@ -181,6 +182,80 @@ pub fn erfinv(y: f64) -> f64 {
     x
 }
 
+/// Where the Bessel functions' power series hands over to their asymptotic
+/// expansion (both reach about 1e-15 relative there).
+const BESSEL_ASYMPTOTIC_FROM: f64 = 20.0;
+
+/// `e^-a I_ν(a)` for `a >= 0` and order `ν` 0 or 1: the power series
+/// `Σ (a/2)^(2k+ν) / (k! (k+ν)!)` up to 20, the asymptotic expansion
+/// `Σ_k (-1)^k a_k(ν) / a^k / √(2πa)` beyond.
+fn scaled_bessel_i(a: f64, nu: f64) -> f64 {
+    if a.is_nan() {
+        return f64::NAN;
+    }
+    if a <= BESSEL_ASYMPTOTIC_FROM {
+        let half = 0.5 * a;
+        let q = half * half;
+        let mut term = if nu == 0.0 { 1.0 } else { half };
+        let mut sum = term;
+        let mut k = 0.0;
+        while term > sum * 1e-17 {
+            k += 1.0;
+            term *= q / (k * (k + nu));
+            sum += term;
+        }
+        return sum * libm::exp(-a);
+    }
+    let mu = 4.0 * nu * nu;
+    let mut term: f64 = 1.0;
+    let mut sum = 1.0;
+    let mut k = 0.0;
+    loop {
+        k += 1.0;
+        let next = term * ((2.0 * k - 1.0) * (2.0 * k - 1.0) - mu) / (8.0 * k * a);
+        // the expansion diverges once its terms stop falling
+        if libm::fabs(next) >= libm::fabs(term) || libm::fabs(next) <= 1e-17 * libm::fabs(sum) {
+            if libm::fabs(next) < libm::fabs(term) {
+                sum += next;
+            }
+            break;
+        }
+        term = next;
+        sum += term;
+    }
+    sum / crate::math::sqrt_f64(2.0 * PI * a)
+}
+
+/// `e^-|x| I₀(x)`, the exponentially scaled modified Bessel function of the
+/// first kind of order 0 (`torch.special.i0e`).
+pub fn bessel_i0e(x: f64) -> f64 {
+    scaled_bessel_i(libm::fabs(x), 0.0)
+}
+
+/// `e^-|x| I₁(x)` (`torch.special.i1e`): odd in x.
+pub fn bessel_i1e(x: f64) -> f64 {
+    libm::copysign(scaled_bessel_i(libm::fabs(x), 1.0), x)
+}
+
+/// `I₀(x)`, the modified Bessel function of the first kind of order 0
+/// (`torch.i0`; +inf beyond about ±713).
+pub fn bessel_i0(x: f64) -> f64 {
+    let a = libm::fabs(x);
+    if a == f64::INFINITY {
+        return f64::INFINITY;
+    }
+    bessel_i0e(x) * libm::exp(a)
+}
+
+/// `I₁(x)` (`torch.special.i1`): odd in x.
+pub fn bessel_i1(x: f64) -> f64 {
+    let a = libm::fabs(x);
+    if a == f64::INFINITY {
+        return x;
+    }
+    bessel_i1e(x) * libm::exp(a)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +286,31 @@ mod tests {
         assert!(close(polygamma(1.0, -0.5), pi2 / 2.0 + 4.0, 1e-13));
         assert_eq!(polygamma(1.0, 0.0), f64::INFINITY);
         assert!(polygamma(1.5, 1.0).is_nan());
+    }
+
+    #[test]
+    #[allow(clippy::excessive_precision)]
+    fn bessel_functions_match_reference_values() {
+        // mpmath.besseli at 40 digits
+        let cases = [
+            (0.0, 1.0, 0.0),
+            (0.5, 1.0634833707413235, 0.25789430539089632),
+            (3.0, 4.8807925858650241, 3.9533702174026094),
+            (19.9, 39513376.520066824, 38507423.874862283),
+            (20.1, 48017874.107136503, 46807739.533029883),
+            (80.0, 2.4751784043341705e33, 2.4596595795675409e33),
+        ];
+        for (x, i0, i1) in cases {
+            let close = |a: f64, b: f64| (a - b).abs() <= 4e-15 * b.abs().max(1e-300);
+            assert!(close(bessel_i0(x), i0), "i0({x}) = {}", bessel_i0(x));
+            assert!(close(bessel_i1(x), i1), "i1({x}) = {}", bessel_i1(x));
+            assert!(close(bessel_i1(-x), -i1), "i1(-{x})");
+            assert!(close(bessel_i0e(-x), i0 * (-x).exp()), "i0e(-{x})");
+        }
+        assert_eq!(bessel_i0(f64::NEG_INFINITY), f64::INFINITY);
+        assert_eq!(bessel_i1(f64::NEG_INFINITY), f64::NEG_INFINITY);
+        assert_eq!(bessel_i0e(f64::INFINITY), 0.0);
+        assert!(bessel_i1e(f64::NAN).is_nan());
     }
 
     #[test]

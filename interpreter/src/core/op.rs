@@ -163,6 +163,9 @@ macro_rules! binary_accepts {
     (arith, $b:tt, $d:expr) => {
         true
     };
+    (bitwise, (), $d:expr) => {
+        $d.is_int()
+    };
     (bitwise, $b:tt, $d:expr) => {
         !$d.is_float()
     };
@@ -430,7 +433,8 @@ pub fn markdown_tables() -> String {
             BinaryRule::Arith if op.accepts(DType::Bool) => "every dtype",
             BinaryRule::Arith => "every dtype but bool",
             BinaryRule::Float => "float (integers and bool compute in f32)",
-            BinaryRule::Bitwise => "integers and bool",
+            BinaryRule::Bitwise if op.accepts(DType::Bool) => "integers and bool",
+            BinaryRule::Bitwise => "integers",
         };
         s += &format!("| `{}` | {dtypes} | {} |\n", op.name(), cell(op.doc()));
     }

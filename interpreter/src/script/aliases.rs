@@ -43,6 +43,42 @@ pub fn register(engine: &mut Engine) {
 }
 
 fn register_splits_and_broadcasts(api: &mut Api) {
+    const SPLIT_SIZES: &str = "views along dim (0 by default) of the sizes given, which must sum to its size";
+    api.doc(SPLIT_SIZES).func(
+        "split_with_sizes",
+        ["t", "split_sizes"],
+        |t: Tensor, s: Dynamic| tensor_array(t.split_sizes(&ints("split_with_sizes", "split_sizes", &s)?, 0)),
+    );
+    api.doc(SPLIT_SIZES).func(
+        "split_with_sizes",
+        ["t", "split_sizes", "dim"],
+        |t: Tensor, s: Dynamic, d: INT| {
+            tensor_array(t.split_sizes(&ints("split_with_sizes", "split_sizes", &s)?, d))
+        },
+    );
+    const AS_STRIDED: &str = "the view of t's storage of shape size with stride (elements) from storage_offset (t's own by default); it must stay inside the storage";
+    api.doc(AS_STRIDED).func(
+        "as_strided",
+        ["t", "size", "stride"],
+        |t: Tensor, size: Dynamic, stride: Dynamic| {
+            ok(t.as_strided(
+                &ints("as_strided", "size", &size)?,
+                &ints("as_strided", "stride", &stride)?,
+                None,
+            ))
+        },
+    );
+    api.doc(AS_STRIDED).func(
+        "as_strided",
+        ["t", "size", "stride", "storage_offset"],
+        |t: Tensor, size: Dynamic, stride: Dynamic, offset: INT| {
+            ok(t.as_strided(
+                &ints("as_strided", "size", &size)?,
+                &ints("as_strided", "stride", &stride)?,
+                Some(offset),
+            ))
+        },
+    );
     type Split = fn(&Tensor, Sections<'_>) -> crate::Result<Vec<Tensor>>;
     let splits: [(&str, &'static str, Split); 3] = [
         (
@@ -414,6 +450,14 @@ fn register_conveniences(api: &mut Api) {
     api.doc("bytes per element")
         .func("element_size", ["t"], |t: &mut Tensor| {
             t.dtype().size_in_bytes() as INT
+        });
+    api.doc("bytes per element (the property Tensor.itemsize)")
+        .get("itemsize", ["t"], |t: &mut Tensor| {
+            t.dtype().size_in_bytes() as INT
+        });
+    api.doc("bytes of t's elements, numel · itemsize (the property Tensor.nbytes)")
+        .get("nbytes", ["t"], |t: &mut Tensor| {
+            (t.numel() * t.dtype().size_in_bytes()) as INT
         });
     api.doc("t in other's dtype (torch.Tensor.type_as)").func(
         "type_as",

@@ -1,25 +1,144 @@
 //! The autograd script API: marking parameters (`t.requires_grad(true)`),
-//! reading and setting gradients (`t.grad`, `t.zero_grad()`), leaving the
+//! reading and setting gradients (`t.grad`, `t.zero_grad()`, `t.retain_grad()`), leaving the
 //! graph (`t.detach()`), running the backward pass (`loss.backward()`,
 //! `y.backward(grad)`), inspecting the graph (`t.is_leaf`, `t.grad_fn`), and
-//! grad mode (`no_grad(|| ...)`, `enable_grad(|| ...)`, `is_grad_enabled()`)
+//! gradients without `.grad` (`autograd::grad(outputs, inputs)`), grad
+//! mode (`no_grad(|| ...)`, `enable_grad(|| ...)`, `is_grad_enabled()`)
 //! and mixed precision (`autocast("bf16", || ...)`).
 //! Only argument conversion lives here; the semantics are in
 //! [`crate::tensor::autograd`].
 
-use super::convert::{ok, scalar, script_error, RhaiResult};
+use super::convert::{ok, scalar, script_error, tensor_list, RhaiResult};
 use super::registry::{Api, Category};
 use crate::tensor::autocast::{autocast_dtype, AutocastGuard};
 use crate::tensor::autograd::{self, GradModeGuard};
 use crate::tensor::Tensor;
-use rhai::{Dynamic, Engine, FnPtr, NativeCallContext};
+use rhai::{Array, Dynamic, Engine, FnPtr, Map, Module, NativeCallContext};
 
-/// Registers the autograd methods, properties and grad-mode functions.
+/// Registers the autograd methods, properties and grad-mode functions, and
+/// the `autograd::` module.
 pub fn register(engine: &mut Engine) {
+    let mut module = Module::new();
+    {
+        let mut api = Api::module(&mut module, "autograd", engine, Category::Autograd);
+        register_module(&mut api);
+    }
+    engine.register_static_module("autograd", module.into());
     let mut api = Api::new(engine, Category::Autograd);
     register_flags(&mut api);
     register_grads(&mut api);
     register_grad_mode(&mut api);
+}
+
+/// One tensor or an array of tensors (`op`'s `what`) as a list.
+fn tensors(op: &str, what: &str, d: &Dynamic) -> RhaiResult<Vec<Tensor>> {
+    if let Some(t) = d.clone().try_cast::<Tensor>() {
+        return Ok(vec![t]);
+    }
+    match d.clone().try_cast::<Array>() {
+        Some(a) => tensor_list(op, &a),
+        None => Err(script_error(format!(
+            "{op}: {what} must be a tensor or an array of tensors, got {}",
+            d.type_name()
+        ))),
+    }
+}
+
+/// `autograd::grad(outputs, inputs[, grad_outputs][, opts])`.
+fn autograd_grad(
+    outputs: &Dynamic,
+    inputs: &Dynamic,
+    grad_outputs: &Dynamic,
+    opts: &Map,
+) -> RhaiResult<Array> {
+    const OP: &str = "autograd::grad";
+    let outputs = tensors(OP, "outputs", outputs)?;
+    let inputs = tensors(OP, "inputs", inputs)?;
+    let grad_outputs: Vec<Option<Tensor>> = if grad_outputs.is_unit() {
+        vec![None; outputs.len()]
+    } else if let Some(t) = grad_outputs.clone().try_cast::<Tensor>() {
+        vec![Some(t)]
+    } else {
+        let a = grad_outputs.clone().try_cast::<Array>().ok_or_else(|| {
+            script_error(format!(
+                "{OP}: grad_outputs must be a tensor, an array of tensors and () or (), got {}",
+                grad_outputs.type_name()
+            ))
+        })?;
+        a.iter()
+            .map(|g| {
+                if g.is_unit() {
+                    Ok(None)
+                } else {
+                    g.clone().try_cast::<Tensor>().map(Some).ok_or_else(|| {
+                        script_error(format!(
+                            "{OP}: grad_outputs holds a {}, not a tensor",
+                            g.type_name()
+                        ))
+                    })
+                }
+            })
+            .collect::<RhaiResult<_>>()?
+    };
+    let mut allow_unused = false;
+    let mut materialize = false;
+    for (key, v) in opts {
+        let flag = v
+            .as_bool()
+            .map_err(|t| script_error(format!("{OP}: option '{key}' must be a bool, got {t}")))?;
+        match key.as_str() {
+            "allow_unused" => allow_unused = flag,
+            "materialize_grads" => materialize = flag,
+            "retain_graph" | "create_graph" if flag => {
+                return Err(script_error(format!(
+                    "{OP}: {key}: true is not supported (the backward pass frees the graph and is not itself recorded); run the forward again for another pass"
+                )))
+            }
+            "retain_graph" | "create_graph" => {}
+            other => {
+                return Err(script_error(format!(
+                    "{OP}: unknown option '{other}' (expected allow_unused, materialize_grads, retain_graph, create_graph)"
+                )))
+            }
+        }
+    }
+    let grads = ok(autograd::grad(&outputs, &grad_outputs, &inputs))?;
+    let mut out = Array::with_capacity(grads.len());
+    for (i, (g, x)) in grads.into_iter().zip(&inputs).enumerate() {
+        out.push(match g {
+            Some(g) => Dynamic::from(g),
+            None if materialize => Dynamic::from(ok(x.zeros_like())?),
+            None if allow_unused => Dynamic::UNIT,
+            None => {
+                return Err(script_error(format!(
+                    "{OP}: input {i} (shape {:?}) was not used in the graph of the outputs; pass #{{allow_unused: true}} to get () for it",
+                    x.shape()
+                )))
+            }
+        });
+    }
+    Ok(out)
+}
+
+fn register_module(api: &mut Api) {
+    const GRAD: &str = "the gradients of outputs (a tensor or array) with respect to inputs (torch.autograd.grad), as an array; no tensor's .grad changes. grad_outputs weight the outputs (ones for one-element outputs); opts #{allow_unused, materialize_grads}";
+    api.doc(GRAD)
+        .func("grad", ["outputs", "inputs"], |o: Dynamic, i: Dynamic| {
+            autograd_grad(&o, &i, &Dynamic::UNIT, &Map::new())
+        });
+    api.doc(GRAD).func(
+        "grad",
+        ["outputs", "inputs", "grad_outputs"],
+        |o: Dynamic, i: Dynamic, g: Dynamic| match g.clone().try_cast::<Map>() {
+            Some(m) => autograd_grad(&o, &i, &Dynamic::UNIT, &m),
+            None => autograd_grad(&o, &i, &g, &Map::new()),
+        },
+    );
+    api.doc(GRAD).func(
+        "grad",
+        ["outputs", "inputs", "grad_outputs", "opts"],
+        |o: Dynamic, i: Dynamic, g: Dynamic, m: Map| autograd_grad(&o, &i, &g, &m),
+    );
 }
 
 fn register_flags(api: &mut Api) {
@@ -56,6 +175,10 @@ fn register_flags(api: &mut Api) {
         });
     api.doc("t outside the autograd graph (shares its memory)")
         .func("detach", ["t"], |t: Tensor| t.detach());
+    api.doc("keeps this non-leaf tensor's gradient in t.grad after backward (accumulating, as a leaf's)")
+        .func("retain_grad", ["t"], |t: &mut Tensor| ok(t.retain_grad()));
+    api.doc("true for a non-leaf tensor whose gradient retain_grad() keeps")
+        .get("retains_grad", ["t"], |t: &mut Tensor| t.retains_grad());
 }
 
 fn register_grads(api: &mut Api) {

@@ -1,7 +1,7 @@
-//! Operators on tensors: `+ - * / % **` and unary `-` with tensors and
+//! Operators on tensors: `+ - * / % **`, the bitwise `& | ^ << >>` and unary `-` with tensors and
 //! numbers on either side, `@` (matmul), the comparisons (which return bool
 //! tensors; all combinations are registered, since Rhai answers `false` for a
-//! missing overload), `+= -= *= /=` (in place, as in PyTorch), and indexing
+//! missing overload), `+= -= *= /= %= **= &= |= ^= <<= >>=` (in place, as in PyTorch), and indexing
 //! with ints, negative ints and ranges, for reading and for writing.
 
 use super::convert::{ok, operand, script_error, RhaiResult};
@@ -32,6 +32,8 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         ("&", BinaryOp::BitAnd),
         ("|", BinaryOp::BitOr),
         ("^", BinaryOp::BitXor),
+        ("<<", BinaryOp::BitShiftLeft),
+        (">>", BinaryOp::BitShiftRight),
     ] {
         let doc = op.doc();
         api.doc(doc)
@@ -57,6 +59,11 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         ("/=", BinaryOp::Div),
         ("%=", BinaryOp::Rem),
         ("**=", BinaryOp::Pow),
+        ("&=", BinaryOp::BitAnd),
+        ("|=", BinaryOp::BitOr),
+        ("^=", BinaryOp::BitXor),
+        ("<<=", BinaryOp::BitShiftLeft),
+        (">>=", BinaryOp::BitShiftRight),
     ] {
         api.doc(IN_PLACE)
             .func(name, ["a", "b"], move |a: &mut Tensor, b: Tensor| {

@@ -77,6 +77,10 @@ fn special_only(api: &mut Api) {
         ("psi", UnaryOp::Digamma),
         ("sinc", UnaryOp::Sinc),
         ("round", UnaryOp::Round),
+        ("i0", UnaryOp::I0),
+        ("i0e", UnaryOp::I0e),
+        ("i1", UnaryOp::I1),
+        ("i1e", UnaryOp::I1e),
     ] {
         api.doc(op.doc())
             .func(name, ["x"], move |x: Tensor| ok(x.unary(op)));

@@ -4,9 +4,11 @@
 //! #{indexing: "xy"})`, `tril_indices(3, 3, #{offset: -1, device: "cpu"})`).
 
 use super::convert::{number, ok, operand, script_error, tensor_array, tensor_list, RhaiResult};
+use super::kwargs::Kwargs;
 use super::registry::{Api, Category};
 use super::Runtime;
 use crate::core::{DType, Device};
+use crate::tensor::windows::Window;
 use crate::tensor::Tensor;
 use rhai::{Array, Dynamic, Engine, Map, INT};
 use std::sync::Arc;
@@ -228,6 +230,7 @@ fn register_combining(api: &mut Api) {
 
 fn register_creation(api: &mut Api, rt: &Arc<Runtime>) {
     api.category(Category::Creation);
+    register_windows(api, rt);
     const LOGSPACE: &str = "steps values base ** linspace(start, end) (base 10); opts #{base, dtype, device}";
     let r = rt.clone();
     api.doc(LOGSPACE).func(
@@ -301,6 +304,84 @@ fn register_creation(api: &mut Api, rt: &Arc<Runtime>) {
                 ))
             },
         );
+    }
+}
+
+/// The window functions: `hann_window(n[, periodic][, opts])`, with
+/// hamming's `alpha, beta` and kaiser's `beta` after `periodic`,
+/// positionally or in the options map with `dtype`, `device` and
+/// `requires_grad`.
+fn register_windows(api: &mut Api, rt: &Arc<Runtime>) {
+    const COMMON: &[&str] = &["periodic", "dtype", "device", "requires_grad"];
+    const HAMMING: &[&str] = &["periodic", "alpha", "beta", "dtype", "device", "requires_grad"];
+    const KAISER: &[&str] = &["periodic", "beta", "dtype", "device", "requires_grad"];
+    let kinds: [(&'static str, &'static str, &'static [&'static str], usize); 5] = [
+        ("hann_window", "the Hann window of n points (periodic by default); opts #{periodic, dtype, device, requires_grad}", COMMON, 1),
+        ("hamming_window", "the Hamming window alpha - beta cos(2πk / (N - 1)) (0.54, 0.46); args periodic, alpha, beta", HAMMING, 3),
+        ("blackman_window", "the Blackman window of n points (periodic by default)", COMMON, 1),
+        ("bartlett_window", "the triangular Bartlett window of n points (periodic by default)", COMMON, 1),
+        ("kaiser_window", "the Kaiser window I0(beta √(1 - r²)) / I0(beta) (beta 12); args periodic, beta", KAISER, 2),
+    ];
+    for (name, doc, names, positional) in kinds {
+        let make = move |rt: &Runtime, n: INT, args: Vec<Dynamic>| -> RhaiResult<Tensor> {
+            let k = Kwargs::parse(name, names, args)?;
+            let kind = match name {
+                "hann_window" => Window::Hann,
+                "hamming_window" => Window::Hamming {
+                    alpha: k.number("alpha", 0.54)?,
+                    beta: k.number("beta", 0.46)?,
+                },
+                "blackman_window" => Window::Blackman,
+                "bartlett_window" => Window::Bartlett,
+                _ => Window::Kaiser {
+                    beta: k.number("beta", 12.0)?,
+                },
+            };
+            let dtype = k.get("dtype").map(|v| parse_dtype(name, v)).transpose()?;
+            let device = k.get("device").map(|v| parse_device(name, v)).transpose()?;
+            let t = ok(Tensor::window(
+                kind,
+                n,
+                k.flag("periodic", true)?,
+                dtype,
+                device.unwrap_or_else(|| rt.device()),
+            ))?;
+            if k.flag("requires_grad", false)? {
+                ok(t.set_requires_grad(true))?;
+            }
+            Ok(t)
+        };
+        // positional options, then one more for a trailing map
+        let r = rt.clone();
+        api.doc(doc)
+            .func(name, ["window_length"], move |n: INT| make(&r, n, vec![]));
+        let r = rt.clone();
+        api.doc(doc)
+            .func(name, ["window_length", names[0]], move |n: INT, a: Dynamic| {
+                make(&r, n, vec![a])
+            });
+        let r = rt.clone();
+        api.doc(doc).func(
+            name,
+            ["window_length", names[0], names[1]],
+            move |n: INT, a: Dynamic, b: Dynamic| make(&r, n, vec![a, b]),
+        );
+        if positional >= 2 {
+            let r = rt.clone();
+            api.doc(doc).func(
+                name,
+                ["window_length", names[0], names[1], names[2]],
+                move |n: INT, a: Dynamic, b: Dynamic, c: Dynamic| make(&r, n, vec![a, b, c]),
+            );
+        }
+        if positional >= 3 {
+            let r = rt.clone();
+            api.doc(doc).func(
+                name,
+                ["window_length", names[0], names[1], names[2], "opts"],
+                move |n: INT, a: Dynamic, b: Dynamic, c: Dynamic, d: Dynamic| make(&r, n, vec![a, b, c, d]),
+            );
+        }
     }
 }
 

@@ -404,7 +404,9 @@ impl Tensor {
 /// Value checks the CPU makes before integer ops that would be undefined.
 fn check_binary_values(op: BinaryOp, dtype: DType, rhs: &Tensor) -> Result<()> {
     if !op.accepts(dtype) {
-        let hint = if op.is_bitwise() {
+        let hint = if op.is_bitwise() && !op.accepts(DType::Bool) {
+            " (it takes integer tensors)"
+        } else if op.is_bitwise() {
             " (bitwise ops take integer or bool tensors)"
         } else {
             " (for bool tensors use logical_not, or convert with to_dtype(\"i64\"))"

@@ -42,8 +42,10 @@ pub mod select;
 pub mod solve;
 pub mod special;
 pub mod statistics;
+pub mod strided;
 pub mod structure;
 pub mod view;
+pub mod windows;
 
 pub use crate::core::{BudgetScope, DType, Device, HostValues, Layout, MemoryBudget, Scalar};
 pub use host::Element;

@@ -1,7 +1,8 @@
 //! The backward pass: from a root tensor, walks the recorded graph in
 //! reverse topological order, runs each node's backward function once its
-//! output gradient is complete, accumulates leaf gradients, and fires the
-//! leaves' post-accumulate hooks as soon as their gradient is final.
+//! output gradient is complete, accumulates leaf gradients (and those of
+//! the non-leaf tensors that `retain_grad` marked), and fires the leaves'
+//! post-accumulate hooks as soon as their gradient is final.
 
 use super::*;
 
@@ -45,31 +46,104 @@ fn key(n: &Arc<Node>) -> *const Node {
     Arc::as_ptr(n)
 }
 
-/// The backward pass from `root` with gradient `grad`: nodes run in
+/// Where a backward pass delivers gradients.
+pub(super) enum Sink<'a> {
+    /// Into the leaves' `grad` (and the non-leaf tensors `retain_grad`
+    /// marked), firing the leaves' hooks: `backward()`.
+    Accumulate,
+    /// Only into the slots of the chosen tensors, nothing else touched:
+    /// `autograd::grad`.
+    Capture(&'a mut Captured),
+}
+
+/// The gradients `autograd::grad` collects: one slot per requested tensor,
+/// found by its leaf state or by the node that made it.
+pub(super) struct Captured {
+    pub(super) leaves: HashMap<*const AutogradMeta, Vec<usize>>,
+    pub(super) nodes: HashMap<*const Node, Vec<usize>>,
+    pub(super) grads: Vec<Option<Tensor>>,
+}
+
+impl Captured {
+    fn add(&mut self, slots: Option<Vec<usize>>, g: &Tensor) -> Result<()> {
+        for i in slots.into_iter().flatten() {
+            self.grads[i] = Some(match self.grads[i].take() {
+                Some(acc) => acc.add(g)?,
+                None => g.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn leaf(&mut self, m: &Arc<AutogradMeta>, g: &Tensor) -> Result<()> {
+        let slots = self.leaves.get(&Arc::as_ptr(m)).cloned();
+        self.add(slots, g)
+    }
+
+    fn node(&mut self, n: &Arc<Node>, g: &Tensor) -> Result<()> {
+        let slots = self.nodes.get(&key(n)).cloned();
+        self.add(slots, g)
+    }
+}
+
+/// A leaf's gradient from the pass: accumulated or captured.
+fn deliver_leaf(sink: &mut Sink<'_>, m: &Arc<AutogradMeta>, g: Tensor, channels_last: bool) -> Result<()> {
+    match sink {
+        Sink::Accumulate => {
+            if m.requires_grad.load(Ordering::Relaxed) {
+                accumulate(m, g, channels_last)?;
+            }
+            Ok(())
+        }
+        Sink::Capture(c) => c.leaf(m, &g),
+    }
+}
+
+/// The backward pass from `roots` (each with its gradient): nodes run in
 /// topological order (each after every node that feeds it a gradient), the
-/// gradients reaching one node are summed, leaves accumulate into `grad`.
-/// A leaf with hooks runs them when the last of its edges is processed.
-pub(super) fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
+/// gradients reaching one node are summed, and `sink` says where the
+/// leaves' (and chosen non-leaves') gradients go. With
+/// [`Sink::Accumulate`], a leaf with hooks runs them when the last of its
+/// edges is processed.
+pub(super) fn run_backward(roots: Vec<(Tensor, Tensor)>, mut sink: Sink<'_>) -> Result<()> {
     let _guard = NoGradGuard::new();
     // gradients follow the forward's dtypes, whatever autocast says now
     let _autocast = crate::tensor::autocast::AutocastGuard::new(None)?;
-    let meta = root
-        .autograd_meta()
-        .ok_or_else(|| Error::invalid("backward", "the tensor does not require grad"))?;
-    let root_node = match &meta.grad_fn {
-        None => {
-            let channels_last = crate::tensor::elementwise::channels_last_perm(root).is_some();
-            accumulate(meta, grad, channels_last)?;
-            return if meta.hooked() { meta.fire_hooks() } else { Ok(()) };
+    let accumulating = matches!(sink, Sink::Accumulate);
+    let mut grads: HashMap<*const Node, Tensor> = HashMap::new();
+    let mut root_nodes: Vec<Arc<Node>> = Vec::new();
+    for (root, grad) in roots {
+        let meta = root
+            .autograd_meta()
+            .ok_or_else(|| Error::invalid("backward", "the tensor does not require grad"))?;
+        match &meta.grad_fn {
+            None => {
+                let channels_last = crate::tensor::elementwise::channels_last_perm(&root).is_some();
+                deliver_leaf(&mut sink, meta, grad, channels_last)?;
+                if accumulating && meta.hooked() {
+                    meta.fire_hooks()?;
+                }
+            }
+            Some(n) => {
+                let sum = match grads.remove(&key(n)) {
+                    Some(acc) => acc.add(&grad)?,
+                    None => {
+                        root_nodes.push(n.clone());
+                        grad
+                    }
+                };
+                grads.insert(key(n), sum);
+            }
         }
-        Some(n) => n.clone(),
-    };
+    }
     // How many gradients each reachable node waits for, and how many edges
     // reach each hooked leaf.
     let mut deps: HashMap<*const Node, usize> = HashMap::new();
     let mut leaf_uses: HashMap<*const AutogradMeta, usize> = HashMap::new();
-    let mut stack = vec![root_node.clone()];
-    deps.insert(key(&root_node), 0);
+    let mut stack = root_nodes.clone();
+    for n in &root_nodes {
+        deps.insert(key(n), 0);
+    }
     while let Some(n) = stack.pop() {
         for input in &n.inputs {
             match &input.edge {
@@ -80,14 +154,14 @@ pub(super) fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
                         stack.push(m.clone());
                     }
                 },
-                Some(Edge::Leaf(m)) if m.hooked() => *leaf_uses.entry(Arc::as_ptr(m)).or_insert(0) += 1,
+                Some(Edge::Leaf(m)) if accumulating && m.hooked() => {
+                    *leaf_uses.entry(Arc::as_ptr(m)).or_insert(0) += 1
+                }
                 _ => {}
             }
         }
     }
-    let mut grads: HashMap<*const Node, Tensor> = HashMap::new();
-    grads.insert(key(&root_node), grad);
-    let mut ready = vec![root_node];
+    let mut ready: Vec<Arc<Node>> = root_nodes.into_iter().filter(|n| deps[&key(n)] == 0).collect();
     while let Some(n) = ready.pop() {
         let g = grads.remove(&key(&n));
         let f = n
@@ -104,6 +178,17 @@ pub(super) fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
                     ),
                 )
             })?;
+        if let Some(g) = &g {
+            match &mut sink {
+                Sink::Accumulate => {
+                    let retained = n.retained.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    if let Some(meta) = retained.and_then(|m| m.upgrade()) {
+                        accumulate(&meta, g.clone(), false)?;
+                    }
+                }
+                Sink::Capture(c) => c.node(&n, g)?,
+            }
+        }
         let needs: Vec<bool> = n.inputs.iter().map(|i| i.edge.is_some()).collect();
         let input_grads = match &g {
             Some(g) => {
@@ -132,9 +217,7 @@ pub(super) fn run_backward(root: &Tensor, grad: Tensor) -> Result<()> {
             match edge {
                 Edge::Leaf(m) => {
                     if let Some(ig) = ig {
-                        if m.requires_grad.load(Ordering::Relaxed) {
-                            accumulate(m, ig, input.channels_last)?;
-                        }
+                        deliver_leaf(&mut sink, m, ig, input.channels_last)?;
                     }
                     if !leaf_uses.is_empty() {
                         if let Some(c) = leaf_uses.get_mut(&Arc::as_ptr(m)) {

@@ -39,6 +39,13 @@ fn zero(like: &Tensor) -> Result<Tensor> {
     Tensor::scalar(Scalar::Int(0), like.dtype(), like.device())
 }
 
+/// `d`, with `value` where `x` is zero (a derivative's removable singularity).
+fn at_zero_is(x: &Tensor, d: &Tensor, value: f64) -> Result<Tensor> {
+    let at_zero = x.compare_scalar(CmpOp::Eq, Scalar::Float(0.0), false)?;
+    let fill = Tensor::full(&[], Scalar::Float(value), Some(d.dtype()), d.device())?;
+    Tensor::where_cond(&at_zero, &fill, d)
+}
+
 /// 1 where `lo < x < hi`, else 0, in `like`'s dtype.
 fn between(x: &Tensor, lo: f64, hi: f64, like: &Tensor) -> Result<Tensor> {
     let above = mask(x.compare_scalar(CmpOp::Gt, Scalar::Float(lo), false)?, like)?;
@@ -147,13 +154,25 @@ pub fn unary(op: UnaryOp, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Option<T
                 .cos()?
                 .sub(&x.unary(UnaryOp::Sinc)?)?
                 .div(x)?;
-            let at_zero =
-                x.compare_scalar(crate::core::op::CmpOp::Eq, crate::core::Scalar::Float(0.0), false)?;
-            let zero = Tensor::zeros(&[], Some(d.dtype()), d.device())?;
-            g.mul(&Tensor::where_cond(&at_zero, &zero, &d)?)?
+            g.mul(&at_zero_is(x, &d, 0.0)?)?
         }
         Lgamma => g.mul(&x.unary(UnaryOp::Digamma)?)?,
         Digamma => g.mul(&x.binary_scalar(BinaryOp::Polygamma, Scalar::Int(1), false)?)?,
+        I0 => g.mul(&x.unary(UnaryOp::I1)?)?,
+        // i1e(x) - sgn(x) i0e(x)
+        I0e => g.mul(&x.unary(UnaryOp::I1e)?.sub(&x.sign()?.mul(y)?)?)?,
+        // i0(x) - i1(x) / x, and 1/2 at 0
+        I1 => {
+            let d = x.unary(UnaryOp::I0)?.sub(&y.div(x)?)?;
+            g.mul(&at_zero_is(x, &d, 0.5)?)?
+        }
+        // i0e(x) - i1e(x) (sgn(x) + 1 / x), and 1/2 at 0
+        I1e => {
+            let d = x
+                .unary(UnaryOp::I0e)?
+                .sub(&y.mul(&x.sign()?.add(&x.reciprocal()?)?)?)?;
+            g.mul(&at_zero_is(x, &d, 0.5)?)?
+        }
         // √π/2 e^(y²)
         Erfinv => g.mul(&y.square()?.exp()?.mul_scalar(std::f64::consts::PI.sqrt() / 2.0)?)?,
         // 1 / (1 + |x|)^2
@@ -280,7 +299,7 @@ pub fn binary(
                 .then(|| g.mul(a)?.mul(&gelu_second_derivative(op, b)?))
                 .transpose()?,
         ),
-        BitAnd | BitOr | BitXor | Gcd | Lcm => (None, None),
+        BitAnd | BitOr | BitXor | Gcd | Lcm | BitShiftLeft | BitShiftRight => (None, None),
     };
     let ga = match ga {
         Some(t) if needs[0] => Some(sum_to(&t, a.shape())?),
@@ -337,7 +356,7 @@ pub fn binary_scalar(
         (GeluBackward, false) => g.mul_scalar(kiln_kernels::ops::gelu_grad(s.to_f64()))?,
         (GeluTanhBackward, false) => g.mul_scalar(kiln_kernels::ops::gelu_tanh_grad(s.to_f64()))?,
         (GeluBackward | GeluTanhBackward, true) => g.mul(&gelu_second_derivative(op, x)?.mul_scalar(s)?)?,
-        (BitAnd | BitOr | BitXor | Gcd | Lcm, _) => return Ok(None),
+        (BitAnd | BitOr | BitXor | Gcd | Lcm | BitShiftLeft | BitShiftRight, _) => return Ok(None),
     };
     Ok(Some(gx))
 }

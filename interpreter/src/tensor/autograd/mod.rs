@@ -18,7 +18,7 @@
 //! while the rest of backward still runs).
 
 mod engine;
-use engine::run_backward;
+use engine::{run_backward, Captured, Sink};
 pub mod functions;
 mod mode;
 
@@ -151,6 +151,9 @@ pub struct Node {
     name: &'static str,
     backward: Mutex<Option<BackwardFn>>,
     inputs: Vec<Input>,
+    /// The output's autograd state once `retain_grad()` asked for its
+    /// gradient: backward accumulates the node's output gradient there.
+    retained: Mutex<Option<Weak<AutogradMeta>>>,
 }
 
 impl Node {
@@ -260,6 +263,7 @@ pub(crate) fn record(
         name,
         backward: Mutex::new(Some(Box::new(backward))),
         inputs,
+        retained: Mutex::new(None),
     });
     // A forward may return an input's own handle; the result needs its own.
     let out = if out.autograd_meta().is_some() {
@@ -270,6 +274,88 @@ pub(crate) fn record(
     let meta = Arc::new(AutogradMeta::new(true, Some(node)));
     let _ = out.autograd_slot().set(meta);
     out
+}
+
+/// The gradients of `outputs` with respect to `inputs` (`torch.autograd.grad`):
+/// one backward pass from every output, weighted by its `grad_outputs`
+/// entry (a gradient of the output's shape; `None` means ones, for a
+/// one-element output), that touches no tensor's `grad`. An input the
+/// outputs do not depend on gets `None`. The pass frees the graph, as
+/// `backward()` does.
+pub fn grad(
+    outputs: &[Tensor],
+    grad_outputs: &[Option<Tensor>],
+    inputs: &[Tensor],
+) -> Result<Vec<Option<Tensor>>> {
+    const OP: &str = "autograd::grad";
+    if grad_outputs.len() != outputs.len() {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "{} grad_outputs for {} outputs",
+                grad_outputs.len(),
+                outputs.len()
+            ),
+        ));
+    }
+    let mut captured = Captured {
+        leaves: HashMap::new(),
+        nodes: HashMap::new(),
+        grads: vec![None; inputs.len()],
+    };
+    for (i, t) in inputs.iter().enumerate() {
+        let meta = t.autograd_meta().filter(|_| t.requires_grad()).ok_or_else(|| {
+            Error::invalid(
+                OP,
+                format!("input {i} (shape {:?}) does not require grad", t.shape()),
+            )
+        })?;
+        match &meta.grad_fn {
+            Some(n) => captured.nodes.entry(Arc::as_ptr(n)).or_default().push(i),
+            None => captured.leaves.entry(Arc::as_ptr(meta)).or_default().push(i),
+        }
+    }
+    let mut roots = Vec::with_capacity(outputs.len());
+    for (i, (t, g)) in outputs.iter().zip(grad_outputs).enumerate() {
+        if !t.requires_grad() {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "output {i} (shape {:?}) does not require grad and has no grad_fn",
+                    t.shape()
+                ),
+            ));
+        }
+        let g = match g {
+            Some(g) if g.shape() != t.shape() => {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "grad_outputs[{i}] has shape {:?} but output {i} has shape {:?}",
+                        g.shape(),
+                        t.shape()
+                    ),
+                ))
+            }
+            Some(g) => {
+                t.same_device(OP, g)?;
+                no_grad(|| g.detach().to_dtype(t.dtype()))?
+            }
+            None if t.numel() == 1 => no_grad(|| t.ones_like())?,
+            None => {
+                return Err(Error::invalid(
+                    OP,
+                    format!(
+                        "a gradient can be implicitly created only for outputs with one element; output {i} has shape {:?}: pass grad_outputs",
+                        t.shape()
+                    ),
+                ))
+            }
+        };
+        roots.push((t.clone(), g));
+    }
+    run_backward(roots, Sink::Capture(&mut captured))?;
+    Ok(captured.grads)
 }
 
 /// Fails when an in-place write into `dest` (from `src`, if any) would break
@@ -311,6 +397,29 @@ impl Tensor {
     /// not require grad, and the parameters that do).
     pub fn is_leaf(&self) -> bool {
         self.autograd_meta().is_none_or(|m| m.grad_fn.is_none())
+    }
+
+    /// Keeps this non-leaf tensor's gradient in [`Tensor::grad`] after
+    /// backward (`Tensor.retain_grad()`: it accumulates across passes, as
+    /// a leaf's does); a no-op for a leaf that requires grad.
+    pub fn retain_grad(&self) -> Result<()> {
+        let Some(meta) = self.autograd_meta().filter(|_| self.requires_grad()) else {
+            return Err(Error::invalid(
+                "retain_grad",
+                "can't retain the gradient of a tensor that does not require grad",
+            ));
+        };
+        if let Some(node) = &meta.grad_fn {
+            *node.retained.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(meta));
+        }
+        Ok(())
+    }
+
+    /// True for a non-leaf tensor whose gradient `retain_grad` keeps.
+    pub fn retains_grad(&self) -> bool {
+        self.autograd_meta()
+            .and_then(|m| m.grad_fn.as_ref())
+            .is_some_and(|n| n.retained.lock().unwrap_or_else(|p| p.into_inner()).is_some())
     }
 
     /// The name of the op that made this tensor, when it was recorded.
@@ -450,7 +559,7 @@ impl Tensor {
         }
         self.check_backward_root()?;
         let g = no_grad(|| self.ones_like())?;
-        run_backward(self, g)
+        run_backward(vec![(self.clone(), g)], Sink::Accumulate)
     }
 
     /// Backpropagates from this tensor with `grad` as its gradient.
@@ -468,7 +577,7 @@ impl Tensor {
         self.same_device("backward", grad)?;
         self.check_backward_root()?;
         let g = no_grad(|| grad.detach().to_dtype(self.dtype()))?;
-        run_backward(self, g)
+        run_backward(vec![(self.clone(), g)], Sink::Accumulate)
     }
 
     fn check_backward_root(&self) -> Result<()> {

@@ -622,6 +622,17 @@ fn quantiles_scatters_and_special_functions() {
         ("as_strided of a transpose", &[3, 4], |x| {
             x.t()?.as_strided(&[2, 3], &[1, 4], Some(2))?.square()
         }),
+        ("igamma and igammac in x", &[3, 4], |x| {
+            let x = x.abs()?.mul_scalar(4.0)?.add_scalar(0.1)?;
+            let a = Tensor::from_host(
+                &HostValues::Float(vec![0.5, 1.5, 3.0, 7.0]),
+                &[4],
+                DType::F64,
+                Device::Cpu,
+            )?;
+            a.binary(kiln::core::op::BinaryOp::Igamma, &x)?
+                .add(&a.binary(kiln::core::op::BinaryOp::Igammac, &x.sqrt()?)?)
+        }),
         ("frexp mantissa", &[3, 4], |x| Ok(x.mul_scalar(7.0)?.frexp()?.0)),
         ("pdist", &[4, 3], |x| x.pdist(2.0)),
         ("pdist p 3", &[4, 3], |x| x.pdist(3.0)),

@@ -159,6 +159,10 @@ macro_rules! binary_ops {
                 (|x, n| x.polygamma(n)) () ();
             Pow pow "`a ** b` (negative integer powers of integers other than ±1 are an error)." arith
                 (|a, b| a.pow(b)) (|a, b| $crate::ops::int_pow(a, b)) ();
+            Igamma igamma "The regularized lower incomplete gamma function `P(a, x)` of a (`input`) and x (`torch.igamma`, `torch.special.gammainc`); differentiable in x only." float
+                (|a, x| a.gammainc(x)) () ();
+            Igammac igammac "The regularized upper incomplete gamma function `Q(a, x) = 1 - P(a, x)` (`torch.igammac`, `torch.special.gammaincc`); differentiable in x only." float
+                (|a, x| a.gammaincc(x)) () ();
             ReluBackward relu_backward "The gradient through ReLU for the output's gradient g and the input (or output) x: 0 where `x <= 0`, else g (`torch.ops.aten.threshold_backward(g, x, 0)`)." float
                 (|g, x| if x <= R::ZERO { R::ZERO } else { g }) () ();
             GeluBackward gelu_backward "The gradient through exact GELU: `g * (Φ(x) + x φ(x))` for the output's gradient g and the input x (`torch.ops.aten.gelu_backward`)." float

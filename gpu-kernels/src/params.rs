@@ -367,12 +367,9 @@ impl FlashParams {
 
     /// Threads a block of the `flash_*` kernels (four warps).
     pub const THREADS: u32 = 128;
-    /// Rows a block owns: queries in the query gradient, keys in the
-    /// key/value gradients (16 a warp); the key and value tiles of the
-    /// forward.
+    /// Rows a block owns: queries in the forward and the query gradient,
+    /// keys in the key/value gradients (16 a warp).
     pub const BLOCK_ROWS: u32 = 64;
-    /// Query rows a block of the forward owns (32 a warp).
-    pub const FORWARD_ROWS: u32 = 128;
     /// The head dims the kernels are built for.
     pub const HEAD_DIMS: [usize; 4] = [32, 64, 96, 128];
     /// Padding of each shared-memory row, in elements (the eight rows one
@@ -403,12 +400,10 @@ impl FlashParams {
         Self::BLOCK_ROWS as usize * (d + Self::PAD) * 2
     }
 
-    /// Shared memory of the forward: the block's query tile, then two
-    /// buffers of a key and a value tile of 64 rows (the next pair loads
-    /// while the current one is used).
+    /// Shared memory of the forward: two buffers of a key and a value tile
+    /// of 64 rows (the next pair loads while the current one is used).
     pub const fn forward_shared_bytes(d: usize) -> u32 {
-        let queries = Self::FORWARD_ROWS as usize * (d + Self::PAD) * 2;
-        (queries + 4 * Self::tile_bytes(d)) as u32
+        (4 * Self::tile_bytes(d)) as u32
     }
 
     /// Shared memory of the query backward: its query and output-gradient

@@ -96,6 +96,10 @@ pub trait Real:
     fn i1(self) -> Self;
     /// `e^-|x| I₁(x)`
     fn i1e(self) -> Self;
+    /// the regularized lower incomplete gamma function `P(self, x)`
+    fn gammainc(self, x: Self) -> Self;
+    /// the regularized upper incomplete gamma function `Q(self, x)`
+    fn gammaincc(self, x: Self) -> Self;
 }
 
 macro_rules! real {
@@ -244,6 +248,14 @@ macro_rules! real {
             #[inline]
             fn i1e(self) -> Self {
                 special::bessel_i1e(self as f64) as $t
+            }
+            #[inline]
+            fn gammainc(self, x: Self) -> Self {
+                special::gammainc(self as f64, x as f64) as $t
+            }
+            #[inline]
+            fn gammaincc(self, x: Self) -> Self {
+                special::gammaincc(self as f64, x as f64) as $t
             }
         }
     };

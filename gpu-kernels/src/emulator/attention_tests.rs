@@ -243,7 +243,6 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
     let mut o = std::vec![0u16; batch * heads * l * d];
     let mut lse = std::vec![0f32; batch * heads * l];
     let tiles = |n: usize| n.div_ceil(FlashParams::BLOCK_ROWS as usize) as u32;
-    let query_tiles = l.div_ceil(FlashParams::FORWARD_ROWS as usize) as u32;
     {
         let p = Shared((
             qb.as_ptr(),
@@ -253,7 +252,7 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
             lse.as_mut_ptr(),
         ));
         launch(
-            (query_tiles, heads as u32, batch as u32),
+            (tiles(l), heads as u32, batch as u32),
             FlashParams::THREADS,
             FlashParams::forward_shared_bytes(D) as usize,
             || {
@@ -355,12 +354,12 @@ fn bf16_d128_causal_two_tiles() {
 }
 
 #[test]
-fn bf16_d64_causal_three_forward_blocks() {
+fn bf16_d64_causal_five_query_tiles() {
     check::<BF16, 64, false>(case(300, 300, 64, true, true));
 }
 
 #[test]
-fn f16_d32_two_forward_blocks_fewer_keys() {
+fn f16_d32_three_query_tiles_fewer_keys() {
     check::<F16, 32, false>(case(140, 37, 32, false, false));
 }
 

@@ -2,10 +2,9 @@
 //! split, written for `mma.sync`): f16 and bf16 operands, f32 accumulators,
 //! head dims 32, 64, 96 and 128, no `L × S` matrix anywhere.
 //!
-//! - `flash_forward_*`: a block of four warps takes 128 query rows (32 a
-//!   warp, two A fragments of 16 rows that share every key and value
-//!   fragment read) and walks the key/value tiles of 64 rows through
-//!   shared memory, the last query tiles first (causal ones are longest): scores by `mma`, the online softmax
+//! - `flash_forward_*`: a block of four warps takes 64 query rows (16 a
+//!   warp, kept in registers as A fragments) and walks the key/value tiles
+//!   of 64 rows through shared memory: scores by `mma`, the online softmax
 //!   in registers (row maxima and sums across the four lanes of a row),
 //!   the probabilities packed straight into A fragments for `P·V`. It
 //!   writes the output and each row's log-sum-exp.
@@ -41,11 +40,6 @@ const THREADS: u32 = FlashParams::THREADS;
 /// Rows a warp owns.
 const WARP_ROWS: u32 = 16;
 const BLOCK_ROWS: u32 = FlashParams::BLOCK_ROWS;
-/// Query rows a block of the forward owns.
-const FWD_ROWS: u32 = FlashParams::FORWARD_ROWS;
-/// Query rows a warp of the forward owns, and the A fragments they make.
-const FWD_WARP_ROWS: u32 = FWD_ROWS / (THREADS / 32);
-const FWD_FRAGS: usize = (FWD_WARP_ROWS / WARP_ROWS) as usize;
 const PAD: usize = FlashParams::PAD;
 const LOG2E: f32 = core::f32::consts::LOG2_E;
 const LN2: f32 = core::f32::consts::LN_2;
@@ -230,58 +224,28 @@ fn to_a<T: MmaHalf>(lo: &[f32; 4], hi: &[f32; 4]) -> [u32; 4] {
     ]
 }
 
-/// `acc[m][..2·n16] += a[m] · B` for each of `M` A fragments, where B is
-/// the `[16 × 16·n16]` slice at row `k0` of the row-major `[k][n]` tile `t`
-/// (loaded transposed, once for all `M`).
+/// `acc[..2·n16] += a · B` where B is the `[16 × 16·n16]` slice at row
+/// `k0` of the row-major `[k][n]` tile `t` (loaded transposed).
 #[inline(always)]
-unsafe fn mma_kn_m<T: MmaHalf, const M: usize, const N: usize>(
-    acc: &mut [[[f32; 4]; N]; M],
-    a: &[[u32; 4]; M],
-    t: Tile,
-    k0: u32,
-    n16: usize,
-) {
+unsafe fn mma_kn<T: MmaHalf>(acc: &mut [[f32; 4]; 16], a: &[u32; 4], t: Tile, k0: u32, n16: usize) {
     let (ar, ac) = a_lane_offset(lane_id());
     unroll(n16, |np| {
         let b = ldmatrix_x4_trans(t.addr(k0 + ar, np as u32 * 16 + ac));
-        unroll(M, |m| {
-            mma::<T>(&mut acc[m][2 * np], &a[m], b[0], b[1]);
-            mma::<T>(&mut acc[m][2 * np + 1], &a[m], b[2], b[3]);
-        });
+        mma::<T>(&mut acc[2 * np], a, b[0], b[1]);
+        mma::<T>(&mut acc[2 * np + 1], a, b[2], b[3]);
     });
 }
 
-/// `acc[m][..2·n16] += a[m] · Bᵀ` for each of `M` A fragments, where B's
-/// rows are rows `0..16·n16` of the row-major `[n][k]` tile `t` at column
-/// `k0` (loaded once for all `M`).
+/// `acc[..2·n16] += a · Bᵀ` where B's rows are rows `0..16·n16` of the
+/// row-major `[n][k]` tile `t` at column `k0`.
 #[inline(always)]
-unsafe fn mma_nk_m<T: MmaHalf, const M: usize, const N: usize>(
-    acc: &mut [[[f32; 4]; N]; M],
-    a: &[[u32; 4]; M],
-    t: Tile,
-    k0: u32,
-    n16: usize,
-) {
+unsafe fn mma_nk<T: MmaHalf>(acc: &mut [[f32; 4]; 16], a: &[u32; 4], t: Tile, k0: u32, n16: usize) {
     let (br, bc) = b_lane_offset(lane_id());
     unroll(n16, |np| {
         let b = ldmatrix_x4(t.addr(np as u32 * 16 + br, k0 + bc));
-        unroll(M, |m| {
-            mma::<T>(&mut acc[m][2 * np], &a[m], b[0], b[1]);
-            mma::<T>(&mut acc[m][2 * np + 1], &a[m], b[2], b[3]);
-        });
+        mma::<T>(&mut acc[2 * np], a, b[0], b[1]);
+        mma::<T>(&mut acc[2 * np + 1], a, b[2], b[3]);
     });
-}
-
-/// [`mma_kn_m`] of one A fragment.
-#[inline(always)]
-unsafe fn mma_kn<T: MmaHalf>(acc: &mut [[f32; 4]; 16], a: &[u32; 4], t: Tile, k0: u32, n16: usize) {
-    mma_kn_m::<T, 1, 16>(core::array::from_mut(acc), core::array::from_ref(a), t, k0, n16)
-}
-
-/// [`mma_nk_m`] of one A fragment.
-#[inline(always)]
-unsafe fn mma_nk<T: MmaHalf>(acc: &mut [[f32; 4]; 16], a: &[u32; 4], t: Tile, k0: u32, n16: usize) {
-    mma_nk_m::<T, 1, 16>(core::array::from_mut(acc), core::array::from_ref(a), t, k0, n16)
 }
 
 /// The A fragment of rows `r0..r0 + 16`, columns `k0..k0 + 16` of `t`.
@@ -297,16 +261,12 @@ fn head_base(s: &HeadStrides, batch: u32, head: u32) -> usize {
     s.offset(batch, head, 0)
 }
 
-/// The forward of one block: [`FWD_ROWS`] query rows of one head, 32 a
-/// warp as two A fragments of 16 rows, so that every key and value fragment
-/// read from shared memory feeds two products. The query tile stays in
-/// shared memory (read again per key tile: registers go to the output).
+/// The forward of one block: 64 query rows of one head.
 ///
 /// # Safety
-/// Launched with [`THREADS`] threads, a grid of
-/// `(⌈L / FWD_ROWS⌉, H, B)` and [`FlashParams::forward_shared_bytes`] of
-/// shared memory; the pointers and strides describe live tensors as
-/// [`FlashParams`] says.
+/// Launched with [`THREADS`] threads, a grid of `(⌈L/64⌉, H, B)` and
+/// [`FlashParams::forward_shared_bytes`] of shared memory; the pointers and strides
+/// describe live tensors as [`FlashParams`] says.
 #[inline(always)]
 pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
     q: *const u16,
@@ -319,18 +279,14 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
     let (tid, _) = thread_xy();
     let (lane, warp) = (tid & 31, tid / 32);
     let (g, t) = (lane >> 2, lane & 3);
-    let (bx, head, batch) = block_xyz();
-    // the last query tiles (the longest under a causal mask) go first
-    let tile = h.l.div_ceil(FWD_ROWS) - 1 - bx;
+    let (tile, head, batch) = block_xyz();
     let kvh = head / h.group;
-    let row0 = tile * FWD_ROWS;
-    let wr = warp * FWD_WARP_ROWS;
+    let row0 = tile * BLOCK_ROWS;
+    let wr = warp * WARP_ROWS;
     let smem = shared_tiles();
-    let tq = Tile::new(smem, D);
-    // then two buffers of a key and a value tile: tile j + 1 loads while j is used
-    let kv0 = Tile::len(FWD_ROWS, D);
+    // two buffers of a key and a value tile: tile j + 1 loads while j is used
     let buffer = |b: u32| {
-        let at = |t: u32| Tile::new(smem.add(kv0 + t as usize * Tile::len(BLOCK_ROWS, D)), D);
+        let at = |t: u32| Tile::new(smem.add(t as usize * Tile::len(BLOCK_ROWS, D)), D);
         (at(2 * b), at(2 * b + 1))
     };
     let (qb, kb, vb) = (
@@ -338,6 +294,14 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
         k.add(head_base(&h.k, batch, kvh)),
         v.add(head_base(&h.v, batch, kvh)),
     );
+
+    // this warp's 16 query rows, as A fragments for every 16 columns
+    let (staging, _) = buffer(0);
+    staging.load(qb, h.q.row, row0, BLOCK_ROWS, h.l, D);
+    sync_threads();
+    let mut qf = [[0u32; 4]; 8];
+    unroll(D / 16, |kk| qf[kk] = frag_a(staging, wr, kk as u32 * 16));
+    sync_threads();
     let fetch = |j: u32| {
         let (tk, tv) = buffer(j % 2);
         tk.load_async(kb, h.k.row, j * BLOCK_ROWS, BLOCK_ROWS, h.s, D);
@@ -346,126 +310,100 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
     };
 
     let scale = h.scale * LOG2E;
-    let mut m_run = [[f32::NEG_INFINITY; 2]; FWD_FRAGS];
-    let mut l_run = [[0f32; 2]; FWD_FRAGS];
-    let mut acc = [[[0f32; 4]; 16]; FWD_FRAGS];
+    let mut m_run = [f32::NEG_INFINITY; 2];
+    let mut l_run = [0f32; 2];
+    let mut acc = [[0f32; 4]; 16];
     let key_tiles = h.s.div_ceil(BLOCK_ROWS);
     let tiles = if h.causal != 0 {
-        let last_row = (row0 + FWD_ROWS - 1).min(h.l - 1);
+        let last_row = (row0 + BLOCK_ROWS - 1).min(h.l - 1);
         key_tiles.min(last_row / BLOCK_ROWS + 1)
     } else {
         key_tiles
     };
-    // the first row of each of this warp's fragments, and its own row in each
-    let frag_row = |m: usize| row0 + wr + m as u32 * WARP_ROWS;
-    let my_row = |m: usize| frag_row(m) + g;
-    // the query tile lands with the first key and value tiles
-    tq.load_async(qb, h.q.row, row0, FWD_ROWS, h.l, D);
+    let my_row = row0 + wr + g;
     fetch(0);
     let mut j = 0;
     while j < tiles {
         let key0 = j * BLOCK_ROWS;
         next_tiles(j, tiles, fetch);
         let (tk, tv) = buffer(j % 2);
-        // a warp whose rows are all past L, or all before this tile's first
-        // key under a causal mask, has nothing to add (warp-uniform)
-        let busy = frag_row(0) < h.l && (h.causal == 0 || key0 < frag_row(FWD_FRAGS - 1) + WARP_ROWS);
-        if busy {
-            // scores of 32 rows × 64 keys, in log2 units
-            let mut sc = [[[0f32; 4]; 8]; FWD_FRAGS];
-            unroll(D / 16, |kk| {
-                let mut a = [[0u32; 4]; FWD_FRAGS];
-                unroll(FWD_FRAGS, |m| {
-                    a[m] = frag_a(tq, frag_row(m) - row0, kk as u32 * 16)
-                });
-                mma_nk_m::<T, FWD_FRAGS, 8>(&mut sc, &a, tk, kk as u32 * 16, 4);
-            });
-            unroll(FWD_FRAGS, |m| {
-                let masked =
-                    key0 + BLOCK_ROWS > h.s || (h.causal != 0 && key0 + BLOCK_ROWS - 1 > frag_row(m));
-                unroll(8, |nt| {
-                    unroll(4, |e| {
-                        let col = key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1);
-                        let row = my_row(m) + (e as u32 >> 1) * 8;
-                        let x = sc[m][nt][e] * scale;
-                        sc[m][nt][e] = if masked && (col >= h.s || (h.causal != 0 && col > row)) {
-                            f32::NEG_INFINITY
-                        } else {
-                            x
-                        };
-                    })
-                });
-            });
 
-            // the online softmax: new maxima, rescaled sums and outputs
-            unroll(FWD_FRAGS, |m| {
-                let mut mx = m_run[m];
-                unroll(8, |nt| {
-                    mx[0] = mx[0].max(sc[m][nt][0].max(sc[m][nt][1]));
-                    mx[1] = mx[1].max(sc[m][nt][2].max(sc[m][nt][3]));
-                });
-                let mut base = [0f32; 2];
-                let mut alpha = [0f32; 2];
-                unroll(2, |r| {
-                    mx[r] = quad_max(mx[r]);
-                    base[r] = if mx[r] == f32::NEG_INFINITY { 0.0 } else { mx[r] };
-                    alpha[r] = exp2(m_run[m][r] - base[r]);
-                    m_run[m][r] = mx[r];
-                    l_run[m][r] *= alpha[r];
-                });
-                unroll(8, |nt| {
-                    unroll(4, |e| {
-                        let p = exp2(sc[m][nt][e] - base[e >> 1]);
-                        sc[m][nt][e] = p;
-                        l_run[m][e >> 1] += p;
-                    })
-                });
-                unroll(D / 8, |nt| unroll(4, |e| acc[m][nt][e] *= alpha[e >> 1]));
-                // the sums keep every weight; the output only the kept ones
-                if DROP {
-                    let bits = keep_bits::<DROP>(&h, batch * h.heads + head, 8, |nt, e| {
-                        (
-                            my_row(m) + (e as u32 >> 1) * 8,
-                            key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
-                        )
-                    });
-                    unroll(8, |nt| {
-                        unroll(4, |e| sc[m][nt][e] *= kept::<DROP>(&h, bits, nt, e))
-                    });
-                }
-            });
+        // scores of 16 rows × 64 keys, in log2 units
+        let mut sc = [[0f32; 4]; 16];
+        unroll(D / 16, |kk| mma_nk::<T>(&mut sc, &qf[kk], tk, kk as u32 * 16, 4));
+        let masked = key0 + BLOCK_ROWS > h.s || (h.causal != 0 && key0 + BLOCK_ROWS - 1 > row0 + wr);
+        unroll(8, |nt| {
+            unroll(4, |e| {
+                let col = key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1);
+                let row = my_row + (e as u32 >> 1) * 8;
+                let x = sc[nt][e] * scale;
+                sc[nt][e] = if masked && (col >= h.s || (h.causal != 0 && col > row)) {
+                    f32::NEG_INFINITY
+                } else {
+                    x
+                };
+            })
+        });
 
-            // out += P · V
-            unroll(4, |kk| {
-                let mut a = [[0u32; 4]; FWD_FRAGS];
-                unroll(FWD_FRAGS, |m| {
-                    a[m] = to_a::<T>(&sc[m][2 * kk], &sc[m][2 * kk + 1])
-                });
-                mma_kn_m::<T, FWD_FRAGS, 16>(&mut acc, &a, tv, kk as u32 * 16, D / 16);
+        // the online softmax: new maxima, rescaled sums and outputs
+        let mut mx = m_run;
+        unroll(8, |nt| {
+            mx[0] = mx[0].max(sc[nt][0].max(sc[nt][1]));
+            mx[1] = mx[1].max(sc[nt][2].max(sc[nt][3]));
+        });
+        let mut base = [0f32; 2];
+        let mut alpha = [0f32; 2];
+        unroll(2, |r| {
+            mx[r] = quad_max(mx[r]);
+            base[r] = if mx[r] == f32::NEG_INFINITY { 0.0 } else { mx[r] };
+            alpha[r] = exp2(m_run[r] - base[r]);
+            m_run[r] = mx[r];
+            l_run[r] *= alpha[r];
+        });
+        unroll(8, |nt| {
+            unroll(4, |e| {
+                let p = exp2(sc[nt][e] - base[e >> 1]);
+                sc[nt][e] = p;
+                l_run[e >> 1] += p;
+            })
+        });
+        unroll(D / 8, |nt| unroll(4, |e| acc[nt][e] *= alpha[e >> 1]));
+        // the sums keep every weight; the output only the kept ones
+        if DROP {
+            let bits = keep_bits::<DROP>(&h, batch * h.heads + head, 8, |nt, e| {
+                (
+                    my_row + (e as u32 >> 1) * 8,
+                    key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
+                )
             });
+            unroll(8, |nt| unroll(4, |e| sc[nt][e] *= kept::<DROP>(&h, bits, nt, e)));
         }
+
+        // out += P · V
+        unroll(4, |kk| {
+            let a = to_a::<T>(&sc[2 * kk], &sc[2 * kk + 1]);
+            mma_kn::<T>(&mut acc, &a, tv, kk as u32 * 16, D / 16);
+        });
         sync_threads();
         j += 1;
     }
 
     let batch_head = (batch * h.heads + head) as usize;
-    unroll(FWD_FRAGS, |m| {
-        unroll(2, |r| {
-            let l = quad_sum(l_run[m][r]);
-            let inv = 1.0 / l;
-            let row = my_row(m) + r as u32 * 8;
-            if row < h.l {
-                let out = o.add(h.o.offset(batch, head, row));
-                unroll(D / 8, |nt| {
-                    let v = pack::<T>(acc[m][nt][2 * r] * inv, acc[m][nt][2 * r + 1] * inv);
-                    *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
-                });
-                if t == 0 {
-                    *lse.add(batch_head * h.l as usize + row as usize) =
-                        (m_run[m][r] + crate::math::log2_f32(l)) * LN2;
-                }
+    unroll(2, |r| {
+        let l = quad_sum(l_run[r]);
+        let inv = 1.0 / l;
+        let row = my_row + r as u32 * 8;
+        if row < h.l {
+            let out = o.add(h.o.offset(batch, head, row));
+            unroll(D / 8, |nt| {
+                let v = pack::<T>(acc[nt][2 * r] * inv, acc[nt][2 * r + 1] * inv);
+                *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
+            });
+            if t == 0 {
+                *lse.add(batch_head * h.l as usize + row as usize) =
+                    (m_run[r] + crate::math::log2_f32(l)) * LN2;
             }
-        })
+        }
     });
 }
 

@@ -44,6 +44,37 @@ fn tensors(op: &str, what: &str, d: &Dynamic) -> RhaiResult<Vec<Tensor>> {
     }
 }
 
+/// The starting gradients of `n` outputs: `()` (all implicit), one tensor,
+/// or an array of tensors and `()`.
+fn start_grads(op: &str, d: &Dynamic, n: usize) -> RhaiResult<Vec<Option<Tensor>>> {
+    if d.is_unit() {
+        return Ok(vec![None; n]);
+    }
+    if let Some(t) = d.clone().try_cast::<Tensor>() {
+        return Ok(vec![Some(t)]);
+    }
+    let a = d.clone().try_cast::<Array>().ok_or_else(|| {
+        script_error(format!(
+            "{op}: the gradients must be (), a tensor, or an array of tensors and (), got {}",
+            d.type_name()
+        ))
+    })?;
+    a.iter()
+        .map(|g| {
+            if g.is_unit() {
+                Ok(None)
+            } else {
+                g.clone().try_cast::<Tensor>().map(Some).ok_or_else(|| {
+                    script_error(format!(
+                        "{op}: the gradients hold a {}, not a tensor",
+                        g.type_name()
+                    ))
+                })
+            }
+        })
+        .collect()
+}
+
 /// `autograd::grad(outputs, inputs[, grad_outputs][, opts])`.
 fn autograd_grad(
     outputs: &Dynamic,
@@ -54,32 +85,7 @@ fn autograd_grad(
     const OP: &str = "autograd::grad";
     let outputs = tensors(OP, "outputs", outputs)?;
     let inputs = tensors(OP, "inputs", inputs)?;
-    let grad_outputs: Vec<Option<Tensor>> = if grad_outputs.is_unit() {
-        vec![None; outputs.len()]
-    } else if let Some(t) = grad_outputs.clone().try_cast::<Tensor>() {
-        vec![Some(t)]
-    } else {
-        let a = grad_outputs.clone().try_cast::<Array>().ok_or_else(|| {
-            script_error(format!(
-                "{OP}: grad_outputs must be a tensor, an array of tensors and () or (), got {}",
-                grad_outputs.type_name()
-            ))
-        })?;
-        a.iter()
-            .map(|g| {
-                if g.is_unit() {
-                    Ok(None)
-                } else {
-                    g.clone().try_cast::<Tensor>().map(Some).ok_or_else(|| {
-                        script_error(format!(
-                            "{OP}: grad_outputs holds a {}, not a tensor",
-                            g.type_name()
-                        ))
-                    })
-                }
-            })
-            .collect::<RhaiResult<_>>()?
-    };
+    let grad_outputs = start_grads(OP, grad_outputs, outputs.len())?;
     let mut allow_unused = false;
     let mut materialize = false;
     for (key, v) in opts {
@@ -121,6 +127,20 @@ fn autograd_grad(
 }
 
 fn register_module(api: &mut Api) {
+    const BACKWARD: &str = "backpropagates from every tensor of outputs (a tensor or array) in one pass, each with its gradient in grads (ones for one-element outputs), accumulating into the leaves' .grad (torch.autograd.backward)";
+    api.doc(BACKWARD).func("backward", ["tensors"], |o: Dynamic| {
+        let outputs = tensors("autograd::backward", "tensors", &o)?;
+        ok(autograd::backward(&outputs, &vec![None; outputs.len()]))
+    });
+    api.doc(BACKWARD).func(
+        "backward",
+        ["tensors", "grad_tensors"],
+        |o: Dynamic, g: Dynamic| {
+            let outputs = tensors("autograd::backward", "tensors", &o)?;
+            let grads = start_grads("autograd::backward", &g, outputs.len())?;
+            ok(autograd::backward(&outputs, &grads))
+        },
+    );
     const GRAD: &str = "the gradients of outputs (a tensor or array) with respect to inputs (torch.autograd.grad), as an array; no tensor's .grad changes. grad_outputs weight the outputs (ones for one-element outputs); opts #{allow_unused, materialize_grads}";
     api.doc(GRAD)
         .func("grad", ["outputs", "inputs"], |o: Dynamic, i: Dynamic| {

@@ -31,7 +31,7 @@ const INPLACE: &[(&str, &str, usize)] = inplace_table!(
     index_put 3, scatter 4, scatter_add 3, scatter_reduce 5, index_reduce 5, cumsum 2, cumprod 2,
     absolute 0, negative 0, sgn 0, arccos 0, arcsin 0, arctan 0, arccosh 0, arcsinh 0, arctanh 0,
     clip 2, divide 1, multiply 1, subtract 1, addr 3, ldexp 1, mvlgamma 1, erfc 0, gcd 1, lcm 1,
-    i0 0, bitwise_left_shift 1, bitwise_right_shift 1,
+    i0 0, bitwise_left_shift 1, bitwise_right_shift 1, igamma 1, igammac 1,
     addmm 3, baddbmm 3, addmv 3, addbmm 3,
 );
 

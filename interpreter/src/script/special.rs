@@ -92,6 +92,12 @@ fn special_only(api: &mut Api) {
         ["p", "eps"],
         |x: Tensor, e: Dynamic| ok(x.logit(Some(super::convert::number("logit", "eps", &e)?))),
     );
+    for (name, op) in [("gammainc", BinaryOp::Igamma), ("gammaincc", BinaryOp::Igammac)] {
+        api.doc(op.doc())
+            .func(name, ["a", "x"], move |a: Tensor, x: Dynamic| {
+                ok(a.binary(op, &other(name, &a, &x)?))
+            });
+    }
     api.doc("x · ln(y), 0 where x is 0")
         .func("xlogy", ["x", "y"], |x: Tensor, y: Dynamic| {
             ok(x.xlogy(&other("xlogy", &x, &y)?))

@@ -1,4 +1,4 @@
-"""Checks tests/scripts/autograd_grad_fn.out against PyTorch itself (run
+"""Checks tests/scripts/autograd_grad_fn.out (autograd.grad and autograd.backward) against PyTorch itself (run
 where torch is installed: `python3 tests/scripts/verify/autograd_grad_fn.py`)."""
 import torch
 from golden import check
@@ -24,7 +24,12 @@ unused = leaf([1.0])
 u = torch.autograd.grad(x.sum() * 2.0, [x, unused], allow_unused=True)
 assert u[1] is None
 z = torch.autograd.grad(x.sum(), [unused, x], materialize_grads=True)
+p = leaf([0.5, -1.0])
+torch.autograd.backward([p * p, p.exp().sum()], [q([1.0, 2.0]), None])
+two_outputs = p.grad.clone()
+torch.autograd.backward(p.sum() * 3.0)
 expected = {
+    "backward_two_outputs": two_outputs, "backward_accumulates": p.grad,
     "grad_x": g[0], "grad_w": g[1], "weighted": gy[0],
     "two_outputs_nonleaf": two[0], "two_outputs_leaf": two[1],
     "used": u[0], "materialized": z[0],

@@ -14,6 +14,15 @@ def grads():
     return g.grad
 
 
+def igamma_grad():
+    xg = q([0.5, 2.0, 7.0], dtype=f64, requires_grad=True)
+    (torch.special.gammainc(q([1.5, 3.0, 6.0], dtype=f64), xg)
+     + torch.igammac(q([2.0, 0.7, 9.0], dtype=f64), xg) * 2).sum().backward()
+    return xg.grad
+
+
+ga = q([0.5, 1.0, 3.0, 10.0, 2.5, 100.0, 0.0, 2.0], dtype=f64)
+gx = q([0.2, 2.0, 2.5, 12.0, 30.0, 90.0, 1.0, 0.0], dtype=f64)
 a = q([1, -8, 255, 3, -1])
 s = q([0, 1, 2, 63, 7])
 i = q([5, -7, 100], dtype=torch.int32)
@@ -40,6 +49,10 @@ expected = {
     "i0_scalar": torch.i0(q(2.0, dtype=f64)),
     "bessel_grad": grads(),
     "i0_inplace": q([1.0, 2.0], dtype=f64).i0_(),
+    "igamma": torch.igamma(ga, gx), "igammac": ga.igammac(gx),
+    "gammainc_scalar": torch.special.gammainc(q([2.0, 4.5], dtype=f64), q(1.5, dtype=f64)),
+    "gammaincc": torch.special.gammaincc(ga, gx),
+    "igamma_grad": igamma_grad(),
     "hann": torch.hann_window(6, dtype=f64),
     "hann_symmetric": torch.hann_window(6, periodic=False, dtype=f64),
     "hamming": torch.hamming_window(5, dtype=f64),
@@ -64,5 +77,7 @@ expected = {
 }
 expected = {k: v.tolist() for k, v in expected.items()}
 _, checked = check("bessel_windows_shifts.out", expected, rtol=1e-13, atol=1e-15,
-                   tols={"i0_f32": (1e-6, 1e-6), "i1e_int": (1e-6, 1e-7)})
+                   tols={"i0_f32": (1e-6, 1e-6), "i1e_int": (1e-6, 1e-7),
+                         "igamma": (1e-12, 1e-14), "igammac": (1e-12, 1e-14), "gammaincc": (1e-12, 1e-14),
+                         "igamma_grad": (1e-12, 1e-14)})
 print(f"{checked} results agree with PyTorch {torch.__version__}")

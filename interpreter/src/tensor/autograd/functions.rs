@@ -39,6 +39,29 @@ fn zero(like: &Tensor) -> Result<Tensor> {
     Tensor::scalar(Scalar::Int(0), like.dtype(), like.device())
 }
 
+/// The error of a backward that needs the incomplete gamma's gradient in `a`.
+fn no_gradient_in_a(op: BinaryOp) -> Error {
+    Error::invalid(
+        op.name(),
+        "the derivative with respect to a (the first operand) is not implemented, as in PyTorch; detach it",
+    )
+}
+
+/// `∂P(a, x)/∂x = x^(a-1) e^-x / Γ(a)`, negated for `Q` (`Igammac`).
+fn gamma_density(a: &Tensor, x: &Tensor, op: BinaryOp) -> Result<Tensor> {
+    let log = x
+        .log()?
+        .mul(&a.sub_scalar(1.0)?)?
+        .sub(x)?
+        .sub(&a.unary(UnaryOp::Lgamma)?)?;
+    let d = log.exp()?;
+    if op == BinaryOp::Igammac {
+        d.neg()
+    } else {
+        Ok(d)
+    }
+}
+
 /// `d`, with `value` where `x` is zero (a derivative's removable singularity).
 fn at_zero_is(x: &Tensor, d: &Tensor, value: f64) -> Result<Tensor> {
     let at_zero = x.compare_scalar(CmpOp::Eq, Scalar::Float(0.0), false)?;
@@ -290,6 +313,16 @@ pub fn binary(
                     .transpose()?,
             )
         }
+        // d/dx P(a, x) = x^(a-1) e^-x / Γ(a) = -d/dx Q(a, x); none in a, as PyTorch
+        Igamma | Igammac => {
+            if needs[0] {
+                return Err(no_gradient_in_a(op));
+            }
+            (
+                None,
+                needs[1].then(|| g.mul(&gamma_density(a, b, op)?)).transpose()?,
+            )
+        }
         // g · [x > 0]: its gradients are [x > 0] and 0 (almost everywhere)
         ReluBackward => (needs[0].then(|| g.binary(op, b)).transpose()?, None),
         // g · f'(x): its gradients are f'(x) and g · f''(x)
@@ -344,6 +377,11 @@ pub fn binary_scalar(
             g.mul(&x.binary_scalar(Polygamma, Scalar::Float(s.to_f64() + 1.0), false)?)?
         }
         (Polygamma, true) => return Ok(None),
+        (Igamma | Igammac, false) => return Err(no_gradient_in_a(op)),
+        (Igamma | Igammac, true) => {
+            let a = Tensor::full(&[], s, Some(x.dtype()), x.device())?;
+            g.mul(&gamma_density(&a, x, op)?)?
+        }
         (Maximum | Minimum, _) => {
             let cmp = if op == Maximum { CmpOp::Gt } else { CmpOp::Lt };
             let win = mask(x.compare_scalar(cmp, s, false)?, g)?;

@@ -276,6 +276,66 @@ pub(crate) fn record(
     out
 }
 
+/// Backpropagates from every tensor of `outputs` at once
+/// (`torch.autograd.backward`), each with its `grads` entry (`None`: ones,
+/// for a one-element output): the leaves accumulate the sum of what each
+/// output sends them, in one pass through the shared graph.
+pub fn backward(outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<()> {
+    let roots = roots("autograd::backward", outputs, grads)?;
+    run_backward(roots, Sink::Accumulate)
+}
+
+/// Each output with its starting gradient (checked against it), for a
+/// backward pass from several outputs.
+fn roots(op: &'static str, outputs: &[Tensor], grads: &[Option<Tensor>]) -> Result<Vec<(Tensor, Tensor)>> {
+    if grads.len() != outputs.len() {
+        return Err(Error::invalid(
+            op,
+            format!("{} gradients for {} outputs", grads.len(), outputs.len()),
+        ));
+    }
+    let mut roots = Vec::with_capacity(outputs.len());
+    for (i, (t, g)) in outputs.iter().zip(grads).enumerate() {
+        if !t.requires_grad() {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "output {i} (shape {:?}) does not require grad and has no grad_fn",
+                    t.shape()
+                ),
+            ));
+        }
+        let g = match g {
+            Some(g) if g.shape() != t.shape() => {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "the gradient of output {i} has shape {:?} but the output has shape {:?}",
+                        g.shape(),
+                        t.shape()
+                    ),
+                ))
+            }
+            Some(g) => {
+                t.same_device(op, g)?;
+                no_grad(|| g.detach().to_dtype(t.dtype()))?
+            }
+            None if t.numel() == 1 => no_grad(|| t.ones_like())?,
+            None => {
+                return Err(Error::invalid(
+                    op,
+                    format!(
+                        "a gradient can be implicitly created only for outputs with one element; output {i} has shape {:?}: pass its gradient",
+                        t.shape()
+                    ),
+                ))
+            }
+        };
+        roots.push((t.clone(), g));
+    }
+    Ok(roots)
+}
+
 /// The gradients of `outputs` with respect to `inputs` (`torch.autograd.grad`):
 /// one backward pass from every output, weighted by its `grad_outputs`
 /// entry (a gradient of the output's shape; `None` means ones, for a
@@ -288,16 +348,6 @@ pub fn grad(
     inputs: &[Tensor],
 ) -> Result<Vec<Option<Tensor>>> {
     const OP: &str = "autograd::grad";
-    if grad_outputs.len() != outputs.len() {
-        return Err(Error::invalid(
-            OP,
-            format!(
-                "{} grad_outputs for {} outputs",
-                grad_outputs.len(),
-                outputs.len()
-            ),
-        ));
-    }
     let mut captured = Captured {
         leaves: HashMap::new(),
         nodes: HashMap::new(),
@@ -315,45 +365,7 @@ pub fn grad(
             None => captured.leaves.entry(Arc::as_ptr(meta)).or_default().push(i),
         }
     }
-    let mut roots = Vec::with_capacity(outputs.len());
-    for (i, (t, g)) in outputs.iter().zip(grad_outputs).enumerate() {
-        if !t.requires_grad() {
-            return Err(Error::invalid(
-                OP,
-                format!(
-                    "output {i} (shape {:?}) does not require grad and has no grad_fn",
-                    t.shape()
-                ),
-            ));
-        }
-        let g = match g {
-            Some(g) if g.shape() != t.shape() => {
-                return Err(Error::shape(
-                    OP,
-                    format!(
-                        "grad_outputs[{i}] has shape {:?} but output {i} has shape {:?}",
-                        g.shape(),
-                        t.shape()
-                    ),
-                ))
-            }
-            Some(g) => {
-                t.same_device(OP, g)?;
-                no_grad(|| g.detach().to_dtype(t.dtype()))?
-            }
-            None if t.numel() == 1 => no_grad(|| t.ones_like())?,
-            None => {
-                return Err(Error::invalid(
-                    OP,
-                    format!(
-                        "a gradient can be implicitly created only for outputs with one element; output {i} has shape {:?}: pass grad_outputs",
-                        t.shape()
-                    ),
-                ))
-            }
-        };
-        roots.push((t.clone(), g));
-    }
+    let roots = roots(OP, outputs, grad_outputs)?;
     run_backward(roots, Sink::Capture(&mut captured))?;
     Ok(captured.grads)
 }

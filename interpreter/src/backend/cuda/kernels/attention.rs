@@ -31,11 +31,6 @@ fn grid(rows: u32, heads: u32, batch: u32) -> (u32, u32, u32) {
     (rows.div_ceil(FlashParams::BLOCK_ROWS), heads, batch)
 }
 
-/// The forward's blocks of 128 query rows, by heads and batch entries.
-fn forward_grid(rows: u32, heads: u32, batch: u32) -> (u32, u32, u32) {
-    (rows.div_ceil(FlashParams::FORWARD_ROWS), heads, batch)
-}
-
 /// The forward: `o [B, H, L, D]` and `lse [B, H, L]` (f32) from q, k, v.
 pub fn flash_forward(
     rt: &CudaRuntime,
@@ -56,7 +51,7 @@ pub fn flash_forward(
         launch_with(
             rt,
             f,
-            forward_grid(h.l, h.heads, batch),
+            grid(h.l, h.heads, batch),
             (FlashParams::THREADS, 1, 1),
             shared,
             [q, k, v, o, lse],

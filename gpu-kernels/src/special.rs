@@ -306,24 +306,33 @@ fn upper_gamma_fraction(a: f64, x: f64) -> f64 {
     libm::exp(a * libm::log(x) - x - libm::lgamma(a)) * h
 }
 
-/// The regularized lower incomplete gamma function `P(a, x)`
-/// (`torch.special.gammainc`), with PyTorch's values at the edges: NaN for
-/// a negative `a` or `x`, `P(0, x > 0) = 1`, `P(a, 0) = 0`, `P(a, ∞) = 1`.
-pub fn gammainc(a: f64, x: f64) -> f64 {
+/// `P(a, x)` where PyTorch fixes it: NaN for a NaN or negative `a` or `x`,
+/// `P(0, x > 0) = 1`, `P(a, 0) = 0`, `P(∞, x < ∞) = 0`, `P(a, ∞) = 1`
+/// (`Q` is `1 - P` there); `None` elsewhere.
+fn incomplete_gamma_edge(a: f64, x: f64) -> Option<f64> {
     if a.is_nan() || x.is_nan() || a < 0.0 || x < 0.0 {
-        return f64::NAN;
+        return Some(f64::NAN);
     }
     if a == 0.0 {
-        return if x > 0.0 { 1.0 } else { f64::NAN };
+        return Some(if x > 0.0 { 1.0 } else { f64::NAN });
     }
     if x == 0.0 {
-        return 0.0;
+        return Some(0.0);
     }
     if a == f64::INFINITY {
-        return if x == f64::INFINITY { f64::NAN } else { 0.0 };
+        return Some(if x == f64::INFINITY { f64::NAN } else { 0.0 });
     }
     if x == f64::INFINITY {
-        return 1.0;
+        return Some(1.0);
+    }
+    None
+}
+
+/// The regularized lower incomplete gamma function `P(a, x)`
+/// (`torch.special.gammainc`), with PyTorch's values at the edges.
+pub fn gammainc(a: f64, x: f64) -> f64 {
+    if let Some(p) = incomplete_gamma_edge(a, x) {
+        return p;
     }
     if x < a + 1.0 {
         lower_gamma_series(a, x)
@@ -335,20 +344,8 @@ pub fn gammainc(a: f64, x: f64) -> f64 {
 /// The regularized upper incomplete gamma function `Q(a, x) = 1 - P(a, x)`
 /// (`torch.special.gammaincc`), computed directly where it is small.
 pub fn gammaincc(a: f64, x: f64) -> f64 {
-    if a.is_nan() || x.is_nan() || a < 0.0 || x < 0.0 {
-        return f64::NAN;
-    }
-    if a == 0.0 {
-        return if x > 0.0 { 0.0 } else { f64::NAN };
-    }
-    if x == 0.0 {
-        return 1.0;
-    }
-    if a == f64::INFINITY {
-        return if x == f64::INFINITY { f64::NAN } else { 1.0 };
-    }
-    if x == f64::INFINITY {
-        return 0.0;
+    if let Some(p) = incomplete_gamma_edge(a, x) {
+        return 1.0 - p;
     }
     if x < a + 1.0 {
         1.0 - lower_gamma_series(a, x)

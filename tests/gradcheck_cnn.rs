@@ -8,10 +8,12 @@ mod common;
 
 use common::*;
 use kiln::tensor::cnn::conv::{ConvOptions, ConvPadding, ConvTransposeOptions};
+use kiln::tensor::cnn::fractional::FractionalOutput;
 use kiln::tensor::cnn::norm::RunningStats;
 use kiln::tensor::cnn::pool::PoolOptions;
 use kiln::tensor::cnn::resample::InterpolateOptions;
-use kiln::{Result, Tensor};
+use kiln::tensor::random::Generator;
+use kiln::{Device, Result, Tensor};
 
 type OpFn = fn(&[Tensor]) -> Result<Tensor>;
 
@@ -161,6 +163,26 @@ fn pooling() {
         }),
         ("adaptive_max_pool3d", &[&[1, 1, 3, 4, 5]], |x| {
             Ok(x[0].adaptive_max_pool(3, &[Some(2)], false)?.0)
+        }),
+        ("fractional_max_pool2d", &[&[2, 2, 7, 6]], |x| {
+            let u = Tensor::from_vec(
+                vec![0.1f64, 0.7, 0.45, 0.2, 0.9, 0.33, 0.6, 0.05],
+                &[2, 2, 2],
+                Device::Cpu,
+            )?;
+            let out = FractionalOutput::Size(vec![3, 4]);
+            let mut g = Generator::new(0);
+            Ok(x[0]
+                .fractional_max_pool(2, &[2], &out, Some(&u), false, &mut g)?
+                .0)
+        }),
+        ("fractional_max_pool3d", &[&[1, 2, 5, 4, 6]], |x| {
+            let u = Tensor::from_vec(vec![0.3f64, 0.8, 0.15, 0.55, 0.25, 0.95], &[1, 2, 3], Device::Cpu)?;
+            let out = FractionalOutput::Ratio(vec![0.5]);
+            let mut g = Generator::new(0);
+            Ok(x[0]
+                .fractional_max_pool(3, &[2, 2, 3], &out, Some(&u), true, &mut g)?
+                .0)
         }),
     ]);
 }

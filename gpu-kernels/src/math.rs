@@ -176,17 +176,70 @@ pub fn log2_f32(x: f32) -> f32 {
     }
 }
 
-/// `2^x` in double precision: libm on the host; on the GPU `e^(x ln 2)`
-/// (libm's table-based `exp2` is not available to the kernels), within a
-/// few ulp.
+/// `2^x` in double precision: libm on the host; on the GPU
+/// [`exp2_split_f64`] (libm's table-based `exp2` is not available to the
+/// kernels).
 #[inline(always)]
 pub fn exp2_f64(x: f64) -> f64 {
     #[cfg(target_arch = "nvptx64")]
     {
-        libm::exp(x * core::f64::consts::LN_2)
+        exp2_split_f64(x)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
         libm::exp2(x)
+    }
+}
+
+/// `2^x` as `2^n · e^(f ln 2)` with `n` the nearest whole number to `x` and
+/// `|f| <= 1/2`: exact at whole `x` (what `frexp` and `ldexp` need), within
+/// an ulp or two elsewhere, subnormal results rounded once.
+#[inline(always)]
+pub fn exp2_split_f64(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    if x < -1100.0 {
+        return 0.0;
+    }
+    if x > 1024.0 {
+        return f64::INFINITY;
+    }
+    let n = libm::floor(x + 0.5);
+    let p = libm::exp((x - n) * core::f64::consts::LN_2);
+    // 2^n in two factors, each a normal number, so that n = 1024 and
+    // subnormal results work
+    let n = n as i32;
+    let half = n / 2;
+    let power = |k: i32| f64::from_bits(((k + 1023) as u64) << 52);
+    p * power(half) * power(n - half)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exp2_split_f64;
+
+    #[test]
+    fn exp2_split_is_exact_at_whole_numbers() {
+        for n in -1074..=1023 {
+            assert_eq!(exp2_split_f64(n as f64), libm::exp2(n as f64), "2^{n}");
+        }
+        assert_eq!(exp2_split_f64(1024.0), f64::INFINITY);
+        assert_eq!(exp2_split_f64(-1075.0), 0.0);
+        assert_eq!(exp2_split_f64(f64::NEG_INFINITY), 0.0);
+        assert!(exp2_split_f64(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn exp2_split_is_within_two_ulp() {
+        let mut x = -1070.0f64;
+        while x < 1023.0 {
+            let (got, want) = (exp2_split_f64(x), libm::exp2(x));
+            assert!(
+                (got - want).abs() <= 2.0 * f64::EPSILON * want,
+                "2^{x}: {got} against {want}"
+            );
+            x += 0.618_033_988_749_894_8;
+        }
     }
 }

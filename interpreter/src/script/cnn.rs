@@ -9,6 +9,7 @@ use super::kwargs::{register as kw, Form, Kwargs};
 use super::registry::{Api, Category};
 use super::Runtime;
 use crate::tensor::cnn::conv::{ConvOptions, ConvPadding, ConvTransposeOptions};
+use crate::tensor::cnn::fractional::FractionalOutput;
 use crate::tensor::cnn::norm::RunningStats;
 use crate::tensor::cnn::pool::PoolOptions;
 use crate::tensor::cnn::resample::InterpolateOptions;
@@ -25,6 +26,8 @@ pub fn register(engine: &mut Engine, rt: &Arc<Runtime>) {
         register_pool(api, n);
         register_dropout(api, rt, n);
     }
+    register_fractional(api, rt, 2);
+    register_fractional(api, rt, 3);
     register_norms(api);
     register_resampling(api);
     register_transformers(api);
@@ -263,6 +266,35 @@ fn register_pool(api: &mut Api, n: usize) {
         move |[x], k| -> RhaiResult<Dynamic> {
             let r = ok(x.adaptive_max_pool(n, &adaptive_sizes(&k)?, k.flag("return_indices", false)?))?;
             Ok(maybe_pair(r))
+        },
+    );
+}
+
+/// `fractional_max_pool2d/3d`: random window places, so never evaluated
+/// ahead of time.
+fn register_fractional(api: &mut Api, rt: &Arc<Runtime>, n: usize) {
+    const NAMES: [&str; 2] = ["fractional_max_pool2d", "fractional_max_pool3d"];
+    let name = NAMES[n - 2];
+    let r = rt.clone();
+    kw(
+        api,
+        name,
+        "the maximum over kernel_size windows at pseudo-random places (fractional max pooling); kernel_size, then output_size or output_ratio, return_indices (false), _random_samples ([N, C, dims] in [0, 1), drawn when not given)",
+        ["input"],
+        &["kernel_size", "output_size", "output_ratio", "return_indices", "_random_samples"],
+        Form::Random,
+        move |[x], k| -> RhaiResult<Dynamic> {
+            let output = if k.has("output_size") {
+                FractionalOutput::Size(k.required_ints("output_size")?)
+            } else if let Some(r) = k.opt_numbers("output_ratio")? {
+                FractionalOutput::Ratio(r)
+            } else {
+                return Err(script_error(format!("{name}: give output_size or output_ratio")));
+            };
+            let samples = k.tensor("_random_samples", &x)?;
+            let kernel = k.required_ints("kernel_size")?;
+            let indices = k.flag("return_indices", false)?;
+            ok(r.with_rng(|g| x.fractional_max_pool(n, &kernel, &output, samples.as_ref(), indices, g))).map(maybe_pair)
         },
     );
 }

@@ -121,6 +121,24 @@ impl Kwargs {
         }
     }
 
+    /// A required int-or-ints option that may also be an integer tensor of
+    /// at most one dimension (PyTorch's lengths: `[3, 5]` or a tensor).
+    pub fn required_int_values(&self, key: &str) -> RhaiResult<Vec<i64>> {
+        let Some(v) = self.get(key) else {
+            return Err(script_error(format!("{}: option '{key}' is required", self.op)));
+        };
+        match v.clone().try_cast::<Tensor>() {
+            Some(t) if t.dtype().is_int() && t.ndim() <= 1 => super::convert::ok(t.to_vec_as::<i64>()),
+            Some(t) => Err(script_error(format!(
+                "{}: option '{key}' must be an integer tensor of at most one dimension, got {} {:?}",
+                self.op,
+                t.dtype(),
+                t.shape()
+            ))),
+            None => super::convert::ints(self.op, key, v),
+        }
+    }
+
     /// A number-or-numbers option (`2.0` or `[2.0, 1.5]`), absent as `None`.
     pub fn opt_numbers(&self, key: &str) -> RhaiResult<Option<Vec<f64>>> {
         let Some(v) = self.get(key) else { return Ok(None) };

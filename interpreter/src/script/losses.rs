@@ -4,10 +4,13 @@
 //! `nll_loss(logp, y, #{weight: w, ignore_index: 0, reduction: "sum"})`.
 
 use super::convert::ok;
+use super::convert::{script_error, RhaiResult};
+use super::kwargs::Kwargs;
 use super::kwargs::{register as kw, Form};
 use super::registry::{Api, Category};
-use crate::tensor::loss::CrossEntropyOptions;
-use rhai::Engine;
+use crate::tensor::loss::{CrossEntropyOptions, CtcOptions};
+use crate::tensor::Tensor;
+use rhai::{Dynamic, Engine, FnPtr, Map, NativeCallContext};
 
 /// Registers the losses.
 pub fn register(engine: &mut Engine) {
@@ -16,6 +19,8 @@ pub fn register(engine: &mut Engine) {
     register_regression(api);
     register_classification(api);
     register_margin(api);
+    register_sequence(api);
+    register_distance_losses(api);
 }
 
 fn register_regression(api: &mut Api) {
@@ -249,6 +254,103 @@ fn register_margin(api: &mut Api) {
                 k.flag("swap", false)?,
                 k.reduction()?,
             ))
+        },
+    );
+}
+
+fn register_sequence(api: &mut Api) {
+    kw(
+        api,
+        "ctc_loss",
+        "connectionist temporal classification loss of log_probs [T, N, C] against targets [N, S] (or concatenated); options input_lengths, target_lengths (ints or tensors, required), blank (0), reduction (\"mean\" divides by the target lengths), zero_infinity (false)",
+        ["log_probs", "targets"],
+        &["input_lengths", "target_lengths", "blank", "reduction", "zero_infinity"],
+        Form::WithOptions,
+        |[lp, y], k| {
+            let o = CtcOptions {
+                blank: k.int("blank", 0)?,
+                reduction: k.reduction()?,
+                zero_infinity: k.flag("zero_infinity", false)?,
+            };
+            let inputs = k.required_int_values("input_lengths")?;
+            let targets = k.required_int_values("target_lengths")?;
+            ok(lp.ctc_loss(&y, &inputs, &targets, &o))
+        },
+    );
+}
+
+/// The options of `triplet_margin_with_distance_loss`, all keywords in PyTorch.
+const TRIPLET_DISTANCE_OPTIONS: &[&str] = &["distance_function", "margin", "swap", "reduction"];
+
+/// `triplet_margin_with_distance_loss(a, p, n[, #{distance_function, ...}])`:
+/// the distance is a script function of two tensors, called here.
+fn triplet_with_distance(
+    ctx: &NativeCallContext,
+    a: &Tensor,
+    p: &Tensor,
+    n: &Tensor,
+    opts: Map,
+) -> RhaiResult<Tensor> {
+    const OP: &str = "triplet_margin_with_distance_loss";
+    let args = if opts.is_empty() {
+        vec![]
+    } else {
+        vec![Dynamic::from(opts)]
+    };
+    let k = Kwargs::parse(OP, TRIPLET_DISTANCE_OPTIONS, args)?;
+    let function = match k.get("distance_function") {
+        None => None,
+        Some(f) => Some(f.clone().try_cast::<FnPtr>().ok_or_else(|| {
+            script_error(format!(
+                "{OP}: option 'distance_function' must be a function, got {}",
+                f.type_name()
+            ))
+        })?),
+    };
+    let mut failure = None;
+    let mut distance = |x: &Tensor, y: &Tensor| -> crate::core::error::Result<Tensor> {
+        let Some(f) = &function else {
+            return x.pairwise_distance(y, 2.0, 1e-6, false);
+        };
+        let d = f
+            .call_within_context::<Dynamic>(ctx, (x.clone(), y.clone()))
+            .map_err(|e| failure.insert(e).to_string())
+            .and_then(|d| {
+                d.try_cast::<Tensor>()
+                    .ok_or_else(|| "the distance function must return a tensor".to_string())
+            });
+        d.map_err(|why| crate::core::error::Error::invalid(OP, why))
+    };
+    let loss = a.triplet_margin_with_distance_loss(
+        p,
+        n,
+        &mut distance,
+        k.number("margin", 1.0)?,
+        k.flag("swap", false)?,
+        k.reduction()?,
+    );
+    match (loss, failure) {
+        // the script's own error, with its position, rather than a copy
+        (Err(_), Some(e)) => Err(e),
+        (r, _) => ok(r),
+    }
+}
+
+fn register_distance_losses(api: &mut Api) {
+    const DOC: &str = "max(d(a, p) - d(a, n) + margin, 0) with d = distance_function(x, y) (pairwise_distance by default); options distance_function, margin (1), swap (false), reduction";
+    const OP: &str = "triplet_margin_with_distance_loss";
+    api.doc(DOC).volatile(
+        OP,
+        ["anchor", "positive", "negative"],
+        |ctx: NativeCallContext, a: Tensor, p: Tensor, n: Tensor| {
+            triplet_with_distance(&ctx, &a, &p, &n, Map::new())
+        },
+    );
+    api.doc(DOC).volatile(
+        OP,
+        ["anchor", "positive", "negative", "opts"],
+        |ctx: NativeCallContext, a: Tensor, p: Tensor, n: Tensor, m: Map| {
+            triplet_with_distance(&ctx, &a, &p, &n, m)
         },
     );
 }

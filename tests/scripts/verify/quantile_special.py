@@ -56,5 +56,8 @@ expected = {
 }
 expected = {k: v.tolist() for k, v in expected.items()}
 _, checked = check("quantile_special.out", expected, rtol=1e-12, atol=1e-300,
-                   tols={"special_ndtri": (1e-9, 0.0), "special_polygamma": (1e-10, 0.0)})
+                   tols={"special_ndtri": (1e-9, 0.0),
+                         # PyTorch takes (1 + erf(x/√2))/2, which is 0 at x = -10; the
+                         # true 7.6e-24 is kept here
+                         "special_ndtr": (1e-12, 1e-20), "special_polygamma": (1e-10, 0.0)})
 print(f"{checked} results agree with PyTorch {torch.__version__}")

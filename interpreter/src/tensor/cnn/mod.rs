@@ -7,6 +7,7 @@
 //! - [`conv`]: `conv1d/2d/3d` and `conv_transpose1d/2d/3d` as grouped GEMMs
 //!   over the windows;
 //! - [`pool`]: max, average and adaptive pooling;
+//! - [`fractional`]: fractional max pooling (windows at random places);
 //! - [`norm`]: batch, group and instance normalisation;
 //! - [`resample`]: `interpolate`, `pixel_shuffle`, channel dropout;
 //! - [`grid`]: `affine_grid` and `grid_sample` (spatial transformers);
@@ -14,6 +15,7 @@
 
 pub mod conv;
 pub(crate) mod cudnn;
+pub mod fractional;
 pub mod grid;
 pub mod memory_format;
 pub mod norm;

@@ -1,6 +1,7 @@
 //! Margin and embedding losses, as `torch.nn.functional` defines them:
 //! `margin_ranking_loss`, `hinge_embedding_loss`, `cosine_embedding_loss`
-//! and `triplet_margin_loss` (targets ±1), and `multilabel_margin_loss`
+//! (targets ±1), `triplet_margin_loss` and `triplet_margin_with_distance_loss` (a
+//! distance of the caller's), and `multilabel_margin_loss`
 //! (targets: class indices, ended by -1).
 
 use super::Reduction;
@@ -112,6 +113,47 @@ impl Tensor {
         if swap {
             let d_pn = positive.pairwise_distance(negative, p, eps, false)?;
             d_an = d_an.minimum(&d_pn)?;
+        }
+        d_ap.sub(&d_an)?
+            .add_scalar(margin)?
+            .maximum_scalar(0.0)?
+            .reduced(r)
+    }
+
+    /// `max(d(a, p) - d(a, n) + margin, 0)` with any distance `d` of two
+    /// batches (`F.triplet_margin_with_distance_loss`; PyTorch's default is
+    /// [`Tensor::pairwise_distance`]); `swap` uses `min(d(a, n), d(p, n))`.
+    pub fn triplet_margin_with_distance_loss(
+        &self,
+        positive: &Tensor,
+        negative: &Tensor,
+        distance: &mut dyn FnMut(&Tensor, &Tensor) -> Result<Tensor>,
+        margin: f64,
+        swap: bool,
+        r: Reduction,
+    ) -> Result<Tensor> {
+        const OP: &str = "triplet_margin_with_distance_loss";
+        if positive.ndim() != self.ndim() || negative.ndim() != self.ndim() {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "anchor, positive and negative must have the same number of dimensions, got {:?}, {:?} and {:?}",
+                    self.shape(),
+                    positive.shape(),
+                    negative.shape()
+                ),
+            ));
+        }
+        if margin <= 0.0 {
+            return Err(Error::invalid(
+                OP,
+                format!("margin must be greater than 0, got {margin}"),
+            ));
+        }
+        let d_ap = distance(self, positive)?;
+        let mut d_an = distance(self, negative)?;
+        if swap {
+            d_an = d_an.minimum(&distance(positive, negative)?)?;
         }
         d_ap.sub(&d_an)?
             .add_scalar(margin)?

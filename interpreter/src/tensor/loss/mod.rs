@@ -10,8 +10,11 @@
 //! loss and gradient become NaN, and the kernel never indexes with the label.
 
 mod classification;
+mod ctc;
 mod margin;
 mod regression;
+
+pub use ctc::CtcOptions;
 
 use super::autograd::{self, Saved};
 use super::{DType, Scalar, Tensor};

@@ -7,8 +7,11 @@
 //! arithmetic, sorts, scatters and dtype handling included).
 
 use super::*;
+use kiln::tensor::cnn::fractional::FractionalOutput;
 use kiln::tensor::integrate::Spacing;
+use kiln::tensor::loss::{CtcOptions, Reduction};
 use kiln::tensor::quantile::{Interpolation, Quantiles};
+use kiln::tensor::random::Generator;
 use kiln::tensor::rearrange::Sections;
 
 /// `values` as an i64 tensor on `t`'s device.
@@ -107,7 +110,16 @@ impl Checker {
                 joined(t.gradient(&[Spacing::Step(0.5), Spacing::Step(2.0)], None, 2))
             }),
             ("gradient at points", |t| {
-                let x = t.select(0, 0)?.abs()?.add_scalar(0.1)?.cumsum(0, None)?;
+                // the points summed in f64, so that both devices take the
+                // same ones (their differences cancel: an ulp of a point is
+                // a large error in a spacing)
+                let x = t
+                    .select(0, 0)?
+                    .to_dtype(DType::F64)?
+                    .abs()?
+                    .add_scalar(0.1)?
+                    .cumsum(0, None)?
+                    .to_dtype(t.dtype())?;
                 joined(t.gradient(&[Spacing::Points(&x)], Some(&[1]), 1))
             }),
             ("embedding_bag", |t| {
@@ -119,6 +131,30 @@ impl Checker {
             }),
             ("matrix_exp", |t| {
                 t.narrow(1, 0, 37)?.mul_scalar(0.05)?.matrix_exp()
+            }),
+            ("fractional_max_pool2d", |t| {
+                let x = t.narrow(0, 0, 36)?.reshape(&[2, 2, 9, 65])?;
+                let u = [0.1, 0.7, 0.45, 0.2, 0.9, 0.33, 0.6, 0.05];
+                let u = Tensor::from_host(&HostValues::Float(u.to_vec()), &[2, 2, 2], t.dtype(), t.device())?;
+                let out = FractionalOutput::Size(vec![4, 20]);
+                let mut g = Generator::new(0);
+                let (v, i) = x.fractional_max_pool(2, &[3], &out, Some(&u), true, &mut g)?;
+                Tensor::cat(
+                    &[
+                        v.to_dtype(DType::F64)?.flatten(0, -1)?,
+                        i.unwrap().to_dtype(DType::F64)?.flatten(0, -1)?,
+                    ],
+                    0,
+                )
+            }),
+            ("ctc_loss", |t| {
+                let lp = t.narrow(0, 0, 36)?.reshape(&[12, 3, 65])?.log_softmax(2)?;
+                let targets = ints_on(t, vec![5, 9, 9, 40, 1, 2, 3, 0, 64, 7, 0, 0], &[3, 4])?;
+                let o = CtcOptions {
+                    reduction: Reduction::None,
+                    ..CtcOptions::default()
+                };
+                lp.ctc_loss(&targets, &[12, 10, 7], &[4, 3, 2], &o)
             }),
         ];
         // sums of many half-precision terms round more

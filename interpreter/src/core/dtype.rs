@@ -89,6 +89,37 @@ impl DType {
         })
     }
 
+    /// PyTorch's legacy tensor type name of this dtype (`"FloatTensor"`),
+    /// as `Tensor.type()` spells it.
+    pub fn legacy_type_name(self) -> &'static str {
+        match self {
+            DType::Bool => "BoolTensor",
+            DType::U8 => "ByteTensor",
+            DType::I32 => "IntTensor",
+            DType::I64 => "LongTensor",
+            DType::F16 => "HalfTensor",
+            DType::BF16 => "BFloat16Tensor",
+            DType::F32 => "FloatTensor",
+            DType::F64 => "DoubleTensor",
+        }
+    }
+
+    /// The dtype of a legacy tensor type name (`"DoubleTensor"`).
+    pub fn from_legacy_type_name(s: &str) -> Option<DType> {
+        [
+            DType::Bool,
+            DType::U8,
+            DType::I32,
+            DType::I64,
+            DType::F16,
+            DType::BF16,
+            DType::F32,
+            DType::F64,
+        ]
+        .into_iter()
+        .find(|d| d.legacy_type_name() == s)
+    }
+
     /// Size of one element in bytes.
     pub fn size_in_bytes(self) -> usize {
         match self {

@@ -1,7 +1,7 @@
 //! PyTorch's other spellings of kiln functions (its NumPy-style aliases:
 //! `absolute`, `arccos`, `divide`, `greater`, `concat`, `clip`, ...), the
 //! small `Tensor` conveniences (`type_as`, `new_zeros`, `nelement`,
-//! `ravel`, `bool()`, `fill_diagonal_`, `put`, `sum_to_size`, the in-place
+//! `ravel`, `bool()`, `type()`, `apply_`, `fill_diagonal_`, `put`, `sum_to_size`, the in-place
 //! view changes `t_`/`transpose_`/`squeeze_`/`unsqueeze_`/`detach_`, ...),
 //! and the script side of `tensor/combine.rs` (`logaddexp`, `fmax`,
 //! `heaviside`, `isin`), `rot90`, `hsplit`, `vsplit`, `dsplit`,
@@ -16,16 +16,57 @@ use super::convert::{
 use super::methods::{register_binary, register_compare};
 use super::registry::{Api, Category};
 use crate::core::op::{BinaryOp, CmpOp, UnaryOp};
+use crate::core::HostValues;
 use crate::core::{DType, Scalar};
 use crate::tensor::integrate::Spacing;
 use crate::tensor::rearrange::Sections;
 use crate::tensor::Tensor;
-use rhai::{Array, Dynamic, Engine, Map, INT};
+use rhai::{Array, Dynamic, Engine, FnPtr, Map, NativeCallContext, INT};
 
 /// `d` as a tensor next to `like` (numbers take its dtype and device).
 fn tensor_arg(op: &str, d: &Dynamic, like: &Tensor) -> RhaiResult<Tensor> {
     let t = operand(op, d, Some(like), like.device())?;
     ok(t.to_device(like.device()))
+}
+
+/// `t.apply_(f)`: `f` of every element, written back in place.
+fn apply_elementwise(ctx: NativeCallContext, t: &mut Tensor, f: FnPtr) -> RhaiResult<Tensor> {
+    const OP: &str = "apply_";
+    if t.device().is_cuda() {
+        return Err(script_error(format!(
+            "{OP}: only works on CPU tensors (as torch.Tensor.apply_), got one on {}",
+            t.device()
+        )));
+    }
+    let call = |x: Dynamic| f.call_within_context::<Dynamic>(&ctx, (x,));
+    let out = match ok(t.to_host())? {
+        HostValues::Bool(v) => HostValues::Bool(
+            v.into_iter()
+                .map(|x| {
+                    let r = call(Dynamic::from_bool(x))?;
+                    r.as_bool()
+                        .or_else(|_| number(OP, "f's result", &r).map(|n| n != 0.0))
+                })
+                .collect::<RhaiResult<_>>()?,
+        ),
+        HostValues::Int(v) => HostValues::Int(
+            v.into_iter()
+                .map(|x| {
+                    let r = call(Dynamic::from_int(x))?;
+                    r.as_int()
+                        .or_else(|_| number(OP, "f's result", &r).map(|n| n as i64))
+                })
+                .collect::<RhaiResult<_>>()?,
+        ),
+        HostValues::Float(v) => HostValues::Float(
+            v.into_iter()
+                .map(|x| number(OP, "f's result", &call(Dynamic::from_float(x))?))
+                .collect::<RhaiResult<_>>()?,
+        ),
+    };
+    let new = ok(Tensor::from_host(&out, t.shape(), t.dtype(), t.device()))?;
+    ok(t.assign_(OP, &new))?;
+    Ok(t.clone())
 }
 
 /// Registers the aliases and conveniences.
@@ -47,13 +88,15 @@ fn register_splits_and_broadcasts(api: &mut Api) {
     api.doc(SPLIT_SIZES).func(
         "split_with_sizes",
         ["t", "split_sizes"],
-        |t: Tensor, s: Dynamic| tensor_array(t.split_sizes(&ints("split_with_sizes", "split_sizes", &s)?, 0)),
+        |t: Tensor, s: Dynamic| {
+            tensor_array(t.split_with_sizes(&ints("split_with_sizes", "split_sizes", &s)?, 0))
+        },
     );
     api.doc(SPLIT_SIZES).func(
         "split_with_sizes",
         ["t", "split_sizes", "dim"],
         |t: Tensor, s: Dynamic, d: INT| {
-            tensor_array(t.split_sizes(&ints("split_with_sizes", "split_sizes", &s)?, d))
+            tensor_array(t.split_with_sizes(&ints("split_with_sizes", "split_sizes", &s)?, d))
         },
     );
     const AS_STRIDED: &str = "the view of t's storage of shape size with stride (elements) from storage_offset (t's own by default); it must stay inside the storage";
@@ -459,6 +502,28 @@ fn register_conveniences(api: &mut Api) {
         .get("nbytes", ["t"], |t: &mut Tensor| {
             (t.numel() * t.dtype().size_in_bytes()) as INT
         });
+    api.doc(
+        "PyTorch's type name of t: \"torch.FloatTensor\", \"torch.cuda.LongTensor\", ... (torch.Tensor.type)",
+    )
+    .func("type", ["t"], |t: &mut Tensor| {
+        let place = if t.device().is_cuda() { "cuda." } else { "" };
+        format!("torch.{place}{}", t.dtype().legacy_type_name())
+    });
+    api.doc("t converted to a dtype (\"f64\", \"torch.float64\") or a type name (\"torch.DoubleTensor\" on the CPU, \"torch.cuda.DoubleTensor\" on CUDA)")
+        .func("type", ["t", "dtype"], |t: Tensor, name: &str| -> RhaiResult<Tensor> {
+            let legacy = |rest: &str| crate::core::DType::from_legacy_type_name(rest);
+            if let Some(rest) = name.strip_prefix("torch.cuda.") {
+                if let Some(d) = legacy(rest) {
+                    let cuda = crate::core::Device::parse("cuda").map_err(|e| script_error(format!("type: {e}")))?;
+                    return ok(t.to_dtype(d)?.to_device(cuda));
+                }
+            } else if let Some(d) = name.strip_prefix("torch.").and_then(legacy) {
+                return ok(t.to_dtype(d)?.to_device(crate::core::Device::Cpu));
+            }
+            ok(t.to_dtype(ok(DType::parse(name))?))
+        });
+    api.doc("in place: every element replaced by f(element), f called from the script once per element (CPU tensors only, as torch.Tensor.apply_; slow); returns t")
+        .volatile("apply_", ["t", "f"], apply_elementwise);
     api.doc("t in other's dtype (torch.Tensor.type_as)").func(
         "type_as",
         ["t", "other"],

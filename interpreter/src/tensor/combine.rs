@@ -59,9 +59,19 @@ impl Tensor {
     }
 
     /// The Heaviside step: 0 below zero, 1 above, `values` at zero (NaN
-    /// stays NaN); `self` and `values` share a dtype, as in PyTorch.
+    /// stays NaN); `self` and `values` share a dtype, as in PyTorch. It has
+    /// no derivative: a backward through it is an error, as PyTorch's.
     pub fn heaviside(&self, values: &Tensor) -> Result<Tensor> {
         const OP: &str = "heaviside";
+        if super::autograd::needs_grad(&[self, values]) {
+            let out = super::autograd::forward(|| self.heaviside(values))?;
+            return Ok(super::autograd::record(OP, &[self, values], out, |_, _| {
+                Err(Error::invalid(
+                    OP,
+                    "its derivative is not implemented (as in PyTorch)",
+                ))
+            }));
+        }
         if self.dtype() != values.dtype() {
             return Err(Error::invalid(
                 OP,

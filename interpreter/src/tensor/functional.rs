@@ -247,6 +247,20 @@ impl Tensor {
                     ));
                 }
                 let o = o.to_dtype(DType::I64)?.to_device(dev)?;
+                // as PyTorch, checked where the offsets can be read without
+                // waiting for a device (on the CPU)
+                if !dev.is_cuda() && o.numel() > 0 {
+                    let v = o.to_vec_as::<i64>()?;
+                    let (first, last) = (v[0], v[v.len() - 1]);
+                    if first != 0 || last > len as i64 {
+                        return Err(Error::invalid(
+                            OP,
+                            format!(
+                                "offsets must start at 0 and end at most at the input's length {len}, got offsets[0] = {first} and offsets[-1] = {last}"
+                            ),
+                        ));
+                    }
+                }
                 let o = if include_last_offset {
                     if o.numel() == 0 {
                         return Err(Error::shape(OP, "include_last_offset needs at least one offset"));

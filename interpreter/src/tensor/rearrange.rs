@@ -372,11 +372,20 @@ impl Tensor {
 
     /// Views along `dim` of the given sizes, which must add up to its size.
     pub fn split_sizes(&self, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
-        let d = normalize_dim("split", dim, self.shape())?;
+        self.split_sizes_as("split", sizes, dim)
+    }
+
+    /// [`Tensor::split_sizes`] as `torch.split_with_sizes` (its errors name it).
+    pub fn split_with_sizes(&self, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+        self.split_sizes_as("split_with_sizes", sizes, dim)
+    }
+
+    fn split_sizes_as(&self, op: &'static str, sizes: &[i64], dim: i64) -> Result<Vec<Tensor>> {
+        let d = normalize_dim(op, dim, self.shape())?;
         let n = self.shape()[d] as i64;
         if sizes.iter().any(|&s| s < 0) || sizes.iter().sum::<i64>() != n {
             return Err(Error::shape(
-                "split",
+                op,
                 format!(
                     "split sizes {sizes:?} must be non-negative and add up to {n}, the size of dim {d} (shape {:?})",
                     self.shape()

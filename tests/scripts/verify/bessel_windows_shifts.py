@@ -78,6 +78,8 @@ expected = {
 expected = {k: v.tolist() for k, v in expected.items()}
 _, checked = check("bessel_windows_shifts.out", expected, rtol=1e-13, atol=1e-15,
                    tols={"i0_f32": (1e-6, 1e-6), "i1e_int": (1e-6, 1e-7),
-                         "igamma": (1e-12, 1e-14), "igammac": (1e-12, 1e-14), "gammaincc": (1e-12, 1e-14),
+                         # PyTorch's P(100, 90) is 0.15822098907532103, 7e-10 from the
+                         # true 0.15822098918643016 (mpmath); kiln's is within 4e-14
+                         "igamma": (1e-9, 1e-14), "igammac": (1e-9, 1e-14), "gammaincc": (1e-9, 1e-14),
                          "igamma_grad": (1e-12, 1e-14)})
 print(f"{checked} results agree with PyTorch {torch.__version__}")

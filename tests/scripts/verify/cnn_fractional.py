@@ -30,6 +30,8 @@ expected = {
     "fmp3d_ratio": F.fractional_max_pool3d(v, 2, output_ratio=0.5, _random_samples=w),
 }
 expected = {k: v.detach().tolist() for k, v in expected.items()}
-text, checked = check("cnn_fractional.out", expected)
+# the inputs (sin, cos) may differ from PyTorch's in the last bit; the
+# windows and indices must not
+text, checked = check("cnn_fractional.out", expected, rtol=1e-12, atol=1e-15)
 assert "fmp2d_drawn: [2, 3, 4, 5]" in text
 print(f"{checked + 1} results agree with PyTorch {torch.__version__}")

@@ -4,14 +4,15 @@
 //! `α = (size - kernel) / (out - 1)` and the last window against the end,
 //! computed in the input's precision (f32 for f32 and half inputs) as
 //! PyTorch does, so that given samples reproduce its windows exactly. The
-//! windows are gathered from the flattened planes and reduced by argmax, so
-//! every device and the gradient (to the chosen element) come from the
-//! gather and the maximum.
+//! windows are separable: one dim at a time, each window's elements along
+//! it are gathered and reduced by argmax, so every device and the gradient
+//! (to the chosen element) come from gathers and maxima over small index
+//! tables.
 
 use super::{batched, check_float, per_dim_min};
 use crate::core::error::{Error, Result};
-use crate::core::op::ReduceOp;
-use crate::core::DType;
+use crate::core::op::{BinaryOp, ReduceOp};
+use crate::core::{DType, Scalar};
 use crate::tensor::random::Generator;
 use crate::tensor::Tensor;
 
@@ -137,49 +138,52 @@ impl Tensor {
         };
         let wide = x.dtype() == DType::F64;
 
-        // every window element's flat position in its plane, as the sum of one
-        // broadcast term per dim: [N, C, *out, *kernel]
-        let rank = 2 + 2 * n;
-        let inner: Vec<i64> = (0..n).map(|i| spatial[i + 1..].iter().product()).collect();
-        let mut positions: Option<Tensor> = None;
-        for d in 0..n {
-            let mut term = Vec::with_capacity(batch * planes * (out[d] * kernel[d]) as usize);
+        // one dim at a time, last first: gather each window's elements along
+        // the dim, keep their maximum (the first, as PyTorch's scan in
+        // row-major order keeps it) and where it was
+        let mut y = x.clone();
+        let mut at: Option<Tensor> = None;
+        for d in (0..n).rev() {
+            let mut places = Vec::with_capacity(batch * planes * (out[d] * kernel[d]) as usize);
             for p in 0..batch * planes {
                 let s = starts(u[p * n + sample_of(d, n)], spatial[d], out[d], kernel[d], wide);
                 for &start in &s {
-                    term.extend((0..kernel[d]).map(|k| (start + k) * inner[d]));
+                    places.extend(start..start + kernel[d]);
                 }
             }
-            let mut shape = vec![1usize; rank];
+            let dim = 2 + d;
+            let mut shape = vec![1usize; y.ndim()];
             shape[0] = batch;
             shape[1] = planes;
-            shape[2 + d] = out[d] as usize;
-            shape[2 + n + d] = kernel[d] as usize;
-            let term = Tensor::from_vec(term, &shape, x.device())?;
-            positions = Some(match positions {
-                None => term,
-                Some(acc) => acc.add(&term)?,
-            });
+            shape[dim] = (out[d] * kernel[d]) as usize;
+            let mut full: Vec<i64> = y.shape().iter().map(|&v| v as i64).collect();
+            full[dim] = out[d] * kernel[d];
+            let places = Tensor::from_vec(places, &shape, x.device())?.expand(&full)?;
+            // [.., out·k, ..] -> [.., out, k, ..], the maximum over k
+            let mut split = full.clone();
+            split.splice(dim..=dim, [out[d], kernel[d]]);
+            let k_dim = dim as i64 + 1;
+            let windows = y.gather(dim as i64, &places)?.reshape(&split)?;
+            let best = windows.reduce(ReduceOp::ArgMax, Some(&[k_dim]), true)?;
+            y = windows.gather(k_dim, &best)?.squeeze(Some(&[k_dim]))?;
+            if indices {
+                let chosen = places
+                    .reshape(&split)?
+                    .gather(k_dim, &best)?
+                    .squeeze(Some(&[k_dim]))?;
+                let inner: i64 = spatial[d + 1..].iter().product();
+                let here = chosen.binary_scalar(BinaryOp::Mul, Scalar::Int(inner), false)?;
+                at = Some(match at {
+                    None => here,
+                    // the later dims' positions, at the places this dim chose
+                    Some(later) => later.gather(dim as i64, &chosen)?.add(&here)?,
+                });
+            }
         }
-        let positions = positions.expect("n >= 2 dims");
-        let cells: i64 = out.iter().product();
-        let window: i64 = kernel.iter().product();
-        let (b, c) = (batch as i64, planes as i64);
-        let flat = positions.reshape(&[b, c, cells * window])?;
-        let planes_flat = x.reshape(&[b, c, spatial.iter().product()])?;
-        let candidates = planes_flat.gather(2, &flat)?.reshape(&[b, c, cells, window])?;
-        let best = candidates.reduce(ReduceOp::ArgMax, Some(&[-1]), true)?;
-        let mut shape = vec![b, c];
-        shape.extend(&out);
-        let values = candidates.gather(-1, &best)?.reshape(&shape)?;
-        let idx = if indices {
-            let at = flat
-                .reshape(&[b, c, cells, window])?
-                .gather(-1, &best)?
-                .reshape(&shape)?;
-            Some(if unbatched { at.squeeze(Some(&[0]))? } else { at })
-        } else {
-            None
+        let values = y;
+        let idx = match at {
+            Some(at) => Some(if unbatched { at.squeeze(Some(&[0]))? } else { at }),
+            None => None,
         };
         let values = if unbatched {
             values.squeeze(Some(&[0]))?

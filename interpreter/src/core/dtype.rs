@@ -106,18 +106,7 @@ impl DType {
 
     /// The dtype of a legacy tensor type name (`"DoubleTensor"`).
     pub fn from_legacy_type_name(s: &str) -> Option<DType> {
-        [
-            DType::Bool,
-            DType::U8,
-            DType::I32,
-            DType::I64,
-            DType::F16,
-            DType::BF16,
-            DType::F32,
-            DType::F64,
-        ]
-        .into_iter()
-        .find(|d| d.legacy_type_name() == s)
+        DType::ALL.into_iter().find(|d| d.legacy_type_name() == s)
     }
 
     /// Size of one element in bytes.

@@ -5,7 +5,8 @@
 //!    README's first command installs it with `rust-src`; `KILN_NIGHTLY`
 //!    names another; where it is missing, the plain `nightly` is tried).
 //! 2. The PTX is split into modules by op family (`kiln_kernels::modules`),
-//!    which the CUDA backend loads one by one on first use.
+//!    which the CUDA backend loads one by one on first use. The Hopper
+//!    module (`wgmma` kernels) is retargeted to sm_90a and PTX ISA 8.0.
 //! 3. Where NVIDIA's `ptxas` is found (`KILN_PTXAS`, `$CUDA_HOME/bin`,
 //!    `$CUDA_PATH/bin`, `PATH`), each module is also compiled ahead of time to
 //!    SASS for the architectures in `KILN_CUDA_ARCHS` (default `80,90`), all
@@ -19,7 +20,7 @@
 //! no GPU kernels. Without `ptxas` it embeds the PTX alone and warns. A build
 //! never falls back to stale files. `KILN_SKIP_PTX=1` skips the kernel build.
 
-use kiln_kernels::modules::{module_of, MODULES};
+use kiln_kernels::modules::{module_of, HOPPER_MODULE, MODULES};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -27,6 +28,9 @@ use std::process::Command;
 const NIGHTLY: &str = "nightly-2026-05-20";
 /// The PTX target: the oldest architecture kiln's kernels run on.
 const PTX_ARCH: u32 = 80;
+/// The register cap of the Hopper kernels: three warpgroups of 128 threads
+/// a block fit one SM's 64 Ki registers at 168 (allocated in units of 8).
+const HOPPER_MAX_REGISTERS: u32 = 168;
 /// The architectures compiled to SASS when `KILN_CUDA_ARCHS` is not set.
 const DEFAULT_ARCHS: &str = "80,90";
 
@@ -53,7 +57,8 @@ fn main() {
         images.status = "skipped (KILN_SKIP_PTX was set at build time)".into();
     } else {
         match build_ptx(&kernels, &out.join("kernels-target")).and_then(|ptx| split_ptx(&ptx)) {
-            Ok(modules) => {
+            Ok(mut modules) => {
+                modules[HOPPER_MODULE] = retarget_hopper(&modules[HOPPER_MODULE]);
                 images.status = "ok".into();
                 images.ptx = modules;
                 compile_sass(&mut images, &out);
@@ -257,7 +262,44 @@ fn split_ptx(ptx: &str) -> Result<Vec<String>, String> {
             common += &item;
         }
     }
+    if common.contains("wgmma") {
+        return Err("a device function using wgmma (sm_90a only) was left outside its kernel, so every module would carry it; mark it #[inline(always)]".into());
+    }
     Ok(entries.into_iter().map(|e| format!("{common}\n{e}")).collect())
+}
+
+/// The PTX of the Hopper module for `sm_90a` (which `wgmma` needs), at PTX
+/// ISA 8.0 or newer, each kernel capped at [`HOPPER_MAX_REGISTERS`]
+/// (`.maxnreg`, which the driver's compiler honours too): the code itself
+/// is the same, only the header and the kernels' directives change.
+fn retarget_hopper(ptx: &str) -> String {
+    let mut in_header = false;
+    ptx.lines()
+        .map(|line| {
+            if line.starts_with(".visible .entry") || line.starts_with(".entry") {
+                in_header = true;
+            }
+            if in_header && line.trim() == "{" {
+                in_header = false;
+                return format!(".maxnreg {HOPPER_MAX_REGISTERS}\n{{");
+            }
+            if line.trim() == format!(".target sm_{PTX_ARCH}") {
+                ".target sm_90a".to_string()
+            } else if let Some(v) = line.trim().strip_prefix(".version ") {
+                let (major, minor) = v.split_once('.').unwrap_or((v, "0"));
+                let version = (major.parse().unwrap_or(0u32), minor.parse().unwrap_or(0u32));
+                if version < (8, 0) {
+                    ".version 8.0".to_string()
+                } else {
+                    line.to_string()
+                }
+            } else {
+                line.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
 }
 
 /// Compiles every module to SASS for each architecture asked for, when
@@ -276,9 +318,12 @@ fn compile_sass(images: &mut Images, out: &Path) {
     };
     let dir = out.join("sass");
     std::fs::create_dir_all(&dir).unwrap();
+    // the Hopper module is compiled for sm_90a alone (other archs keep an
+    // empty cubin: the host never launches its kernels there)
     let jobs: Vec<(u32, usize)> = archs
         .iter()
         .flat_map(|&a| (0..MODULES.len()).map(move |m| (a, m)))
+        .filter(|&(a, m)| m != HOPPER_MODULE || a == 90)
         .collect();
     for (m, name) in MODULES.iter().enumerate() {
         std::fs::write(dir.join(format!("{name}.ptx")), &images.ptx[m]).unwrap();
@@ -335,8 +380,13 @@ type Compiled = Result<(u32, usize, Vec<u8>), String>;
 
 fn run_ptxas(ptxas: &Path, dir: &Path, arch: u32, module: &str) -> Result<Vec<u8>, String> {
     let cubin = dir.join(format!("{module}.sm_{arch}.cubin"));
+    let target = if module == MODULES[HOPPER_MODULE] {
+        format!("sm_{arch}a")
+    } else {
+        format!("sm_{arch}")
+    };
     let output = Command::new(ptxas)
-        .arg(format!("-arch=sm_{arch}"))
+        .arg(format!("-arch={target}"))
         .args(["-O3", "--split-compile", "0", "-o"])
         .arg(&cubin)
         .arg(dir.join(format!("{module}.ptx")))

@@ -35,6 +35,33 @@ pub fn b_lane_offset(lane: u32) -> (u32, u32) {
     ((lane & 7) + ((lane >> 4) << 3), ((lane >> 3) & 1) << 3)
 }
 
+/// The shared-memory matrix descriptor `wgmma` reads a B operand through,
+/// for a tile in the 128-byte swizzle (PTX's ISA: bits 0-13 the start
+/// address, 16-29 the leading and 32-45 the stride byte offsets, each in
+/// 16-byte units, bits 62-63 the swizzle mode, 1 for 128 bytes). The tile
+/// is laid out by [`swizzled_offset`] from a 1024-byte aligned base; `start`
+/// is the shared-space address of the product's first element. K-major:
+/// `stride` 1024 (8 rows of N), `leading` unused. N-major: `leading` the
+/// distance between blocks of 64 N-elements, `stride` 1024 (8 rows of K).
+#[inline(always)]
+pub const fn wgmma_descriptor(start: u32, leading: u32, stride: u32) -> u64 {
+    ((start as u64 >> 4) & 0x3fff)
+        | (((leading as u64 >> 4) & 0x3fff) << 16)
+        | (((stride as u64 >> 4) & 0x3fff) << 32)
+        | (1 << 62)
+}
+
+/// The byte offset of 16-byte piece `c` (elements `8c..8c + 8`) of row `r`
+/// in a tile of `rows` rows of 16-bit elements in `wgmma`'s 128-byte
+/// swizzle: blocks of 64 columns one after another (`128·rows` bytes each),
+/// rows 128 bytes apart within a block, and the piece's place in its row
+/// XORed with the row's place in its group of 8, so the 8 rows of a group
+/// spread one column over all the banks.
+#[inline(always)]
+pub const fn swizzled_offset(r: u32, c: u32, rows: u32) -> u32 {
+    (c / 8) * rows * 128 + r * 128 + (((c % 8) ^ (r % 8)) * 16)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,11 +44,16 @@ mod device;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod emulator;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
-use emulator::{device, tensor_core};
+use emulator::{device, tensor_core, warpgroup};
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/attention.rs"]
 mod attention;
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+#[path = "kernels/attention_hopper.rs"]
+mod attention_hopper;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 #[cfg(target_arch = "nvptx64")]
 mod tensor_core;
+#[cfg(target_arch = "nvptx64")]
+mod warpgroup;

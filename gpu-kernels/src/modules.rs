@@ -6,7 +6,7 @@
 //! module (a test checks that the two agree).
 
 /// The module names, in index order.
-pub const MODULES: [&str; 14] = [
+pub const MODULES: [&str; 15] = [
     "unary",
     "unary_dense",
     "binary",
@@ -21,13 +21,19 @@ pub const MODULES: [&str; 14] = [
     "index",
     "order",
     "attention",
+    "attention_sm90a",
 ];
+
+/// The module built for sm_90a alone (Hopper's `wgmma`): its PTX targets
+/// `sm_90a`, it is compiled to SASS for sm_90 only, and the host launches
+/// its kernels only on a GPU of compute capability 9.0.
+pub const HOPPER_MODULE: usize = 14;
 
 /// Which module (an index into [`MODULES`]) exports the kernel `entry`, by
 /// its name's family prefix; `None` for a name of no known family.
 pub fn module_of(entry: &str) -> Option<usize> {
     // Longer prefixes first: `binary_v_` is dense, `binary_` strided.
-    const PREFIXES: [(&str, usize); 31] = [
+    const PREFIXES: [(&str, usize); 32] = [
         ("unary_v_", 1),
         ("unary_", 0),
         ("binary_v_", 3),
@@ -59,6 +65,7 @@ pub fn module_of(entry: &str) -> Option<usize> {
         ("scan_", 12),
         ("sort_", 12),
         ("flash_", 13),
+        ("flash90_", HOPPER_MODULE),
     ];
     PREFIXES
         .iter()
@@ -86,6 +93,10 @@ mod tests {
             Some("binary")
         );
         assert_eq!(module_of("adam_step_f32").map(|m| MODULES[m]), Some("optim"));
+        assert_eq!(
+            module_of("flash90_forward_d128_bf16").map(|m| MODULES[m]),
+            Some("attention_sm90a")
+        );
         assert_eq!(module_of("nothing"), None);
     }
 }

@@ -406,6 +406,34 @@ impl FlashParams {
         (4 * Self::tile_bytes(d)) as u32
     }
 
+    /// Threads a block of the Hopper forward (`flash90_forward_*`): three
+    /// warpgroups of four warps (the kernels are capped at 168 registers
+    /// so that they fit one SM).
+    pub const HOPPER_THREADS: u32 = 384;
+    /// Query rows a block of the Hopper forward owns (64 a warpgroup).
+    pub const HOPPER_BLOCK_ROWS: u32 = 192;
+    /// Keys per tile of the Hopper forward for head dim `d`: 128 where the
+    /// registers allow (the scores of 128 keys and the output of 64 columns),
+    /// else 64.
+    pub const fn hopper_key_rows(d: usize) -> u32 {
+        if d > 64 {
+            64
+        } else {
+            128
+        }
+    }
+    /// The head dims the Hopper forward is built for.
+    pub const HOPPER_HEAD_DIMS: [usize; 2] = [64, 128];
+
+    /// Shared memory of the Hopper forward, all in `wgmma`'s swizzle from a
+    /// 1024-byte boundary (hence the extra 1024 bytes): the block's query
+    /// rows, then two buffers each of a key and a value tile of
+    /// [`FlashParams::hopper_key_rows`] rows.
+    pub const fn hopper_forward_shared_bytes(d: usize) -> u32 {
+        let queries = Self::HOPPER_BLOCK_ROWS as usize * d * 2;
+        (queries + 4 * Self::hopper_key_rows(d) as usize * d * 2 + 1024) as u32
+    }
+
     /// Shared memory of the query backward: its query and output-gradient
     /// tiles of 64 rows, then (in the same memory) two buffers of a key and
     /// a value tile of [`FlashParams::q_key_rows`].

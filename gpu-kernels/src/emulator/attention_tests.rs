@@ -266,6 +266,9 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
     c.close("output", &o_wide, &want.o);
     let lse_wide: Vec<f64> = lse.iter().map(|&x| x as f64).collect();
     c.close("log-sum-exp", &lse_wide, &want.lse);
+    if !DROP && FlashParams::HOPPER_HEAD_DIMS.contains(&D) {
+        hopper_forward::<T, D>(&c, h, [&qb, &kb, &vb], &want, &from_rows_outer);
+    }
 
     // delta from the kernel's own output, as the host computes it
     let delta: Vec<f32> = (0..batch * heads * l)
@@ -314,6 +317,44 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
     c.close("value gradient", &wide(&dv), &want.dv);
 }
 
+/// The Hopper forward (`attention_hopper.rs`) on the same problem, checked
+/// against the same reference.
+fn hopper_forward<T: MmaHalf, const D: usize>(
+    c: &Case,
+    h: FlashParams,
+    [qb, kb, vb]: [&[u16]; 3],
+    want: &Reference,
+    from_rows_outer: &dyn Fn(&[u16]) -> Vec<u16>,
+) {
+    let mut o = std::vec![0u16; c.batch * c.heads * c.l * D];
+    let mut lse = std::vec![0f32; c.batch * c.heads * c.l];
+    let p = Shared((
+        qb.as_ptr(),
+        kb.as_ptr(),
+        vb.as_ptr(),
+        o.as_mut_ptr(),
+        lse.as_mut_ptr(),
+    ));
+    launch(
+        (
+            c.l.div_ceil(FlashParams::HOPPER_BLOCK_ROWS as usize) as u32,
+            c.heads as u32,
+            c.batch as u32,
+        ),
+        FlashParams::HOPPER_THREADS,
+        FlashParams::hopper_forward_shared_bytes(D) as usize,
+        || {
+            let (q, k, v, o, lse) = p.get();
+            // SAFETY: the buffers hold the shapes `h` describes.
+            unsafe { crate::attention_hopper::forward::<T, D>(q, k, v, o, lse, h) }
+        },
+    );
+    let o_wide: Vec<f64> = from_rows_outer(&o).iter().map(|&b| c.widen(b)).collect();
+    c.close("Hopper output", &o_wide, &want.o);
+    let lse_wide: Vec<f64> = lse.iter().map(|&x| x as f64).collect();
+    c.close("Hopper log-sum-exp", &lse_wide, &want.lse);
+}
+
 fn case(l: usize, s: usize, d: usize, causal: bool, bf16: bool) -> Case {
     Case {
         batch: 1,
@@ -351,6 +392,15 @@ fn f16_d64_causal_more_queries_than_keys() {
 #[test]
 fn bf16_d128_causal_two_tiles() {
     check::<BF16, 128, false>(case(66, 66, 128, true, true));
+}
+
+#[test]
+fn bf16_d128_causal_three_key_tiles() {
+    check::<BF16, 128, false>(Case {
+        heads: 2,
+        kv_heads: 1,
+        ..case(260, 300, 128, true, true)
+    });
 }
 
 #[test]

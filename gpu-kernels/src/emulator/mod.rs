@@ -10,6 +10,7 @@
 
 pub mod device;
 pub mod tensor_core;
+pub mod warpgroup;
 
 use std::boxed::Box;
 use std::cell::Cell;

@@ -6,7 +6,7 @@ use super::context;
 pub use crate::fragments::{a_lane_offset, b_lane_offset, MmaHalf};
 use crate::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 
-fn widen<T: MmaHalf>(bits: u16) -> f32 {
+pub(super) fn widen<T: MmaHalf>(bits: u16) -> f32 {
     if T::BF16 {
         bf16_to_f32(bits)
     } else {
@@ -15,7 +15,7 @@ fn widen<T: MmaHalf>(bits: u16) -> f32 {
 }
 
 /// The half of a packed register: element `i` (0 low, 1 high).
-fn half_of(word: u32, i: usize) -> u16 {
+pub(super) fn half_of(word: u32, i: usize) -> u16 {
     (word >> (16 * i)) as u16
 }
 
@@ -67,7 +67,7 @@ pub fn shared_address<T>(p: *const T) -> u32 {
 }
 
 /// The 16-bit element at byte offset `addr` of shared memory.
-fn shared_u16(addr: u32) -> u16 {
+pub(super) fn shared_u16(addr: u32) -> u16 {
     assert!(addr.is_multiple_of(2), "misaligned shared read");
     // SAFETY: the kernels address their own block's shared memory, sized by the launch.
     unsafe { *(context().1.shared.add(addr as usize) as *const u16) }

@@ -18,6 +18,8 @@
 //! - [`matmul`]: integer matmul (cuBLAS has none);
 //! - [`attention`]: fused attention on tensor cores (`flash_forward_*`,
 //!   `flash_backward_kv_*`, `flash_backward_q_*`);
+//! - [`attention_hopper`]: its forward on Hopper's warpgroup tensor cores
+//!   (`flash90_forward_*`, a module of its own built for sm_90a);
 //! - [`order`]: scans (`scan_*`: cumsum, cumprod, cummax, cummin,
 //!   logcumsumexp) and the bitonic sort (`sort_*`) along dense rows.
 //!
@@ -50,6 +52,7 @@ macro_rules! for_all_types {
 
 mod accum;
 mod attention;
+mod attention_hopper;
 mod copy;
 mod elementwise;
 mod index;

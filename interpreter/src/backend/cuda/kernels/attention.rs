@@ -1,6 +1,10 @@
 //! Launches of the fused attention kernels (`gpu-kernels/src/kernels/attention.rs`):
 //! the forward and the two backward kernels, four warps a block, their
 //! shared memory sized by `FlashParams` (the one definition both sides use).
+//! On a GPU of compute capability 9.0 the forward without dropout at head
+//! dims 64 and 128 runs on Hopper's warpgroup tensor cores instead
+//! (`attention_hopper.rs`, twelve warps a block); `KILN_FLASH_HOPPER=0`
+//! keeps the `mma.sync` forward there (for comparisons).
 
 use super::launch::*;
 use super::table::Kernel;
@@ -31,6 +35,17 @@ fn grid(rows: u32, heads: u32, batch: u32) -> (u32, u32, u32) {
     (rows.div_ceil(FlashParams::BLOCK_ROWS), heads, batch)
 }
 
+/// Whether the forward of head dim `d` (`dropout` > 0 or not) runs on the
+/// Hopper kernels here.
+fn hopper_forward(rt: &CudaRuntime, d: usize, dropout: f32) -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let enabled = *ENABLED.get_or_init(|| std::env::var("KILN_FLASH_HOPPER").map_or(true, |v| v != "0"));
+    enabled
+        && rt.kernels.capability() == (9, 0)
+        && dropout == 0.0
+        && FlashParams::HOPPER_HEAD_DIMS.contains(&d)
+}
+
 /// The forward: `o [B, H, L, D]` and `lse [B, H, L]` (f32) from q, k, v.
 pub fn flash_forward(
     rt: &CudaRuntime,
@@ -40,6 +55,24 @@ pub fn flash_forward(
     h: FlashParams,
     [q, k, v, o, lse]: [sys::CUdeviceptr; 5],
 ) -> Result<()> {
+    if hopper_forward(rt, d, h.dropout) {
+        let f = rt.kernels.get(Kernel::FlashForwardHopper(dtype, d))?;
+        let shared = FlashParams::hopper_forward_shared_bytes(d);
+        allow_shared(f, shared)?;
+        // SAFETY: as below; the block shape and shared memory are those the
+        // Hopper kernel is written for, and this GPU is an sm_90 one.
+        return unsafe {
+            launch_with(
+                rt,
+                f,
+                (h.l.div_ceil(FlashParams::HOPPER_BLOCK_ROWS), h.heads, batch),
+                (FlashParams::HOPPER_THREADS, 1, 1),
+                shared,
+                [q, k, v, o, lse],
+                FlashForwardArgs { h },
+            )
+        };
+    }
     let f = rt.kernels.get(Kernel::FlashForward(dtype, d, h.dropout > 0.0))?;
     let shared = FlashParams::forward_shared_bytes(d);
     allow_shared(f, shared)?;

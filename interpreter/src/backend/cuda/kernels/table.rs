@@ -122,6 +122,8 @@ pub enum Kernel {
     FlashBackwardKv(DType, usize, bool),
     /// `flash_backward_q[_dropout]_d<head dim>_<dtype>`: its query gradient
     FlashBackwardQ(DType, usize, bool),
+    /// `flash90_forward_d<head dim>_<dtype>`: the forward on Hopper's `wgmma` (sm_90a)
+    FlashForwardHopper(DType, usize),
 }
 
 /// The name of a fused attention kernel (`family` 0 forward, 1 key/value
@@ -374,6 +376,12 @@ impl Kernel {
             Kernel::FlashForward(d, e, drop) => flash_name(d, e, 0, drop),
             Kernel::FlashBackwardKv(d, e, drop) => flash_name(d, e, 1, drop),
             Kernel::FlashBackwardQ(d, e, drop) => flash_name(d, e, 2, drop),
+            Kernel::FlashForwardHopper(d, e) => match (d, e) {
+                (DType::F16, 64) => kernel_name!(flash90_forward, d64, f16),
+                (DType::F16, _) => kernel_name!(flash90_forward, d128, f16),
+                (_, 64) => kernel_name!(flash90_forward, d64, bf16),
+                _ => kernel_name!(flash90_forward, d128, bf16),
+            },
         }
     }
 
@@ -435,7 +443,7 @@ impl Kernel {
             Kernel::SortGlobal => size_of::<SortGlobalArgs>(),
             Kernel::SortGather(_) => size_of::<SortGatherArgs>(),
             Kernel::SortSearch(_) => size_of::<SortSearchArgs>(),
-            Kernel::FlashForward(..) => size_of::<FlashForwardArgs>(),
+            Kernel::FlashForward(..) | Kernel::FlashForwardHopper(..) => size_of::<FlashForwardArgs>(),
             Kernel::FlashBackwardKv(..) => size_of::<FlashBackwardKvArgs>(),
             Kernel::FlashBackwardQ(..) => size_of::<FlashBackwardQArgs>(),
         }
@@ -480,6 +488,7 @@ impl Kernel {
             | Kernel::SortGather(_)
             | Kernel::SortSearch(_) => 12,
             Kernel::FlashForward(..) | Kernel::FlashBackwardKv(..) | Kernel::FlashBackwardQ(..) => 13,
+            Kernel::FlashForwardHopper(..) => kiln_kernels::modules::HOPPER_MODULE,
         }
     }
 
@@ -587,6 +596,9 @@ impl Kernel {
                         Kernel::FlashBackwardQ(d, e, drop),
                     ]);
                 }
+            }
+            for e in kiln_kernels::params::FlashParams::HOPPER_HEAD_DIMS {
+                v.push(Kernel::FlashForwardHopper(d, e));
             }
         }
         v

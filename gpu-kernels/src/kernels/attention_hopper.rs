@@ -1,0 +1,436 @@
+//! The attention forward on Hopper's warpgroup tensor cores (sm_90a,
+//! `flash90_forward_*`): f16 and bf16, head dims 64 and 128, without
+//! dropout (the `mma.sync` kernels of `attention.rs` serve the rest and
+//! every other GPU).
+//!
+//! - A block of three warpgroups takes 192 query rows (64 a warpgroup) and
+//!   walks the key/value tiles (128 keys at head dim 64, 64 at 128). The
+//!   queries, keys and values all sit in shared memory in `wgmma`'s
+//!   128-byte swizzle, loaded by `cp.async`; the kernels are capped at 168
+//!   registers (`build.rs`) so that the block's 384 threads fit one SM.
+//! - The scores `Q·Kᵀ` (`m64nKk16`, both operands K-major from shared
+//!   memory) and the product `P·V` (`m64nDk16`, P from registers, V read
+//!   N-major: neither operand is ever transposed) are asynchronous, and the
+//!   loop is skewed by one tile, as FlashAttention-3 does within a
+//!   warpgroup: step `j` issues the scores of tile `j` and the product of
+//!   tile `j - 1`, runs the online softmax of tile `j` while the product is
+//!   in flight, then rescales the output. Key tile `j + 1` and value tile
+//!   `j` load during step `j`, behind one barrier a step.
+//! - The softmax reduces rows as trees (two warps a scheduler hide little
+//!   latency) and folds a positive scale into its exponentials.
+//! - The output and each row's log-sum-exp are those of the `mma.sync`
+//!   forward, so the backward kernels take either.
+
+use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, Pack};
+#[cfg(target_arch = "nvptx64")]
+use crate::elem::{BF16, F16};
+use crate::fragments::{swizzled_offset, wgmma_descriptor};
+use crate::params::FlashParams;
+use crate::tensor_core::{cp_async_16, cp_async_commit, cp_async_wait, pack, shared_address, MmaHalf};
+use crate::warpgroup::{self as wg, pin, pin_c};
+
+const THREADS: u32 = FlashParams::HOPPER_THREADS;
+const BLOCK_ROWS: u32 = FlashParams::HOPPER_BLOCK_ROWS;
+const LOG2E: f32 = core::f32::consts::LOG2_E;
+const LN2: f32 = core::f32::consts::LN_2;
+
+/// Rows `r0..r0 + keys` (queries, keys or values) of a `[n, d]` matrix at
+/// `src` (rows `row` elements apart) into the swizzled tile at shared address `dst` (1024-byte
+/// aligned), in 16-byte pieces; rows at or past `n` are zeros.
+///
+/// # Safety
+/// Every thread of the block calls it; `src`'s rows below `n` are readable
+/// and 16-byte aligned; nobody touches the tile until the copies have
+/// landed, been fenced ([`wg::fence_shared`]) and a barrier passed.
+#[inline(always)]
+unsafe fn load_swizzled_async(dst: u32, src: *const u16, row: u32, r0: u32, keys: u32, n: u32, d: usize) {
+    let (tid, _) = thread_xy();
+    let pieces = d as u32 / 8;
+    let mut i = tid;
+    while i < keys * pieces {
+        let (r, c) = (i / pieces, i % pieces);
+        let g = r0 + r;
+        let inside = g < n;
+        let from = if inside {
+            src.add(g as usize * row as usize + c as usize * 8)
+        } else {
+            src
+        };
+        cp_async_16(dst + swizzled_offset(r, c, keys), from as *const u8, inside);
+        i += THREADS;
+    }
+}
+
+/// `op` over row `r` (0: this lane's first row, 1: its second) of the
+/// first `n` fragments of `sc`, as a tree of depth log₂(2n).
+#[inline(always)]
+fn tree(sc: &[[f32; 4]; 16], n: usize, r: usize, op: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut v = [0f32; 16];
+    unroll(n, |nt| v[nt] = op(sc[nt][2 * r], sc[nt][2 * r + 1]));
+    let mut width = n;
+    while width > 1 {
+        width /= 2;
+        unroll(width, |i| v[i] = op(v[i], v[i + width]));
+    }
+    v[0]
+}
+
+/// `a·b + c` rounded once.
+#[inline(always)]
+fn fma(a: f32, b: f32, c: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: a pure arithmetic instruction.
+        unsafe {
+            core::arch::asm!("fma.rn.f32 {r}, {a}, {b}, {c};", r = out(reg32) r, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, options(pure, nomem, nostack));
+        }
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        a.mul_add(b, c)
+    }
+}
+
+/// The maximum of `v` over the four lanes that share a fragment row.
+#[inline(always)]
+fn quad_max(v: f32) -> f32 {
+    let v = v.max(crate::device::shfl_xor_f32(v, 1));
+    v.max(crate::device::shfl_xor_f32(v, 2))
+}
+
+/// The sum of `v` over the four lanes that share a fragment row.
+#[inline(always)]
+fn quad_sum(v: f32) -> f32 {
+    let v = v + crate::device::shfl_xor_f32(v, 1);
+    v + crate::device::shfl_xor_f32(v, 2)
+}
+
+/// The online softmax of one tile of scores `sc` (16 rows × `8·n` keys from
+/// `key0`, this lane's rows `my_row` and `my_row + 8`, the warp's first
+/// `warp_row`): masks (only a tile that crosses the end of the keys or the
+/// causal diagonal), turns the scores into probabilities against the new
+/// running maxima, updates the running sums and returns the factors the
+/// output must be rescaled by.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn softmax_tile(
+    sc: &mut [[f32; 4]; 16],
+    n: usize,
+    m_run: &mut [f32; 2],
+    l_run: &mut [f32; 2],
+    scale: f32,
+    h: FlashParams,
+    key0: u32,
+    my_row: u32,
+    warp_row: u32,
+    t: u32,
+) -> [f32; 2] {
+    let keys = 8 * n as u32;
+    // a positive scale is folded into the exponentials (the maxima of the
+    // raw scores are the scaled maxima); any other multiplies first
+    let s = if scale > 0.0 {
+        scale
+    } else {
+        unroll(n, |nt| unroll(4, |e| sc[nt][e] *= scale));
+        1.0
+    };
+    if key0 + keys > h.s || (h.causal != 0 && key0 + keys - 1 > warp_row) {
+        unroll(n, |nt| {
+            unroll(4, |e| {
+                let col = key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1);
+                let row = my_row + (e as u32 >> 1) * 8;
+                if col >= h.s || (h.causal != 0 && col > row) {
+                    sc[nt][e] = f32::NEG_INFINITY;
+                }
+            })
+        });
+    }
+    // reductions as trees, not chains: two warps a scheduler hide little latency
+    let mut mx = [0f32; 2];
+    unroll(2, |r| mx[r] = tree(sc, n, r, f32::max));
+    let mut shift = [0f32; 2];
+    let mut alpha = [0f32; 2];
+    unroll(2, |r| {
+        mx[r] = m_run[r].max(quad_max(mx[r]) * s);
+        shift[r] = if mx[r] == f32::NEG_INFINITY { 0.0 } else { mx[r] };
+        alpha[r] = crate::math::exp2_f32(m_run[r] - shift[r]);
+        m_run[r] = mx[r];
+        l_run[r] *= alpha[r];
+    });
+    unroll(n, |nt| {
+        unroll(4, |e| {
+            sc[nt][e] = crate::math::exp2_f32(fma(sc[nt][e], s, -shift[e >> 1]))
+        })
+    });
+    unroll(2, |r| l_run[r] += tree(sc, n, r, |a, b| a + b));
+    alpha
+}
+
+/// One tile's load: the source, its row stride, and (when there is one to
+/// load) the tile's shared address and first row.
+type Load = (*const u16, u32, Option<(u32, u32)>);
+
+/// The start of a step: waits for the tiles in flight, makes them visible
+/// to the products (fence and barrier), then starts each of `loads` that is
+/// present (source, its row stride, and the tile's address and first row).
+///
+/// # Safety
+/// Every thread of the block calls it; as for [`load_swizzled_async`].
+#[inline(always)]
+unsafe fn step_loads<const D: usize>(loads: [Load; 2], keys: u32, n: u32) {
+    cp_async_wait::<0>();
+    wg::fence_shared();
+    sync_threads();
+    let [(ks, kr, kt), (vs, vr, vt)] = loads;
+    if let Some((dst, r0)) = kt {
+        load_swizzled_async(dst, ks, kr, r0, keys, n, D);
+    }
+    if let Some((dst, r0)) = vt {
+        load_swizzled_async(dst, vs, vr, r0, keys, n, D);
+    }
+    cp_async_commit();
+}
+
+/// Issues `sc += Q·Kᵀ` for the warpgroup's 64 query rows of the query
+/// tile at `q_tile` (`rows` rows) and the key tile at `tile` (`keys` rows),
+/// both in the swizzle, and commits it.
+///
+/// # Safety
+/// Every thread of the warpgroup calls it after [`wg::fence`]; the tiles
+/// have landed and been fenced.
+#[inline(always)]
+unsafe fn scores<T: MmaHalf, const D: usize>(sc: &mut [[f32; 4]; 16], q_tile: u32, tile: u32, keys: u32) {
+    unroll(D / 16, |kk| {
+        let (half, quarter) = (kk as u32 / 4, kk as u32 % 4);
+        let a = wgmma_descriptor(q_tile + half * BLOCK_ROWS * 128 + quarter * 32, 16, 1024);
+        let b = wgmma_descriptor(tile + half * keys * 128 + quarter * 32, 16, 1024);
+        if keys == 64 {
+            wg::mma_ss_n64::<T>(sc, a, b);
+        } else {
+            wg::mma_ss_n128::<T>(sc, a, b);
+        }
+    });
+    wg::commit();
+}
+
+/// Issues `acc += P·V` for the probabilities' A fragments `pf` and the
+/// value tile at `tile`, and commits it.
+///
+/// # Safety
+/// As for [`scores`].
+#[inline(always)]
+unsafe fn product<T: MmaHalf, const D: usize>(
+    acc: &mut [[f32; 4]; 16],
+    pf: &[[u32; 4]; 8],
+    tile: u32,
+    keys: u32,
+    blocks: u32,
+) {
+    unroll(keys as usize / 16, |kk| {
+        let b = wgmma_descriptor(tile + kk as u32 * 16 * 128, blocks, 1024);
+        if D == 64 {
+            wg::mma_n64_n_major::<T>(acc, &pf[kk], b);
+        } else {
+            wg::mma_n128_n_major::<T>(acc, &pf[kk], b);
+        }
+    });
+    wg::commit();
+}
+
+/// The first `2·n` probability fragments of `sc`, rounded to `T`, as the
+/// `n` A fragments of `pf`.
+#[inline(always)]
+fn to_a<T: MmaHalf>(sc: &[[f32; 4]; 16], pf: &mut [[u32; 4]; 8], frags: usize) {
+    unroll(frags / 2, |kk| {
+        let (lo, hi) = (&sc[2 * kk], &sc[2 * kk + 1]);
+        pf[kk] = [
+            pack::<T>(lo[0], lo[1]),
+            pack::<T>(lo[2], lo[3]),
+            pack::<T>(hi[0], hi[1]),
+            pack::<T>(hi[2], hi[3]),
+        ];
+    });
+}
+
+/// [`pin`] of the first `n` A fragments.
+#[inline(always)]
+fn pin_a(a: &mut [[u32; 4]; 8], n: usize) {
+    unroll(n, |kk| unroll(4, |r| pin(&mut a[kk][r])));
+}
+
+/// The forward of one block: 192 query rows of one head.
+///
+/// # Safety
+/// Launched with [`THREADS`] threads, a grid of `(⌈L/192⌉, H, B)` and
+/// [`FlashParams::hopper_forward_shared_bytes`] of shared memory, without
+/// dropout, on an sm_90a GPU; the pointers and strides describe live
+/// tensors as [`FlashParams`] says.
+#[inline(always)]
+pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
+    q: *const u16,
+    k: *const u16,
+    v: *const u16,
+    o: *mut u16,
+    lse: *mut f32,
+    h: FlashParams,
+) {
+    let (tid, _) = thread_xy();
+    let (lane, warp) = (tid & 31, tid / 32);
+    let (g, t) = (lane >> 2, lane & 3);
+    let (tile, head, batch) = block_xyz();
+    let kvh = head / h.group;
+    let row0 = tile * BLOCK_ROWS;
+    // this warp's first row (block-relative)
+    let wr = warp * 16;
+    let smem = shared::<Pack<u32, 4>>() as *mut u16;
+    // the tiles from a 1024-byte boundary (the swizzle's period): the
+    // block's queries, then two buffers of a key and a value tile
+    let base = (shared_address(smem) + 1023) & !1023;
+    let keys = FlashParams::hopper_key_rows(D);
+    let frags = keys as usize / 8;
+    let tile_bytes = keys * D as u32 * 2;
+    let q_tile = base;
+    let tiles_at = base + BLOCK_ROWS * D as u32 * 2;
+    let key_tile = |b: u32| tiles_at + 2 * b * tile_bytes;
+    let value_tile = |b: u32| tiles_at + (2 * b + 1) * tile_bytes;
+    // this warpgroup's 64 rows of the query tile
+    let group_q = q_tile + (warp / 4) * 64 * 128;
+    let (qb, kb, vb) = (
+        q.add(h.q.offset(batch, head, 0)),
+        k.add(h.k.offset(batch, kvh, 0)),
+        v.add(h.v.offset(batch, kvh, 0)),
+    );
+
+    let scale = h.scale * LOG2E;
+    let mut m_run = [f32::NEG_INFINITY; 2];
+    let mut l_run = [0f32; 2];
+    let mut acc = [[0f32; 4]; 16];
+    // the probabilities of the previous tile, as A fragments
+    let mut pf = [[0u32; 4]; 8];
+    let key_tiles = h.s.div_ceil(keys);
+    let tiles = if h.causal != 0 {
+        let last_row = (row0 + BLOCK_ROWS - 1).min(h.l - 1);
+        key_tiles.min(last_row / keys + 1)
+    } else {
+        key_tiles
+    };
+    let my_row = row0 + wr + g;
+    let blocks = keys * 128;
+    // step j's start: key tile j and value tile j - 1 have landed; key tile
+    // j + 1 and value tile j start loading
+    let step = |j: u32| {
+        let next = (j + 1 < tiles).then(|| (key_tile((j + 1) % 2), (j + 1) * keys));
+        let value = (j < tiles).then(|| (value_tile(j % 2), j * keys));
+        step_loads::<D>([(kb, h.k.row, next), (vb, h.v.row, value)], keys, h.s);
+    };
+
+    // every register a product reads or accumulates into is written before
+    // its fence, and read after its wait (the pins); the products are issued
+    // on straight-line paths, so the compiler keeps them asynchronous
+    load_swizzled_async(q_tile, qb, h.q.row, row0, BLOCK_ROWS, h.l, D);
+    load_swizzled_async(key_tile(0), kb, h.k.row, 0, keys, h.s, D);
+    cp_async_commit();
+    step(0);
+    let mut sc = [[0f32; 4]; 16];
+    pin_c(&mut sc, frags);
+    wg::fence();
+    scores::<T, D>(&mut sc, group_q, key_tile(0), keys);
+    wg::wait();
+    pin_c(&mut sc, frags);
+    let alpha = softmax_tile(
+        &mut sc,
+        frags,
+        &mut m_run,
+        &mut l_run,
+        scale,
+        h,
+        0,
+        my_row,
+        row0 + wr,
+        t,
+    );
+    unroll(D / 8, |nt| unroll(4, |e| acc[nt][e] *= alpha[e >> 1]));
+    to_a::<T>(&sc, &mut pf, frags);
+    let mut j = 1;
+    while j < tiles {
+        step(j);
+        let mut sc = [[0f32; 4]; 16];
+        pin_c(&mut sc, frags);
+        pin_a(&mut pf, frags / 2);
+        pin_c(&mut acc, D / 8);
+        wg::fence();
+        scores::<T, D>(&mut sc, group_q, key_tile(j % 2), keys);
+        product::<T, D>(&mut acc, &pf, value_tile((j - 1) % 2), keys, blocks);
+        wg::wait_one();
+        pin_c(&mut sc, frags);
+        let alpha = softmax_tile(
+            &mut sc,
+            frags,
+            &mut m_run,
+            &mut l_run,
+            scale,
+            h,
+            j * keys,
+            my_row,
+            row0 + wr,
+            t,
+        );
+        wg::wait();
+        pin_c(&mut acc, D / 8);
+        pin_a(&mut pf, frags / 2);
+        unroll(D / 8, |nt| unroll(4, |e| acc[nt][e] *= alpha[e >> 1]));
+        to_a::<T>(&sc, &mut pf, frags);
+        j += 1;
+    }
+    step(tiles);
+    pin_a(&mut pf, frags / 2);
+    pin_c(&mut acc, D / 8);
+    wg::fence();
+    product::<T, D>(&mut acc, &pf, value_tile((tiles - 1) % 2), keys, blocks);
+    wg::wait();
+    pin_c(&mut acc, D / 8);
+
+    let batch_head = (batch * h.heads + head) as usize;
+    unroll(2, |r| {
+        let l = quad_sum(l_run[r]);
+        let inv = 1.0 / l;
+        let row = my_row + r as u32 * 8;
+        if row < h.l {
+            let out = o.add(h.o.offset(batch, head, row));
+            unroll(D / 8, |nt| {
+                let v = pack::<T>(acc[nt][2 * r] * inv, acc[nt][2 * r + 1] * inv);
+                *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
+            });
+            if t == 0 {
+                *lse.add(batch_head * h.l as usize + row as usize) =
+                    (m_run[r] + crate::math::log2_f32(l)) * LN2;
+            }
+        }
+    });
+}
+
+macro_rules! flash90 {
+    ($tn:ident, $t:ty, $dn:ident, $d:literal) => {
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            #[export_name = crate::kernel_name!(flash90_forward, $dn, $tn)]
+            unsafe extern "ptx-kernel" fn fwd(
+                q: *const u16,
+                k: *const u16,
+                v: *const u16,
+                o: *mut u16,
+                lse: *mut f32,
+                args: crate::args::FlashForwardArgs,
+            ) {
+                forward::<$t, $d>(q, k, v, o, lse, args.h)
+            }
+        };
+    };
+}
+
+flash90!(f16, F16, d64, 64);
+flash90!(f16, F16, d128, 128);
+flash90!(bf16, BF16, d64, 64);
+flash90!(bf16, BF16, d128, 128);

@@ -195,6 +195,10 @@ args! {
     /// `flash_backward_q_*`: the query gradient `dq [B, H, L, D]`.
     FlashBackwardQArgs [q, k, v, dout, lse, delta, dq] { h: FlashParams }
 
+    /// `flash_delta_*`: `delta = rowsum(dout · o)` (f32 `[B, H, L]`) from
+    /// the output and its gradient, both in the output's layout.
+    FlashDeltaArgs [o, dout, delta] { h: FlashParams }
+
     /// `adam_multi_*`: one fused Adam / AdamW step over every tensor of
     /// `list` (a block per chunk; the addresses travel in the list).
     AdamMultiArgs [] { h: AdamParams, list: TensorList }

@@ -406,6 +406,9 @@ impl FlashParams {
         (4 * Self::tile_bytes(d)) as u32
     }
 
+    /// Threads a block of `flash_delta_*` (a warp a row).
+    pub const DELTA_THREADS: u32 = 256;
+
     /// Threads a block of the Hopper forward (`flash90_forward_*`): three
     /// warpgroups of four warps (the kernels are capped at 168 registers
     /// so that they fit one SM).

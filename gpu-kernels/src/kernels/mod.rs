@@ -18,6 +18,7 @@
 //! - [`matmul`]: integer matmul (cuBLAS has none);
 //! - [`attention`]: fused attention on tensor cores (`flash_forward_*`,
 //!   `flash_backward_kv_*`, `flash_backward_q_*`);
+//! - [`attention_delta`]: the backward's row terms (`flash_delta_*`);
 //! - [`attention_hopper`]: its forward on Hopper's warpgroup tensor cores
 //!   (`flash90_forward_*`, a module of its own built for sm_90a);
 //! - [`order`]: scans (`scan_*`: cumsum, cumprod, cummax, cummin,
@@ -52,6 +53,7 @@ macro_rules! for_all_types {
 
 mod accum;
 mod attention;
+mod attention_delta;
 mod attention_hopper;
 mod copy;
 mod elementwise;

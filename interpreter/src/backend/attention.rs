@@ -139,18 +139,18 @@ impl Storage {
     }
 
     /// `(dq, dk, dv)`, dense in `shape.grads`' orders, from the output
-    /// gradient `dout [B, H, L, D]` (dense in `shape.out`'s order), the
-    /// forward's `lse` and `delta = rowsum(dout · o)` (dense f32 `[B, H, L]`).
+    /// gradient `dout [B, H, L, D]` and the forward's output `o` (both dense
+    /// in `shape.out`'s order) and its `lse` (dense f32 `[B, H, L]`).
     pub fn flash_attention_backward(
         q: (&Storage, HeadView),
         k: (&Storage, HeadView),
         v: (&Storage, HeadView),
-        [dout, lse, delta]: [&Storage; 3],
+        [dout, lse, out]: [&Storage; 3],
         shape: &FlashShape,
     ) -> Result<(Storage, Storage, Storage)> {
         let n = shape.batch * (shape.heads * shape.l + 2 * shape.kv_heads * shape.s) * shape.d;
         gate(q.0, OP, q.0.dtype(), n)?;
-        match (q.0, k.0, v.0, dout, lse, delta) {
+        match (q.0, k.0, v.0, dout, lse, out) {
             (
                 Storage::Cuda(qs),
                 Storage::Cuda(ks),

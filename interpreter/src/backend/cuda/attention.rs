@@ -172,22 +172,36 @@ impl CudaStorage {
         q: (&CudaStorage, HeadView),
         k: (&CudaStorage, HeadView),
         v: (&CudaStorage, HeadView),
-        [dout, lse, delta]: [&CudaStorage; 3],
+        [dout, lse, out]: [&CudaStorage; 3],
         shape: &FlashShape,
     ) -> Result<(CudaStorage, CudaStorage, CudaStorage)> {
         let rt = CudaRuntime::get()?;
         let h = params(shape, [q, k, v])?;
         let dtype = q.0.dtype;
         let rows = shape.batch * shape.heads * shape.l;
-        if dout.dtype != dtype || dout.len != rows * shape.d || lse.len != rows || delta.len != rows {
+        if dout.dtype != dtype
+            || out.dtype != dtype
+            || dout.len != rows * shape.d
+            || out.len != rows * shape.d
+            || lse.len != rows
+        {
             return Err(invalid(format!(
                 "gradient operands of {} / {} / {} elements for {shape:?}",
-                dout.len, lse.len, delta.len
+                dout.len, lse.len, out.len
             )));
         }
-        if lse.dtype != DType::F32 || delta.dtype != DType::F32 {
-            return Err(invalid("log-sum-exp and delta must be f32".into()));
+        if lse.dtype != DType::F32 {
+            return Err(invalid("the log-sum-exp must be f32".into()));
         }
+        let delta = CudaStorage::alloc(DType::F32, rows)?;
+        kernels::flash_delta(
+            rt,
+            dtype,
+            shape.d,
+            shape.batch as u32,
+            h,
+            [out.ptr(), dout.ptr(), delta.ptr()],
+        )?;
         let dq = CudaStorage::alloc(dtype, rows * shape.d)?;
         let kv = shape.batch * shape.kv_heads * shape.s * shape.d;
         let (dk, dv) = (CudaStorage::alloc(dtype, kv)?, CudaStorage::alloc(dtype, kv)?);

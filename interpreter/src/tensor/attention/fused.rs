@@ -18,7 +18,6 @@ use super::AttentionOptions;
 use crate::backend::attention::{FlashShape, HeadOrder, HeadView};
 use crate::backend::Storage;
 use crate::core::error::{Error, Result};
-use crate::core::op::ReduceOp;
 use crate::core::{DType, Device};
 use kiln_kernels::params::FlashParams;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -201,12 +200,8 @@ pub(super) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, how: Fused) -> Resul
         let [q, k, v, out, lse] = [0, 1, 2, 3, 4].map(|i| saved[i].get(OP));
         let (q, k, v, out, lse) = (q?, k?, v?, out?, lse?);
         let g = in_order(&g.to_dtype(dtype)?, out_order)?;
-        let delta = g
-            .to_dtype(DType::F32)?
-            .mul(&out.to_dtype(DType::F32)?)?
-            .reduce(ReduceOp::Sum, Some(&[-1]), false)?
-            .dense()?;
-        let (dq, dk, dv) = with_all_storages(&[q, k, v, &g, lse, &delta], |s| {
+        let out = in_order(out, out_order)?;
+        let (dq, dk, dv) = with_all_storages(&[q, k, v, &g, lse, &out], |s| {
             Storage::flash_attention_backward((s[0], qv), (s[1], kv), (s[2], vv), [s[3], s[4], s[5]], &shape)
         })?;
         Ok(vec![

@@ -12,7 +12,7 @@ use crate::backend::cuda::runtime::{cuda_error, CudaRuntime};
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::{sys, CudaFunction};
-use kiln_kernels::args::{FlashBackwardKvArgs, FlashBackwardQArgs, FlashForwardArgs};
+use kiln_kernels::args::{FlashBackwardKvArgs, FlashBackwardQArgs, FlashDeltaArgs, FlashForwardArgs};
 use kiln_kernels::params::FlashParams;
 
 /// Shared memory a block may use without opting in.
@@ -89,6 +89,33 @@ pub fn flash_forward(
             shared,
             [q, k, v, o, lse],
             FlashForwardArgs { h },
+        )
+    }
+}
+
+/// The backward's row terms: `delta [B, H, L]` (f32) `= rowsum(dout · o)`,
+/// `o` and `dout` both in the output's layout `h.o`.
+pub fn flash_delta(
+    rt: &CudaRuntime,
+    dtype: DType,
+    d: usize,
+    batch: u32,
+    h: FlashParams,
+    [o, dout, delta]: [sys::CUdeviceptr; 3],
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::FlashDelta(dtype, d))?;
+    let rows = FlashParams::DELTA_THREADS / 32;
+    // SAFETY: the kernel takes this argument block; `o` and `dout` lie as
+    // `h.o` says (checked by the front end), `delta` holds B·H·L f32s.
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            (h.l.div_ceil(rows), h.heads, batch),
+            (FlashParams::DELTA_THREADS, 1, 1),
+            0,
+            [o, dout, delta],
+            FlashDeltaArgs { h },
         )
     }
 }

@@ -159,6 +159,7 @@ kernel_args!(
     FlashForwardArgs,
     FlashBackwardKvArgs,
     FlashBackwardQArgs,
+    FlashDeltaArgs,
 );
 
 /// The one call into the driver: `f` on `grid` × `block` with `shared`

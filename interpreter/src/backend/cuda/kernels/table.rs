@@ -124,6 +124,8 @@ pub enum Kernel {
     FlashBackwardQ(DType, usize, bool),
     /// `flash90_forward_d<head dim>_<dtype>`: the forward on Hopper's `wgmma` (sm_90a)
     FlashForwardHopper(DType, usize),
+    /// `flash_delta_d<head dim>_<dtype>`: the backward's `rowsum(dout · o)`
+    FlashDelta(DType, usize),
 }
 
 /// The name of a fused attention kernel (`family` 0 forward, 1 key/value
@@ -376,6 +378,16 @@ impl Kernel {
             Kernel::FlashForward(d, e, drop) => flash_name(d, e, 0, drop),
             Kernel::FlashBackwardKv(d, e, drop) => flash_name(d, e, 1, drop),
             Kernel::FlashBackwardQ(d, e, drop) => flash_name(d, e, 2, drop),
+            Kernel::FlashDelta(d, e) => match (d, e) {
+                (DType::F16, 32) => kernel_name!(flash_delta, d32, f16),
+                (DType::F16, 64) => kernel_name!(flash_delta, d64, f16),
+                (DType::F16, 96) => kernel_name!(flash_delta, d96, f16),
+                (DType::F16, _) => kernel_name!(flash_delta, d128, f16),
+                (_, 32) => kernel_name!(flash_delta, d32, bf16),
+                (_, 64) => kernel_name!(flash_delta, d64, bf16),
+                (_, 96) => kernel_name!(flash_delta, d96, bf16),
+                _ => kernel_name!(flash_delta, d128, bf16),
+            },
             Kernel::FlashForwardHopper(d, e) => match (d, e) {
                 (DType::F16, 64) => kernel_name!(flash90_forward, d64, f16),
                 (DType::F16, _) => kernel_name!(flash90_forward, d128, f16),
@@ -444,6 +456,7 @@ impl Kernel {
             Kernel::SortGather(_) => size_of::<SortGatherArgs>(),
             Kernel::SortSearch(_) => size_of::<SortSearchArgs>(),
             Kernel::FlashForward(..) | Kernel::FlashForwardHopper(..) => size_of::<FlashForwardArgs>(),
+            Kernel::FlashDelta(..) => size_of::<FlashDeltaArgs>(),
             Kernel::FlashBackwardKv(..) => size_of::<FlashBackwardKvArgs>(),
             Kernel::FlashBackwardQ(..) => size_of::<FlashBackwardQArgs>(),
         }
@@ -487,7 +500,10 @@ impl Kernel {
             | Kernel::SortGlobal
             | Kernel::SortGather(_)
             | Kernel::SortSearch(_) => 12,
-            Kernel::FlashForward(..) | Kernel::FlashBackwardKv(..) | Kernel::FlashBackwardQ(..) => 13,
+            Kernel::FlashForward(..)
+            | Kernel::FlashBackwardKv(..)
+            | Kernel::FlashBackwardQ(..)
+            | Kernel::FlashDelta(..) => 13,
             Kernel::FlashForwardHopper(..) => kiln_kernels::modules::HOPPER_MODULE,
         }
     }
@@ -596,6 +612,7 @@ impl Kernel {
                         Kernel::FlashBackwardQ(d, e, drop),
                     ]);
                 }
+                v.push(Kernel::FlashDelta(d, e));
             }
             for e in kiln_kernels::params::FlashParams::HOPPER_HEAD_DIMS {
                 v.push(Kernel::FlashForwardHopper(d, e));

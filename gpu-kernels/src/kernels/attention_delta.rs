@@ -1,0 +1,85 @@
+//! The attention backward's row terms `delta = rowsum(dout · o)`
+//! (`flash_delta_d<D>_<dtype>`): one warp a row, the products and their
+//! sum in f32, read straight from the half-precision output and its
+//! gradient (both laid out as the forward's output, `FlashParams::o`).
+
+use crate::device::{block_xyz, shfl_xor_f32, thread_xy};
+use crate::elem::{BF16, F16};
+use crate::fragments::MmaHalf;
+use crate::half::{bf16_to_f32, f16_to_f32};
+use crate::params::FlashParams;
+
+/// The element of `T` whose bits are `b`, widened.
+#[inline(always)]
+fn widen<T: MmaHalf>(b: u32) -> f32 {
+    if T::BF16 {
+        bf16_to_f32(b as u16)
+    } else {
+        f16_to_f32(b as u16)
+    }
+}
+
+/// `delta[(b·H + h)·L + row]` for the rows of one block: warp `w` takes
+/// row `8·blockIdx.x + w` of head `blockIdx.y` of batch entry `blockIdx.z`.
+///
+/// # Safety
+/// Launched with [`FlashParams::DELTA_THREADS`] threads and a grid of
+/// `(⌈L/8⌉, H, B)`; `o` and `dout` hold the output's layout `h.o` (rows
+/// 4-byte aligned), `delta` `B·H·L` f32s.
+#[inline(always)]
+unsafe fn delta<T: MmaHalf, const D: usize>(
+    o: *const u16,
+    dout: *const u16,
+    delta: *mut f32,
+    h: FlashParams,
+) {
+    let (tid, _) = thread_xy();
+    let (lane, warp) = (tid & 31, tid / 32);
+    let (tile, head, batch) = block_xyz();
+    let row = tile * (FlashParams::DELTA_THREADS / 32) + warp;
+    if row >= h.l {
+        return;
+    }
+    let at = h.o.offset(batch, head, row);
+    let (o, dout) = (o.add(at) as *const u32, dout.add(at) as *const u32);
+    let mut sum = 0f32;
+    let mut pair = lane as usize;
+    while pair < D / 2 {
+        let (x, g) = (*o.add(pair), *dout.add(pair));
+        sum += widen::<T>(x & 0xffff) * widen::<T>(g & 0xffff) + widen::<T>(x >> 16) * widen::<T>(g >> 16);
+        pair += 32;
+    }
+    sum += shfl_xor_f32(sum, 16);
+    sum += shfl_xor_f32(sum, 8);
+    sum += shfl_xor_f32(sum, 4);
+    sum += shfl_xor_f32(sum, 2);
+    sum += shfl_xor_f32(sum, 1);
+    if lane == 0 {
+        *delta.add(((batch * h.heads + head) * h.l + row) as usize) = sum;
+    }
+}
+
+macro_rules! flash_delta {
+    ($tn:ident, $t:ty, $dn:ident, $d:literal) => {
+        const _: () = {
+            #[export_name = crate::kernel_name!(flash_delta, $dn, $tn)]
+            unsafe extern "ptx-kernel" fn kernel(
+                o: *const u16,
+                dout: *const u16,
+                out: *mut f32,
+                args: crate::args::FlashDeltaArgs,
+            ) {
+                delta::<$t, $d>(o, dout, out, args.h)
+            }
+        };
+    };
+}
+
+flash_delta!(f16, F16, d32, 32);
+flash_delta!(f16, F16, d64, 64);
+flash_delta!(f16, F16, d96, 96);
+flash_delta!(f16, F16, d128, 128);
+flash_delta!(bf16, BF16, d32, 32);
+flash_delta!(bf16, BF16, d64, 64);
+flash_delta!(bf16, BF16, d96, 96);
+flash_delta!(bf16, BF16, d128, 128);

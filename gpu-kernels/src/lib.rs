@@ -51,6 +51,9 @@ mod attention;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/attention_hopper.rs"]
 mod attention_hopper;
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+#[path = "kernels/flash_rows.rs"]
+mod flash_rows;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 #[cfg(target_arch = "nvptx64")]

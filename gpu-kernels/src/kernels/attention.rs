@@ -27,7 +27,8 @@
 //! as zeros and masked: their scores are `-inf` (forward) or their
 //! probabilities 0 (backward, through a log-sum-exp of `+inf`).
 
-use crate::device::{block_xyz, lane_id, shared, shfl_xor_f32, sync_threads, thread_xy, unroll, Pack};
+use super::flash_rows::{quad_max, store_rows};
+use crate::device::{block_xyz, lane_id, shared, sync_threads, thread_xy, unroll, Pack};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
 use crate::params::{FlashParams, HeadStrides};
@@ -42,7 +43,6 @@ const WARP_ROWS: u32 = 16;
 const BLOCK_ROWS: u32 = FlashParams::BLOCK_ROWS;
 const PAD: usize = FlashParams::PAD;
 const LOG2E: f32 = core::f32::consts::LOG2_E;
-const LN2: f32 = core::f32::consts::LN_2;
 
 /// A tile of rows of `d` 16-bit elements in shared memory (rows `d + PAD` apart).
 #[derive(Clone, Copy)]
@@ -153,20 +153,6 @@ unsafe fn next_tiles(n: u32, steps: u32, fetch: impl Fn(u32)) {
         cp_async_wait::<0>();
     }
     sync_threads();
-}
-
-/// The maximum of `v` over the four lanes that share a fragment row.
-#[inline(always)]
-fn quad_max(v: f32) -> f32 {
-    let v = v.max(shfl_xor_f32(v, 1));
-    v.max(shfl_xor_f32(v, 2))
-}
-
-/// The sum of `v` over the four lanes that share a fragment row.
-#[inline(always)]
-fn quad_sum(v: f32) -> f32 {
-    let v = v + shfl_xor_f32(v, 1);
-    v + shfl_xor_f32(v, 2)
 }
 
 /// `2^x` (`ex2.approx`: a few ulp; `-inf` gives 0).
@@ -388,23 +374,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
         j += 1;
     }
 
-    let batch_head = (batch * h.heads + head) as usize;
-    unroll(2, |r| {
-        let l = quad_sum(l_run[r]);
-        let inv = 1.0 / l;
-        let row = my_row + r as u32 * 8;
-        if row < h.l {
-            let out = o.add(h.o.offset(batch, head, row));
-            unroll(D / 8, |nt| {
-                let v = pack::<T>(acc[nt][2 * r] * inv, acc[nt][2 * r + 1] * inv);
-                *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
-            });
-            if t == 0 {
-                *lse.add(batch_head * h.l as usize + row as usize) =
-                    (m_run[r] + crate::math::log2_f32(l)) * LN2;
-            }
-        }
-    });
+    store_rows::<T, D>(o, lse, &h, (batch, head), my_row, t, &acc, (m_run, l_run));
 }
 
 /// The key and value gradients of one block: 64 keys of one key/value head,

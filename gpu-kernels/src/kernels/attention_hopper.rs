@@ -21,6 +21,7 @@
 //! - The output and each row's log-sum-exp are those of the `mma.sync`
 //!   forward, so the backward kernels take either.
 
+use super::flash_rows::{quad_max, store_rows};
 use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, Pack};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
@@ -32,7 +33,6 @@ use crate::warpgroup::{self as wg, pin, pin_c};
 const THREADS: u32 = FlashParams::HOPPER_THREADS;
 const BLOCK_ROWS: u32 = FlashParams::HOPPER_BLOCK_ROWS;
 const LOG2E: f32 = core::f32::consts::LOG2_E;
-const LN2: f32 = core::f32::consts::LN_2;
 
 /// Rows `r0..r0 + keys` (queries, keys or values) of a `[n, d]` matrix at
 /// `src` (rows `row` elements apart) into the swizzled tile at shared address `dst` (1024-byte
@@ -91,20 +91,6 @@ fn fma(a: f32, b: f32, c: f32) -> f32 {
     {
         a.mul_add(b, c)
     }
-}
-
-/// The maximum of `v` over the four lanes that share a fragment row.
-#[inline(always)]
-fn quad_max(v: f32) -> f32 {
-    let v = v.max(crate::device::shfl_xor_f32(v, 1));
-    v.max(crate::device::shfl_xor_f32(v, 2))
-}
-
-/// The sum of `v` over the four lanes that share a fragment row.
-#[inline(always)]
-fn quad_sum(v: f32) -> f32 {
-    let v = v + crate::device::shfl_xor_f32(v, 1);
-    v + crate::device::shfl_xor_f32(v, 2)
 }
 
 /// The online softmax of one tile of scores `sc` (16 rows × `8·n` keys from
@@ -392,23 +378,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     wg::wait();
     pin_c(&mut acc, D / 8);
 
-    let batch_head = (batch * h.heads + head) as usize;
-    unroll(2, |r| {
-        let l = quad_sum(l_run[r]);
-        let inv = 1.0 / l;
-        let row = my_row + r as u32 * 8;
-        if row < h.l {
-            let out = o.add(h.o.offset(batch, head, row));
-            unroll(D / 8, |nt| {
-                let v = pack::<T>(acc[nt][2 * r] * inv, acc[nt][2 * r + 1] * inv);
-                *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
-            });
-            if t == 0 {
-                *lse.add(batch_head * h.l as usize + row as usize) =
-                    (m_run[r] + crate::math::log2_f32(l)) * LN2;
-            }
-        }
-    });
+    store_rows::<T, D>(o, lse, &h, (batch, head), my_row, t, &acc, (m_run, l_run));
 }
 
 macro_rules! flash90 {

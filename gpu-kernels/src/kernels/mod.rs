@@ -19,6 +19,7 @@
 //! - [`attention`]: fused attention on tensor cores (`flash_forward_*`,
 //!   `flash_backward_kv_*`, `flash_backward_q_*`);
 //! - [`attention_delta`]: the backward's row terms (`flash_delta_*`);
+//! - [`flash_rows`]: the per-row pieces both attention forwards share;
 //! - [`attention_hopper`]: its forward on Hopper's warpgroup tensor cores
 //!   (`flash90_forward_*`, a module of its own built for sm_90a);
 //! - [`order`]: scans (`scan_*`: cumsum, cumprod, cummax, cummin,
@@ -57,6 +58,7 @@ mod attention_delta;
 mod attention_hopper;
 mod copy;
 mod elementwise;
+mod flash_rows;
 mod index;
 mod loss;
 mod matmul;

@@ -21,6 +21,7 @@
 //! never falls back to stale files. `KILN_SKIP_PTX=1` skips the kernel build.
 
 use kiln_kernels::modules::{module_of, HOPPER_MODULE, MODULES};
+use kiln_kernels::params::FlashParams;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -28,9 +29,18 @@ use std::process::Command;
 const NIGHTLY: &str = "nightly-2026-05-20";
 /// The PTX target: the oldest architecture kiln's kernels run on.
 const PTX_ARCH: u32 = 80;
-/// The register cap of the Hopper kernels: three warpgroups of 128 threads
-/// a block fit one SM's 64 Ki registers at 168 (allocated in units of 8).
-const HOPPER_MAX_REGISTERS: u32 = 168;
+/// The register cap of a Hopper kernel: the most (allocated in units of 8,
+/// at most 255) with which one block of its threads fits an SM's 64 Ki
+/// registers: 168 for three warpgroups, 255 for the two of the key/value
+/// backward.
+fn hopper_max_registers(kernel: &str) -> u32 {
+    let threads = if kernel.starts_with("flash90_backward_kv") {
+        FlashParams::HOPPER_KV_THREADS
+    } else {
+        FlashParams::HOPPER_THREADS
+    };
+    (65536 / threads / 8 * 8).min(255)
+}
 /// The architectures compiled to SASS when `KILN_CUDA_ARCHS` is not set.
 const DEFAULT_ARCHS: &str = "80,90";
 
@@ -269,19 +279,23 @@ fn split_ptx(ptx: &str) -> Result<Vec<String>, String> {
 }
 
 /// The PTX of the Hopper module for `sm_90a` (which `wgmma` needs), at PTX
-/// ISA 8.0 or newer, each kernel capped at [`HOPPER_MAX_REGISTERS`]
+/// ISA 8.0 or newer, each kernel capped at [`hopper_max_registers`]
 /// (`.maxnreg`, which the driver's compiler honours too): the code itself
 /// is the same, only the header and the kernels' directives change.
 fn retarget_hopper(ptx: &str) -> String {
-    let mut in_header = false;
+    let mut entry: Option<String> = None;
     ptx.lines()
         .map(|line| {
-            if line.starts_with(".visible .entry") || line.starts_with(".entry") {
-                in_header = true;
+            if let Some(rest) = line
+                .strip_prefix(".visible .entry ")
+                .or_else(|| line.strip_prefix(".entry "))
+            {
+                entry = Some(rest.split('(').next().unwrap_or("").trim().to_string());
             }
-            if in_header && line.trim() == "{" {
-                in_header = false;
-                return format!(".maxnreg {HOPPER_MAX_REGISTERS}\n{{");
+            if line.trim() == "{" {
+                if let Some(name) = entry.take() {
+                    return format!(".maxnreg {}\n{{", hopper_max_registers(&name));
+                }
             }
             if line.trim() == format!(".target sm_{PTX_ARCH}") {
                 ".target sm_90a".to_string()

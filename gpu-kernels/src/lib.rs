@@ -52,6 +52,9 @@ mod attention;
 #[path = "kernels/attention_hopper.rs"]
 mod attention_hopper;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
+#[path = "kernels/attention_hopper_backward.rs"]
+mod attention_hopper_backward;
+#[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/flash_rows.rs"]
 mod flash_rows;
 #[cfg(target_arch = "nvptx64")]

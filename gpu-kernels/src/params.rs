@@ -437,6 +437,36 @@ impl FlashParams {
         (queries + 4 * Self::hopper_key_rows(d) as usize * d * 2 + 1024) as u32
     }
 
+    /// Threads a block of the Hopper key/value backward
+    /// (`flash90_backward_kv_*`): two warpgroups, whose gradients of 64 keys
+    /// each take most of an SM's registers.
+    pub const HOPPER_KV_THREADS: u32 = 256;
+    /// Keys a block of the Hopper key/value backward owns (64 a warpgroup).
+    pub const HOPPER_KV_KEYS: u32 = 128;
+    /// Query rows per tile of the Hopper key/value backward, and key rows
+    /// per tile of the Hopper query backward (whose blocks are those of the
+    /// Hopper forward: [`FlashParams::HOPPER_THREADS`] threads,
+    /// [`FlashParams::HOPPER_BLOCK_ROWS`] query rows).
+    pub const HOPPER_BACKWARD_TILE: u32 = 64;
+
+    /// Shared memory of the Hopper key/value backward, in the swizzle from
+    /// a 1024-byte boundary: the block's key and value tiles, two buffers
+    /// of a query and an output-gradient tile, then the two buffers'
+    /// log-sum-exps and deltas (f32).
+    pub const fn hopper_backward_kv_shared_bytes(d: usize) -> u32 {
+        let keys = 2 * Self::HOPPER_KV_KEYS as usize * d * 2;
+        let tile = Self::HOPPER_BACKWARD_TILE as usize;
+        (keys + 4 * tile * d * 2 + 4 * tile * 4 + 1024) as u32
+    }
+
+    /// Shared memory of the Hopper query backward, in the swizzle from a
+    /// 1024-byte boundary: the block's query and output-gradient rows, then
+    /// two buffers each of a key and a value tile.
+    pub const fn hopper_backward_q_shared_bytes(d: usize) -> u32 {
+        let rows = 2 * Self::HOPPER_BLOCK_ROWS as usize * d * 2;
+        (rows + 4 * Self::HOPPER_BACKWARD_TILE as usize * d * 2 + 1024) as u32
+    }
+
     /// Shared memory of the query backward: its query and output-gradient
     /// tiles of 64 rows, then (in the same memory) two buffers of a key and
     /// a value tile of [`FlashParams::q_key_rows`].

@@ -315,6 +315,79 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
     c.close("query gradient", &wide(&from_rows_outer(&dq)), &want.dq);
     c.close("key gradient", &wide(&dk), &want.dk);
     c.close("value gradient", &wide(&dv), &want.dv);
+    if !DROP && FlashParams::HOPPER_HEAD_DIMS.contains(&D) {
+        let dob = to_rows_outer(&dob);
+        let [dq, dk, dv] = hopper_backward::<T, D>(&c, h, [&qb, &kb, &vb, &dob], [&lse, &delta]);
+        c.close("Hopper query gradient", &wide(&from_rows_outer(&dq)), &want.dq);
+        c.close("Hopper key gradient", &wide(&dk), &want.dk);
+        c.close("Hopper value gradient", &wide(&dv), &want.dv);
+    }
+}
+
+/// The Hopper backward (`attention_hopper_backward.rs`) on the same
+/// problem: the query, key and value gradients.
+fn hopper_backward<T: MmaHalf, const D: usize>(
+    c: &Case,
+    h: FlashParams,
+    [qb, kb, vb, dob]: [&[u16]; 4],
+    [lse, delta]: [&[f32]; 2],
+) -> [Vec<u16>; 3] {
+    let mut dq = std::vec![0u16; c.batch * c.heads * c.l * D];
+    let mut dk = std::vec![0u16; c.batch * c.kv_heads * c.s * D];
+    let mut dv = std::vec![0u16; c.batch * c.kv_heads * c.s * D];
+    let p = Shared((
+        qb.as_ptr(),
+        kb.as_ptr(),
+        vb.as_ptr(),
+        dob.as_ptr(),
+        lse.as_ptr(),
+        delta.as_ptr(),
+    ));
+    let grads = Shared((dk.as_mut_ptr(), dv.as_mut_ptr()));
+    launch(
+        (
+            c.s.div_ceil(FlashParams::HOPPER_KV_KEYS as usize) as u32,
+            c.kv_heads as u32,
+            c.batch as u32,
+        ),
+        FlashParams::HOPPER_KV_THREADS,
+        FlashParams::hopper_backward_kv_shared_bytes(D) as usize,
+        || {
+            let (q, k, v, dout, lse, delta) = p.get();
+            let (dk, dv) = grads.get();
+            // SAFETY: the buffers hold the shapes `h` describes.
+            unsafe {
+                crate::attention_hopper_backward::backward_kv::<T, D>(q, k, v, dout, lse, delta, dk, dv, h)
+            }
+        },
+    );
+    let dq_at = Shared(dq.as_mut_ptr());
+    launch(
+        (
+            c.l.div_ceil(FlashParams::HOPPER_BLOCK_ROWS as usize) as u32,
+            c.heads as u32,
+            c.batch as u32,
+        ),
+        FlashParams::HOPPER_THREADS,
+        FlashParams::hopper_backward_q_shared_bytes(D) as usize,
+        || {
+            let (q, k, v, dout, lse, delta) = p.get();
+            // SAFETY: as above.
+            unsafe {
+                crate::attention_hopper_backward::backward_q::<T, D>(
+                    q,
+                    k,
+                    v,
+                    dout,
+                    lse,
+                    delta,
+                    dq_at.get(),
+                    h,
+                )
+            }
+        },
+    );
+    [dq, dk, dv]
 }
 
 /// The Hopper forward (`attention_hopper.rs`) on the same problem, checked

@@ -36,14 +36,25 @@ const LOG2E: f32 = core::f32::consts::LOG2_E;
 
 /// Rows `r0..r0 + keys` (queries, keys or values) of a `[n, d]` matrix at
 /// `src` (rows `row` elements apart) into the swizzled tile at shared address `dst` (1024-byte
-/// aligned), in 16-byte pieces; rows at or past `n` are zeros.
+/// aligned), in 16-byte pieces shared among the block's `threads`; rows at
+/// or past `n` are zeros.
 ///
 /// # Safety
 /// Every thread of the block calls it; `src`'s rows below `n` are readable
 /// and 16-byte aligned; nobody touches the tile until the copies have
 /// landed, been fenced ([`wg::fence_shared`]) and a barrier passed.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn load_swizzled_async(dst: u32, src: *const u16, row: u32, r0: u32, keys: u32, n: u32, d: usize) {
+pub(super) unsafe fn load_swizzled_async(
+    dst: u32,
+    src: *const u16,
+    row: u32,
+    r0: u32,
+    keys: u32,
+    n: u32,
+    d: usize,
+    threads: u32,
+) {
     let (tid, _) = thread_xy();
     let pieces = d as u32 / 8;
     let mut i = tid;
@@ -57,7 +68,7 @@ unsafe fn load_swizzled_async(dst: u32, src: *const u16, row: u32, r0: u32, keys
             src
         };
         cp_async_16(dst + swizzled_offset(r, c, keys), from as *const u8, inside);
-        i += THREADS;
+        i += threads;
     }
 }
 
@@ -77,7 +88,7 @@ fn tree(sc: &[[f32; 4]; 16], n: usize, r: usize, op: impl Fn(f32, f32) -> f32) -
 
 /// `a·b + c` rounded once.
 #[inline(always)]
-fn fma(a: f32, b: f32, c: f32) -> f32 {
+pub(super) fn fma(a: f32, b: f32, c: f32) -> f32 {
     #[cfg(target_arch = "nvptx64")]
     {
         let r: f32;
@@ -171,26 +182,32 @@ unsafe fn step_loads<const D: usize>(loads: [Load; 2], keys: u32, n: u32) {
     sync_threads();
     let [(ks, kr, kt), (vs, vr, vt)] = loads;
     if let Some((dst, r0)) = kt {
-        load_swizzled_async(dst, ks, kr, r0, keys, n, D);
+        load_swizzled_async(dst, ks, kr, r0, keys, n, D, THREADS);
     }
     if let Some((dst, r0)) = vt {
-        load_swizzled_async(dst, vs, vr, r0, keys, n, D);
+        load_swizzled_async(dst, vs, vr, r0, keys, n, D, THREADS);
     }
     cp_async_commit();
 }
 
-/// Issues `sc += Q·Kᵀ` for the warpgroup's 64 query rows of the query
-/// tile at `q_tile` (`rows` rows) and the key tile at `tile` (`keys` rows),
-/// both in the swizzle, and commits it.
+/// Issues `sc += A·Bᵀ` over the head dim `D` (the scores `Q·Kᵀ`, and in
+/// the backward `K·Qᵀ`, `V·dOᵀ` or `dO·Vᵀ`) and commits it: A the
+/// warpgroup's 64 rows starting at shared address `a` of a swizzled tile of
+/// `a_rows` rows, B the swizzled tile at `tile` (`keys` rows, 64 or 128).
 ///
 /// # Safety
 /// Every thread of the warpgroup calls it after [`wg::fence`]; the tiles
 /// have landed and been fenced.
 #[inline(always)]
-unsafe fn scores<T: MmaHalf, const D: usize>(sc: &mut [[f32; 4]; 16], q_tile: u32, tile: u32, keys: u32) {
+pub(super) unsafe fn scores<T: MmaHalf, const D: usize>(
+    sc: &mut [[f32; 4]; 16],
+    (a, a_rows): (u32, u32),
+    tile: u32,
+    keys: u32,
+) {
     unroll(D / 16, |kk| {
         let (half, quarter) = (kk as u32 / 4, kk as u32 % 4);
-        let a = wgmma_descriptor(q_tile + half * BLOCK_ROWS * 128 + quarter * 32, 16, 1024);
+        let a = wgmma_descriptor(a + half * a_rows * 128 + quarter * 32, 16, 1024);
         let b = wgmma_descriptor(tile + half * keys * 128 + quarter * 32, 16, 1024);
         if keys == 64 {
             wg::mma_ss_n64::<T>(sc, a, b);
@@ -202,12 +219,14 @@ unsafe fn scores<T: MmaHalf, const D: usize>(sc: &mut [[f32; 4]; 16], q_tile: u3
 }
 
 /// Issues `acc += P·V` for the probabilities' A fragments `pf` and the
-/// value tile at `tile`, and commits it.
+/// value tile at `tile` (`keys` rows, read N-major, `blocks` bytes between
+/// its blocks of 64 columns), and commits it; in the backward also `dV +=
+/// Pᵀ·dO`, `dK += dSᵀ·Q` and `dQ += dS·K`.
 ///
 /// # Safety
 /// As for [`scores`].
 #[inline(always)]
-unsafe fn product<T: MmaHalf, const D: usize>(
+pub(super) unsafe fn product<T: MmaHalf, const D: usize>(
     acc: &mut [[f32; 4]; 16],
     pf: &[[u32; 4]; 8],
     tile: u32,
@@ -228,7 +247,7 @@ unsafe fn product<T: MmaHalf, const D: usize>(
 /// The first `2·n` probability fragments of `sc`, rounded to `T`, as the
 /// `n` A fragments of `pf`.
 #[inline(always)]
-fn to_a<T: MmaHalf>(sc: &[[f32; 4]; 16], pf: &mut [[u32; 4]; 8], frags: usize) {
+pub(super) fn to_a<T: MmaHalf>(sc: &[[f32; 4]; 16], pf: &mut [[u32; 4]; 8], frags: usize) {
     unroll(frags / 2, |kk| {
         let (lo, hi) = (&sc[2 * kk], &sc[2 * kk + 1]);
         pf[kk] = [
@@ -242,7 +261,7 @@ fn to_a<T: MmaHalf>(sc: &[[f32; 4]; 16], pf: &mut [[u32; 4]; 8], frags: usize) {
 
 /// [`pin`] of the first `n` A fragments.
 #[inline(always)]
-fn pin_a(a: &mut [[u32; 4]; 8], n: usize) {
+pub(super) fn pin_a(a: &mut [[u32; 4]; 8], n: usize) {
     unroll(n, |kk| unroll(4, |r| pin(&mut a[kk][r])));
 }
 
@@ -315,14 +334,14 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     // every register a product reads or accumulates into is written before
     // its fence, and read after its wait (the pins); the products are issued
     // on straight-line paths, so the compiler keeps them asynchronous
-    load_swizzled_async(q_tile, qb, h.q.row, row0, BLOCK_ROWS, h.l, D);
-    load_swizzled_async(key_tile(0), kb, h.k.row, 0, keys, h.s, D);
+    load_swizzled_async(q_tile, qb, h.q.row, row0, BLOCK_ROWS, h.l, D, THREADS);
+    load_swizzled_async(key_tile(0), kb, h.k.row, 0, keys, h.s, D, THREADS);
     cp_async_commit();
     step(0);
     let mut sc = [[0f32; 4]; 16];
     pin_c(&mut sc, frags);
     wg::fence();
-    scores::<T, D>(&mut sc, group_q, key_tile(0), keys);
+    scores::<T, D>(&mut sc, (group_q, BLOCK_ROWS), key_tile(0), keys);
     wg::wait();
     pin_c(&mut sc, frags);
     let alpha = softmax_tile(
@@ -347,7 +366,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
         pin_a(&mut pf, frags / 2);
         pin_c(&mut acc, D / 8);
         wg::fence();
-        scores::<T, D>(&mut sc, group_q, key_tile(j % 2), keys);
+        scores::<T, D>(&mut sc, (group_q, BLOCK_ROWS), key_tile(j % 2), keys);
         product::<T, D>(&mut acc, &pf, value_tile((j - 1) % 2), keys, blocks);
         wg::wait_one();
         pin_c(&mut sc, frags);

@@ -22,6 +22,8 @@
 //! - [`flash_rows`]: the per-row pieces both attention forwards share;
 //! - [`attention_hopper`]: its forward on Hopper's warpgroup tensor cores
 //!   (`flash90_forward_*`, a module of its own built for sm_90a);
+//! - [`attention_hopper_backward`]: its backward there
+//!   (`flash90_backward_kv_*`, `flash90_backward_q_*`, in the same module);
 //! - [`order`]: scans (`scan_*`: cumsum, cumprod, cummax, cummin,
 //!   logcumsumexp) and the bitonic sort (`sort_*`) along dense rows.
 //!
@@ -56,6 +58,7 @@ mod accum;
 mod attention;
 mod attention_delta;
 mod attention_hopper;
+mod attention_hopper_backward;
 mod copy;
 mod elementwise;
 mod flash_rows;

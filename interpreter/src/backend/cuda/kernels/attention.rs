@@ -1,10 +1,11 @@
 //! Launches of the fused attention kernels (`gpu-kernels/src/kernels/attention.rs`):
 //! the forward and the two backward kernels, four warps a block, their
 //! shared memory sized by `FlashParams` (the one definition both sides use).
-//! On a GPU of compute capability 9.0 the forward without dropout at head
-//! dims 64 and 128 runs on Hopper's warpgroup tensor cores instead
-//! (`attention_hopper.rs`, twelve warps a block); `KILN_FLASH_HOPPER=0`
-//! keeps the `mma.sync` forward there (for comparisons).
+//! On a GPU of compute capability 9.0 the forward and backward without
+//! dropout at head dims 64 and 128 run on Hopper's warpgroup tensor cores
+//! instead (`attention_hopper.rs`, `attention_hopper_backward.rs`);
+//! `KILN_FLASH_HOPPER=0` keeps the `mma.sync` kernels there (for
+//! comparisons).
 
 use super::launch::*;
 use super::table::Kernel;
@@ -35,9 +36,9 @@ fn grid(rows: u32, heads: u32, batch: u32) -> (u32, u32, u32) {
     (rows.div_ceil(FlashParams::BLOCK_ROWS), heads, batch)
 }
 
-/// Whether the forward of head dim `d` (`dropout` > 0 or not) runs on the
+/// Whether attention of head dim `d` (`dropout` > 0 or not) runs on the
 /// Hopper kernels here.
-fn hopper_forward(rt: &CudaRuntime, d: usize, dropout: f32) -> bool {
+fn hopper(rt: &CudaRuntime, d: usize, dropout: f32) -> bool {
     static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let enabled = *ENABLED.get_or_init(|| std::env::var("KILN_FLASH_HOPPER").map_or(true, |v| v != "0"));
     enabled
@@ -55,7 +56,7 @@ pub fn flash_forward(
     h: FlashParams,
     [q, k, v, o, lse]: [sys::CUdeviceptr; 5],
 ) -> Result<()> {
-    if hopper_forward(rt, d, h.dropout) {
+    if hopper(rt, d, h.dropout) {
         let f = rt.kernels.get(Kernel::FlashForwardHopper(dtype, d))?;
         let shared = FlashParams::hopper_forward_shared_bytes(d);
         allow_shared(f, shared)?;
@@ -131,6 +132,40 @@ pub fn flash_backward(
     [q, k, v, dout, lse, delta]: [sys::CUdeviceptr; 6],
     [dq, dk, dv]: [sys::CUdeviceptr; 3],
 ) -> Result<()> {
+    if hopper(rt, d, h.dropout) {
+        let fkv = rt.kernels.get(Kernel::FlashBackwardKvHopper(dtype, d))?;
+        let shared_kv = FlashParams::hopper_backward_kv_shared_bytes(d);
+        allow_shared(fkv, shared_kv)?;
+        let fq = rt.kernels.get(Kernel::FlashBackwardQHopper(dtype, d))?;
+        let shared_q = FlashParams::hopper_backward_q_shared_bytes(d);
+        allow_shared(fq, shared_q)?;
+        // SAFETY: as below; the block shapes and shared memory are those the
+        // Hopper kernels are written for, and this GPU is an sm_90 one.
+        return unsafe {
+            launch_with(
+                rt,
+                fkv,
+                (
+                    h.s.div_ceil(FlashParams::HOPPER_KV_KEYS),
+                    h.heads / h.group,
+                    batch,
+                ),
+                (FlashParams::HOPPER_KV_THREADS, 1, 1),
+                shared_kv,
+                [q, k, v, dout, lse, delta, dk, dv],
+                FlashBackwardKvArgs { h },
+            )?;
+            launch_with(
+                rt,
+                fq,
+                (h.l.div_ceil(FlashParams::HOPPER_BLOCK_ROWS), h.heads, batch),
+                (FlashParams::HOPPER_THREADS, 1, 1),
+                shared_q,
+                [q, k, v, dout, lse, delta, dq],
+                FlashBackwardQArgs { h },
+            )
+        };
+    }
     let fkv = rt
         .kernels
         .get(Kernel::FlashBackwardKv(dtype, d, h.dropout > 0.0))?;

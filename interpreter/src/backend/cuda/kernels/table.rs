@@ -124,6 +124,10 @@ pub enum Kernel {
     FlashBackwardQ(DType, usize, bool),
     /// `flash90_forward_d<head dim>_<dtype>`: the forward on Hopper's `wgmma` (sm_90a)
     FlashForwardHopper(DType, usize),
+    /// `flash90_backward_kv_d<head dim>_<dtype>`: its key and value gradients there
+    FlashBackwardKvHopper(DType, usize),
+    /// `flash90_backward_q_d<head dim>_<dtype>`: its query gradient there
+    FlashBackwardQHopper(DType, usize),
     /// `flash_delta_d<head dim>_<dtype>`: the backward's `rowsum(dout · o)`
     FlashDelta(DType, usize),
 }
@@ -154,6 +158,26 @@ fn flash_name(d: DType, head_dim: usize, family: u8, dropout: bool) -> &'static 
         (0, true) => by_dim!(flash_forward_dropout),
         (1, true) => by_dim!(flash_backward_kv_dropout),
         (_, true) => by_dim!(flash_backward_q_dropout),
+    }
+}
+
+/// The name of a Hopper attention kernel (`family` 0 the forward, 1 the
+/// key/value backward, 2 the query backward; head dims 64 and 128).
+fn hopper_name(d: DType, head_dim: usize, family: u8) -> &'static str {
+    macro_rules! by_dim {
+        ($family:ident) => {
+            match (d, head_dim) {
+                (DType::F16, 64) => kernel_name!($family, d64, f16),
+                (DType::F16, _) => kernel_name!($family, d128, f16),
+                (_, 64) => kernel_name!($family, d64, bf16),
+                _ => kernel_name!($family, d128, bf16),
+            }
+        };
+    }
+    match family {
+        0 => by_dim!(flash90_forward),
+        1 => by_dim!(flash90_backward_kv),
+        _ => by_dim!(flash90_backward_q),
     }
 }
 
@@ -388,12 +412,9 @@ impl Kernel {
                 (_, 96) => kernel_name!(flash_delta, d96, bf16),
                 _ => kernel_name!(flash_delta, d128, bf16),
             },
-            Kernel::FlashForwardHopper(d, e) => match (d, e) {
-                (DType::F16, 64) => kernel_name!(flash90_forward, d64, f16),
-                (DType::F16, _) => kernel_name!(flash90_forward, d128, f16),
-                (_, 64) => kernel_name!(flash90_forward, d64, bf16),
-                _ => kernel_name!(flash90_forward, d128, bf16),
-            },
+            Kernel::FlashForwardHopper(d, e) => hopper_name(d, e, 0),
+            Kernel::FlashBackwardKvHopper(d, e) => hopper_name(d, e, 1),
+            Kernel::FlashBackwardQHopper(d, e) => hopper_name(d, e, 2),
         }
     }
 
@@ -457,8 +478,10 @@ impl Kernel {
             Kernel::SortSearch(_) => size_of::<SortSearchArgs>(),
             Kernel::FlashForward(..) | Kernel::FlashForwardHopper(..) => size_of::<FlashForwardArgs>(),
             Kernel::FlashDelta(..) => size_of::<FlashDeltaArgs>(),
-            Kernel::FlashBackwardKv(..) => size_of::<FlashBackwardKvArgs>(),
-            Kernel::FlashBackwardQ(..) => size_of::<FlashBackwardQArgs>(),
+            Kernel::FlashBackwardKv(..) | Kernel::FlashBackwardKvHopper(..) => {
+                size_of::<FlashBackwardKvArgs>()
+            }
+            Kernel::FlashBackwardQ(..) | Kernel::FlashBackwardQHopper(..) => size_of::<FlashBackwardQArgs>(),
         }
     }
 
@@ -504,7 +527,9 @@ impl Kernel {
             | Kernel::FlashBackwardKv(..)
             | Kernel::FlashBackwardQ(..)
             | Kernel::FlashDelta(..) => 13,
-            Kernel::FlashForwardHopper(..) => kiln_kernels::modules::HOPPER_MODULE,
+            Kernel::FlashForwardHopper(..)
+            | Kernel::FlashBackwardKvHopper(..)
+            | Kernel::FlashBackwardQHopper(..) => kiln_kernels::modules::HOPPER_MODULE,
         }
     }
 
@@ -615,7 +640,11 @@ impl Kernel {
                 v.push(Kernel::FlashDelta(d, e));
             }
             for e in kiln_kernels::params::FlashParams::HOPPER_HEAD_DIMS {
-                v.push(Kernel::FlashForwardHopper(d, e));
+                v.extend([
+                    Kernel::FlashForwardHopper(d, e),
+                    Kernel::FlashBackwardKvHopper(d, e),
+                    Kernel::FlashBackwardQHopper(d, e),
+                ]);
             }
         }
         v
@@ -757,6 +786,10 @@ mod tests {
         assert_eq!(
             Kernel::FlashForward(DType::BF16, 96, true).name(),
             "flash_forward_dropout_d96_bf16"
+        );
+        assert_eq!(
+            Kernel::FlashBackwardQHopper(DType::BF16, 128).name(),
+            "flash90_backward_q_d128_bf16"
         );
         let all = Kernel::expected();
         let names: HashSet<&str> = all.iter().map(|k| k.name()).collect();

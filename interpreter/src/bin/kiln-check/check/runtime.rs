@@ -244,14 +244,27 @@ pub fn kernel_resources() -> std::result::Result<Vec<String>, String> {
     }
     for d in [DType::F16, DType::BF16] {
         for e in FlashParams::HOPPER_HEAD_DIMS {
-            let k = Kernel::FlashForwardHopper(d, e);
-            let shared = FlashParams::hopper_forward_shared_bytes(e);
-            if rt.kernels().capability() == (9, 0) {
-                if let Some((regs, local, max)) = rt.kernels().resources(k) {
-                    lines.push(format!(
-                        "{:<34} {regs:>4} registers, {local:>4} local bytes, {max:>5} threads max, {shared:>6} shared bytes",
-                        k.name()
-                    ));
+            for (k, shared) in [
+                (
+                    Kernel::FlashForwardHopper(d, e),
+                    FlashParams::hopper_forward_shared_bytes(e),
+                ),
+                (
+                    Kernel::FlashBackwardKvHopper(d, e),
+                    FlashParams::hopper_backward_kv_shared_bytes(e),
+                ),
+                (
+                    Kernel::FlashBackwardQHopper(d, e),
+                    FlashParams::hopper_backward_q_shared_bytes(e),
+                ),
+            ] {
+                if rt.kernels().capability() == (9, 0) {
+                    if let Some((regs, local, max)) = rt.kernels().resources(k) {
+                        lines.push(format!(
+                            "{:<34} {regs:>4} registers, {local:>4} local bytes, {max:>5} threads max, {shared:>6} shared bytes",
+                            k.name()
+                        ));
+                    }
                 }
             }
         }

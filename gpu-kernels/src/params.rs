@@ -430,12 +430,17 @@ impl FlashParams {
 
     /// Shared memory of the Hopper forward, all in `wgmma`'s swizzle from a
     /// 1024-byte boundary (hence the extra 1024 bytes): the block's query
-    /// rows, then two buffers each of a key and a value tile of
-    /// [`FlashParams::hopper_key_rows`] rows.
+    /// rows, then [`FlashParams::HOPPER_BUFFERS`] buffers each of a key and
+    /// a value tile of [`FlashParams::hopper_key_rows`] rows.
     pub const fn hopper_forward_shared_bytes(d: usize) -> u32 {
         let queries = Self::HOPPER_BLOCK_ROWS as usize * d * 2;
-        (queries + 4 * Self::hopper_key_rows(d) as usize * d * 2 + 1024) as u32
+        let tiles = 2 * Self::HOPPER_BUFFERS as usize;
+        (queries + tiles * Self::hopper_key_rows(d) as usize * d * 2 + 1024) as u32
     }
+    /// Buffers of key and value tiles in the Hopper forward: those the
+    /// products in flight across a step's closing barrier read, those
+    /// landed for the next step, and those loading.
+    pub const HOPPER_BUFFERS: u32 = 3;
 
     /// Threads a block of the Hopper key/value backward
     /// (`flash90_backward_kv_*`): two warpgroups, whose gradients of 64 keys

@@ -24,6 +24,10 @@ struct Case {
     causal: bool,
     bf16: bool,
     dropout: f32,
+    /// Key row `j` is scaled by `1 + ramp · j / S`, so that the scores of
+    /// later key tiles outgrow the earlier ones (the running maxima move
+    /// mid-row).
+    ramp: f64,
 }
 
 impl Case {
@@ -172,7 +176,9 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
         (bits, wide)
     };
     let (qb, qw) = half(values(batch * l * heads * d, 1));
-    let (kb, kw) = half(values(batch * kv_heads * s * d, 2));
+    let keys = values(batch * kv_heads * s * d, 2).into_iter().enumerate();
+    let ramped = keys.map(|(i, x)| x * (1.0 + c.ramp * ((i / d) % s) as f64 / s as f64));
+    let (kb, kw) = half(ramped.collect());
     let (vb, vw) = half(values(batch * kv_heads * s * d, 3));
     let (dob, dow) = half(values(batch * heads * l * d, 4));
     let q_at = |b: usize, h: usize, i: usize, e: usize| qw[((b * l + i) * heads + h) * d + e];
@@ -439,6 +445,7 @@ fn case(l: usize, s: usize, d: usize, causal: bool, bf16: bool) -> Case {
         causal,
         bf16,
         dropout: 0.0,
+        ramp: 0.0,
     }
 }
 
@@ -473,6 +480,22 @@ fn bf16_d128_causal_three_key_tiles() {
         heads: 2,
         kv_heads: 1,
         ..case(260, 300, 128, true, true)
+    });
+}
+
+#[test]
+fn bf16_d128_growing_scores() {
+    check::<BF16, 128, false>(Case {
+        ramp: 12.0,
+        ..case(130, 300, 128, false, true)
+    });
+}
+
+#[test]
+fn f16_d64_causal_growing_scores() {
+    check::<F16, 64, false>(Case {
+        ramp: 12.0,
+        ..case(200, 390, 64, true, false)
     });
 }
 

@@ -12,10 +12,13 @@
 //!   memory) and the product `P·V` (`m64nDk16`, P from registers, V read
 //!   N-major: neither operand is ever transposed) are asynchronous, and the
 //!   loop is skewed by one tile, as FlashAttention-3 does within a
-//!   warpgroup: step `j` issues the scores of tile `j` and the product of
-//!   tile `j - 1`, runs the online softmax of tile `j` while the product is
-//!   in flight, then rescales the output. Key tile `j + 1` and value tile
-//!   `j` load during step `j`, behind one barrier a step.
+//!   warpgroup: step `j` waits for the scores of tile `j`, runs their
+//!   online softmax while the product of tile `j - 1` is in flight,
+//!   rescales the output, then issues the scores of tile `j + 1` and the
+//!   product of tile `j`, which run across the barrier that closes the
+//!   step. That barrier starts key tile `j + 3` and value tile `j + 2`
+//!   loading (three buffers of each), so the tensor cores are busy while
+//!   the warpgroups wait for each other.
 //! - The softmax reduces rows as trees (two warps a scheduler hide little
 //!   latency) and folds a positive scale into its exponentials.
 //! - The output and each row's log-sum-exp are those of the `mma.sync`
@@ -298,8 +301,9 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     let tile_bytes = keys * D as u32 * 2;
     let q_tile = base;
     let tiles_at = base + BLOCK_ROWS * D as u32 * 2;
-    let key_tile = |b: u32| tiles_at + 2 * b * tile_bytes;
-    let value_tile = |b: u32| tiles_at + (2 * b + 1) * tile_bytes;
+    const BUFFERS: u32 = FlashParams::HOPPER_BUFFERS;
+    let key_tile = |j: u32| tiles_at + 2 * (j % BUFFERS) * tile_bytes;
+    let value_tile = |j: u32| tiles_at + (2 * (j % BUFFERS) + 1) * tile_bytes;
     // this warpgroup's 64 rows of the query tile
     let group_q = q_tile + (warp / 4) * 64 * 128;
     let (qb, kb, vb) = (
@@ -312,7 +316,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     let mut m_run = [f32::NEG_INFINITY; 2];
     let mut l_run = [0f32; 2];
     let mut acc = [[0f32; 4]; 16];
-    // the probabilities of the previous tile, as A fragments
+    // the probabilities of the current tile, as A fragments
     let mut pf = [[0u32; 4]; 8];
     let key_tiles = h.s.div_ceil(keys);
     let tiles = if h.causal != 0 {
@@ -323,11 +327,13 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     };
     let my_row = row0 + wr + g;
     let blocks = keys * 128;
-    // step j's start: key tile j and value tile j - 1 have landed; key tile
-    // j + 1 and value tile j start loading
-    let step = |j: u32| {
-        let next = (j + 1 < tiles).then(|| (key_tile((j + 1) % 2), (j + 1) * keys));
-        let value = (j < tiles).then(|| (value_tile(j % 2), j * keys));
+    // the barrier closing step j (j = -1 before the loop, as `j + 1`):
+    // every tile loading has landed, and key tile j + 3 and value tile
+    // j + 2 start loading (into the buffers of key tile j and value tile
+    // j - 1, whose products every warpgroup has waited for)
+    let barrier = |j1: u32| {
+        let next = (j1 + 2 < tiles).then(|| (key_tile(j1 + 2), (j1 + 2) * keys));
+        let value = (j1 + 1 < tiles).then(|| (value_tile(j1 + 1), (j1 + 1) * keys));
         step_loads::<D>([(kb, h.k.row, next), (vb, h.v.row, value)], keys, h.s);
     };
 
@@ -336,64 +342,66 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     // on straight-line paths, so the compiler keeps them asynchronous
     load_swizzled_async(q_tile, qb, h.q.row, row0, BLOCK_ROWS, h.l, D, THREADS);
     load_swizzled_async(key_tile(0), kb, h.k.row, 0, keys, h.s, D, THREADS);
+    if tiles > 1 {
+        load_swizzled_async(key_tile(1), kb, h.k.row, keys, keys, h.s, D, THREADS);
+    }
+    load_swizzled_async(value_tile(0), vb, h.v.row, 0, keys, h.s, D, THREADS);
     cp_async_commit();
-    step(0);
+    barrier(0);
     let mut sc = [[0f32; 4]; 16];
     pin_c(&mut sc, frags);
+    // the output and probabilities are zeroed here, not while the scores run
+    pin_c(&mut acc, D / 8);
+    pin_a(&mut pf, frags / 2);
     wg::fence();
     scores::<T, D>(&mut sc, (group_q, BLOCK_ROWS), key_tile(0), keys);
     wg::wait();
-    pin_c(&mut sc, frags);
-    let alpha = softmax_tile(
-        &mut sc,
-        frags,
-        &mut m_run,
-        &mut l_run,
-        scale,
-        h,
-        0,
-        my_row,
-        row0 + wr,
-        t,
-    );
-    unroll(D / 8, |nt| unroll(4, |e| acc[nt][e] *= alpha[e >> 1]));
-    to_a::<T>(&sc, &mut pf, frags);
-    let mut j = 1;
-    while j < tiles {
-        step(j);
-        let mut sc = [[0f32; 4]; 16];
+    // the scores of tile j (issued with the product of tile j - 1) become
+    // probabilities while that product runs, then the output is rescaled
+    macro_rules! probabilities {
+        ($j:expr) => {
+            wg::wait_one();
+            pin_c(&mut sc, frags);
+            let alpha = softmax_tile(
+                &mut sc,
+                frags,
+                &mut m_run,
+                &mut l_run,
+                scale,
+                h,
+                $j * keys,
+                my_row,
+                row0 + wr,
+                t,
+            );
+            wg::wait();
+            pin_c(&mut acc, D / 8);
+            pin_a(&mut pf, frags / 2);
+            unroll(D / 8, |nt| unroll(4, |e| acc[nt][e] *= alpha[e >> 1]));
+            to_a::<T>(&sc, &mut pf, frags);
+        };
+    }
+    probabilities!(0);
+    // step j: the scores of tile j + 1 and the product of tile j are issued
+    // (in that order, so that the first wait is for the scores alone) and
+    // run across the barrier; then the scores become probabilities
+    let mut j = 0;
+    while j + 1 < tiles {
+        sc = [[0f32; 4]; 16];
         pin_c(&mut sc, frags);
         pin_a(&mut pf, frags / 2);
         pin_c(&mut acc, D / 8);
         wg::fence();
-        scores::<T, D>(&mut sc, (group_q, BLOCK_ROWS), key_tile(j % 2), keys);
-        product::<T, D>(&mut acc, &pf, value_tile((j - 1) % 2), keys, blocks);
-        wg::wait_one();
-        pin_c(&mut sc, frags);
-        let alpha = softmax_tile(
-            &mut sc,
-            frags,
-            &mut m_run,
-            &mut l_run,
-            scale,
-            h,
-            j * keys,
-            my_row,
-            row0 + wr,
-            t,
-        );
-        wg::wait();
-        pin_c(&mut acc, D / 8);
-        pin_a(&mut pf, frags / 2);
-        unroll(D / 8, |nt| unroll(4, |e| acc[nt][e] *= alpha[e >> 1]));
-        to_a::<T>(&sc, &mut pf, frags);
+        scores::<T, D>(&mut sc, (group_q, BLOCK_ROWS), key_tile(j + 1), keys);
+        product::<T, D>(&mut acc, &pf, value_tile(j), keys, blocks);
+        barrier(j + 1);
+        probabilities!(j + 1);
         j += 1;
     }
-    step(tiles);
     pin_a(&mut pf, frags / 2);
     pin_c(&mut acc, D / 8);
     wg::fence();
-    product::<T, D>(&mut acc, &pf, value_tile((tiles - 1) % 2), keys, blocks);
+    product::<T, D>(&mut acc, &pf, value_tile(j), keys, blocks);
     wg::wait();
     pin_c(&mut acc, D / 8);
 

@@ -85,6 +85,21 @@ pub fn lane_id() -> u32 {
     unsafe { _thread_idx_x() as u32 & 31 }
 }
 
+/// Whether `p` holds on any lane of this warp (all 32 lanes take part).
+#[inline(always)]
+pub fn warp_any(p: bool) -> bool {
+    let r: u32;
+    // SAFETY: every lane of the warp executes this together (callers keep warps uniform).
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred a, b; setp.ne.u32 a, {p}, 0; vote.sync.any.pred b, a, -1; selp.u32 {r}, 1, 0, b; }}",
+            r = out(reg32) r,
+            p = in(reg32) p as u32,
+        )
+    };
+    r != 0
+}
+
 /// The value of `v` held by lane `lane ^ mask` of this warp (all 32 lanes take part).
 #[inline(always)]
 pub fn shfl_xor(v: u32, mask: u32) -> u32 {

@@ -425,6 +425,19 @@ impl FlashParams {
             128
         }
     }
+    /// The key tiles of `keys` rows that a block of query rows
+    /// `row0..row0 + rows` walks: every one, or under a causal mask those
+    /// up to its last row's diagonal.
+    pub fn key_tiles(&self, row0: u32, rows: u32, keys: u32) -> u32 {
+        let all = self.s.div_ceil(keys);
+        if self.causal != 0 {
+            let last_row = (row0 + rows - 1).min(self.l - 1);
+            all.min(last_row / keys + 1)
+        } else {
+            all
+        }
+    }
+
     /// The head dims the Hopper forward is built for.
     pub const HOPPER_HEAD_DIMS: [usize; 2] = [64, 128];
 

@@ -38,6 +38,13 @@ pub fn shfl_xor_f32(v: f32, mask: u32) -> f32 {
     f32::from_bits(warp.exchange(lane, &[v.to_bits()], |read| read(lane ^ mask, 0)))
 }
 
+/// Whether `p` holds on any lane of this warp.
+pub fn warp_any(p: bool) -> bool {
+    let (tid, block) = context();
+    let warp = &block.warps[(tid / 32) as usize];
+    warp.exchange(tid & 31, &[p as u32], |read| (0..32).any(|l| read(l, 0) != 0))
+}
+
 /// Calls `f(0)`, ..., `f(n - 1)`.
 pub fn unroll(n: usize, f: impl FnMut(usize)) {
     (0..n).for_each(f);

@@ -27,7 +27,7 @@
 //! as zeros and masked: their scores are `-inf` (forward) or their
 //! probabilities 0 (backward, through a log-sum-exp of `+inf`).
 
-use super::flash_rows::{quad_max, store_rows};
+use super::flash_rows::{quad_max, row_terms, store_key_gradients, store_query_gradient, store_rows};
 use crate::device::{block_xyz, lane_id, shared, sync_threads, thread_xy, unroll, Pack};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
@@ -299,13 +299,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
     let mut m_run = [f32::NEG_INFINITY; 2];
     let mut l_run = [0f32; 2];
     let mut acc = [[0f32; 4]; 16];
-    let key_tiles = h.s.div_ceil(BLOCK_ROWS);
-    let tiles = if h.causal != 0 {
-        let last_row = (row0 + BLOCK_ROWS - 1).min(h.l - 1);
-        key_tiles.min(last_row / BLOCK_ROWS + 1)
-    } else {
-        key_tiles
-    };
+    let tiles = h.key_tiles(row0, BLOCK_ROWS, BLOCK_ROWS);
     let my_row = row0 + wr + g;
     fetch(0);
     let mut j = 0;
@@ -534,18 +528,7 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
     }
     cp_async_wait::<0>();
 
-    unroll(2, |r| {
-        let key = my_key + r as u32 * 8;
-        if key < h.s {
-            let (at_k, at_v) = (h.dk.offset(batch, kvh, key), h.dv.offset(batch, kvh, key));
-            unroll(D / 8, |nt| {
-                let col = nt * 8 + 2 * t as usize;
-                *(dk.add(at_k + col) as *mut u32) =
-                    pack::<T>(dka[nt][2 * r] * h.scale, dka[nt][2 * r + 1] * h.scale);
-                *(dv.add(at_v + col) as *mut u32) = pack::<T>(dva[nt][2 * r], dva[nt][2 * r + 1]);
-            });
-        }
-    });
+    store_key_gradients::<T, D>((dk, dv), &dka, &dva, &h, (batch, kvh), my_key, t);
 }
 
 /// The query gradient of one block: 64 query rows of one head.
@@ -611,25 +594,11 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
     sync_threads();
 
     let my_row = row0 + wr + g;
-    let mut lse_r = [f32::INFINITY; 2];
-    let mut delta_r = [0f32; 2];
-    unroll(2, |r| {
-        let row = my_row + r as u32 * 8;
-        if row < h.l {
-            lse_r[r] = *lse.add(batch_head * h.l as usize + row as usize) * LOG2E;
-            delta_r[r] = *delta.add(batch_head * h.l as usize + row as usize);
-        }
-    });
+    let (lse_r, delta_r) = row_terms(lse, delta, &h, batch_head, my_row);
 
     let scale = h.scale * LOG2E;
     let mut dqa = [[0f32; 4]; 16];
-    let key_tiles = h.s.div_ceil(bk);
-    let tiles = if h.causal != 0 {
-        let last_row = (row0 + BLOCK_ROWS - 1).min(h.l - 1);
-        key_tiles.min(last_row / bk + 1)
-    } else {
-        key_tiles
-    };
+    let tiles = h.key_tiles(row0, BLOCK_ROWS, bk);
     let (kb, vb) = (
         k.add(head_base(&h.k, batch, kvh)),
         v.add(head_base(&h.v, batch, kvh)),
@@ -689,16 +658,7 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
         j += 1;
     }
 
-    unroll(2, |r| {
-        let row = my_row + r as u32 * 8;
-        if row < h.l {
-            let out = dq.add(h.dq.offset(batch, head, row));
-            unroll(D / 8, |nt| {
-                let v = pack::<T>(dqa[nt][2 * r] * h.scale, dqa[nt][2 * r + 1] * h.scale);
-                *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
-            });
-        }
-    });
+    store_query_gradient::<T, D>(dq, &dqa, &h, (batch, head), my_row, t);
 }
 
 macro_rules! flash {

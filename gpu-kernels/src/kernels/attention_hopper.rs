@@ -25,7 +25,7 @@
 //!   forward, so the backward kernels take either.
 
 use super::flash_rows::{quad_max, store_rows};
-use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, Pack};
+use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, warp_any, Pack};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
 use crate::fragments::{swizzled_offset, wgmma_descriptor};
@@ -110,9 +110,15 @@ pub(super) fn fma(a: f32, b: f32, c: f32) -> f32 {
 /// The online softmax of one tile of scores `sc` (16 rows × `8·n` keys from
 /// `key0`, this lane's rows `my_row` and `my_row + 8`, the warp's first
 /// `warp_row`): masks (only a tile that crosses the end of the keys or the
-/// causal diagonal), turns the scores into probabilities against the new
+/// causal diagonal), turns the scores into probabilities against the
 /// running maxima, updates the running sums and returns the factors the
-/// output must be rescaled by.
+/// output must be rescaled by, if it must be.
+///
+/// A running maximum moves only when some row of the warp has outgrown its
+/// own by more than [`RESCALE_AT`] (log2 units), as FlashAttention-4 does:
+/// against a stale maximum the probabilities stay below 2^8, the sums and
+/// the output carry the same maximum, and most tiles of a long row skip
+/// rescaling the output.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn softmax_tile(
@@ -126,7 +132,7 @@ fn softmax_tile(
     my_row: u32,
     warp_row: u32,
     t: u32,
-) -> [f32; 2] {
+) -> Option<[f32; 2]> {
     let keys = 8 * n as u32;
     // a positive scale is folded into the exponentials (the maxima of the
     // raw scores are the scaled maxima); any other multiplies first
@@ -150,14 +156,27 @@ fn softmax_tile(
     // reductions as trees, not chains: two warps a scheduler hide little latency
     let mut mx = [0f32; 2];
     unroll(2, |r| mx[r] = tree(sc, n, r, f32::max));
+    unroll(2, |r| mx[r] = m_run[r].max(quad_max(mx[r]) * s));
+    // (from -inf any finite maximum moves; a row masked so far stays at -inf)
+    let moves = warp_any(mx[0] > m_run[0] + RESCALE_AT || mx[1] > m_run[1] + RESCALE_AT);
+    let mut alpha = None;
+    if moves {
+        let mut a = [0f32; 2];
+        unroll(2, |r| {
+            let shift = if mx[r] == f32::NEG_INFINITY { 0.0 } else { mx[r] };
+            a[r] = crate::math::exp2_f32(m_run[r] - shift);
+            m_run[r] = mx[r];
+            l_run[r] *= a[r];
+        });
+        alpha = Some(a);
+    }
     let mut shift = [0f32; 2];
-    let mut alpha = [0f32; 2];
     unroll(2, |r| {
-        mx[r] = m_run[r].max(quad_max(mx[r]) * s);
-        shift[r] = if mx[r] == f32::NEG_INFINITY { 0.0 } else { mx[r] };
-        alpha[r] = crate::math::exp2_f32(m_run[r] - shift[r]);
-        m_run[r] = mx[r];
-        l_run[r] *= alpha[r];
+        shift[r] = if m_run[r] == f32::NEG_INFINITY {
+            0.0
+        } else {
+            m_run[r]
+        }
     });
     unroll(n, |nt| {
         unroll(4, |e| {
@@ -167,6 +186,10 @@ fn softmax_tile(
     unroll(2, |r| l_run[r] += tree(sc, n, r, |a, b| a + b));
     alpha
 }
+
+/// How far (log2 units) a row's maximum may outgrow the running one before
+/// the running one moves: probabilities stay below 2^8, well inside f16.
+const RESCALE_AT: f32 = 8.0;
 
 /// One tile's load: the source, its row stride, and (when there is one to
 /// load) the tile's shared address and first row.
@@ -318,13 +341,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     let mut acc = [[0f32; 4]; 16];
     // the probabilities of the current tile, as A fragments
     let mut pf = [[0u32; 4]; 8];
-    let key_tiles = h.s.div_ceil(keys);
-    let tiles = if h.causal != 0 {
-        let last_row = (row0 + BLOCK_ROWS - 1).min(h.l - 1);
-        key_tiles.min(last_row / keys + 1)
-    } else {
-        key_tiles
-    };
+    let tiles = h.key_tiles(row0, BLOCK_ROWS, keys);
     let my_row = row0 + wr + g;
     let blocks = keys * 128;
     // the barrier closing step j (j = -1 before the loop, as `j + 1`):
@@ -377,7 +394,9 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
             wg::wait();
             pin_c(&mut acc, D / 8);
             pin_a(&mut pf, frags / 2);
-            unroll(D / 8, |nt| unroll(4, |e| acc[nt][e] *= alpha[e >> 1]));
+            if let Some(alpha) = alpha {
+                unroll(D / 8, |nt| unroll(4, |e| acc[nt][e] *= alpha[e >> 1]));
+            }
             to_a::<T>(&sc, &mut pf, frags);
         };
     }

@@ -20,12 +20,13 @@
 //! `L` or `S` load as zeros and their probabilities are masked to 0.
 
 use super::attention_hopper::{fma, load_swizzled_async, pin_a, product, scores, to_a};
+use super::flash_rows::{row_terms, store_key_gradients, store_query_gradient};
 use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, Pack};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
 use crate::math::exp2_f32;
 use crate::params::FlashParams;
-use crate::tensor_core::{cp_async_4, cp_async_commit, cp_async_wait, pack, shared_address, MmaHalf};
+use crate::tensor_core::{cp_async_4, cp_async_commit, cp_async_wait, shared_address, MmaHalf};
 use crate::warpgroup::{self as wg, pin_c};
 
 const LOG2E: f32 = core::f32::consts::LOG2_E;
@@ -193,18 +194,7 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
     }
     cp_async_wait::<0>();
 
-    unroll(2, |r| {
-        let key = my_key + r as u32 * 8;
-        if key < h.s {
-            let (at_k, at_v) = (h.dk.offset(batch, kvh, key), h.dv.offset(batch, kvh, key));
-            unroll(D / 8, |nt| {
-                let col = nt * 8 + 2 * t as usize;
-                *(dk.add(at_k + col) as *mut u32) =
-                    pack::<T>(dka[nt][2 * r] * h.scale, dka[nt][2 * r + 1] * h.scale);
-                *(dv.add(at_v + col) as *mut u32) = pack::<T>(dva[nt][2 * r], dva[nt][2 * r + 1]);
-            });
-        }
-    });
+    store_key_gradients::<T, D>((dk, dv), &dka, &dva, &h, (batch, kvh), my_key, t);
 }
 
 /// The query gradient of one block: 192 query rows of one head.
@@ -245,24 +235,9 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
 
     let my_row = row0 + wr + g;
     let batch_head = (batch * h.heads + head) as usize;
-    // rows past L: a log-sum-exp of +inf makes their probabilities 0
-    let mut lse_r = [f32::INFINITY; 2];
-    let mut delta_r = [0f32; 2];
-    unroll(2, |r| {
-        let row = my_row + r as u32 * 8;
-        if row < h.l {
-            lse_r[r] = *lse.add(batch_head * h.l as usize + row as usize) * LOG2E;
-            delta_r[r] = *delta.add(batch_head * h.l as usize + row as usize);
-        }
-    });
+    let (lse_r, delta_r) = row_terms(lse, delta, &h, batch_head, my_row);
 
-    let key_tiles = h.s.div_ceil(TILE);
-    let tiles = if h.causal != 0 {
-        let last_row = (row0 + ROWS - 1).min(h.l - 1);
-        key_tiles.min(last_row / TILE + 1)
-    } else {
-        key_tiles
-    };
+    let tiles = h.key_tiles(row0, ROWS, TILE);
     let (kb, vb) = (k.add(h.k.offset(batch, kvh, 0)), v.add(h.v.offset(batch, kvh, 0)));
     let fetch = |j: u32| {
         load_swizzled_async(key_tile(j % 2), kb, h.k.row, j * TILE, TILE, h.s, D, THREADS);
@@ -336,16 +311,7 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
     }
     cp_async_wait::<0>();
 
-    unroll(2, |r| {
-        let row = my_row + r as u32 * 8;
-        if row < h.l {
-            let out = dq.add(h.dq.offset(batch, head, row));
-            unroll(D / 8, |nt| {
-                let v = pack::<T>(dqa[nt][2 * r] * h.scale, dqa[nt][2 * r + 1] * h.scale);
-                *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
-            });
-        }
-    });
+    store_query_gradient::<T, D>(dq, &dqa, &h, (batch, head), my_row, t);
 }
 
 macro_rules! flash90_backward {

@@ -26,19 +26,27 @@ def per_call(f, reps):
     return (time.perf_counter() - t) / reps * 1e3
 
 
+def bench_sdpa(b, h, l, d, causal, dtype, dname, p=0.0):
+    q, k, v = (torch.randn(b, h, l, d, device=dev, dtype=dtype) for _ in range(3))
+    drop = f" dropout {p}" if p > 0 else ""
+    tag = f"sdpa b{b} h{h} L{l} d{d} {'causal' if causal else 'full'}{drop} {dname}"
+    flops = 4.0 * b * h * l * l * d / (2.0 if causal else 1.0)
+    fwd = per_call(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, dropout_p=p), 5)
+    report(f"{tag} fwd", fwd)
+    report(f"{tag} fwd TFLOP/s", flops / fwd * 1e-9, "TFLOP/s")
+    qg, kg, vg = (t.detach().requires_grad_(True) for t in (q, k, v))
+    both = per_call(lambda: F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, dropout_p=p).sum().backward(), 3)
+    report(f"{tag} fwd+bwd", both)
+    report(f"{tag} fwd+bwd TFLOP/s", 2.5 * flops / both * 1e-9, "TFLOP/s")
+
+
 shapes = [(8, 16, 2048, 64, True), (8, 16, 2048, 128, True), (4, 32, 4096, 128, True), (8, 16, 2048, 128, False)]
 for dtype, dname in [(torch.bfloat16, "bf16"), (torch.float16, "f16")]:
-    for b, h, l, d, causal in shapes:
-        q, k, v = (torch.randn(b, h, l, d, device=dev, dtype=dtype) for _ in range(3))
-        tag = f"sdpa b{b} h{h} L{l} d{d} {'causal' if causal else 'full'} {dname}"
-        flops = 4.0 * b * h * l * l * d / (2.0 if causal else 1.0)
-        fwd = per_call(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), 5)
-        report(f"{tag} fwd", fwd)
-        report(f"{tag} fwd TFLOP/s", flops / fwd * 1e-9, "TFLOP/s")
-        qg, kg, vg = (t.detach().requires_grad_(True) for t in (q, k, v))
-        both = per_call(lambda: F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal).sum().backward(), 3)
-        report(f"{tag} fwd+bwd", both)
-        report(f"{tag} fwd+bwd TFLOP/s", 2.5 * flops / both * 1e-9, "TFLOP/s")
+    for shape in shapes:
+        bench_sdpa(*shape, dtype, dname)
+# f32: the GPT's attention with its dropout, and a long causal one
+bench_sdpa(64, 6, 256, 64, True, torch.float32, "f32", 0.2)
+bench_sdpa(8, 16, 2048, 64, True, torch.float32, "f32")
 
 
 vocab = 65

@@ -19,6 +19,8 @@
     )
 )]
 
+#[macro_use]
+mod unrolled;
 pub mod args;
 pub mod elem;
 pub mod fragments;
@@ -54,6 +56,9 @@ mod attention_hopper;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/attention_hopper_backward.rs"]
 mod attention_hopper_backward;
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+#[path = "kernels/flash_operands.rs"]
+mod flash_operands;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/flash_rows.rs"]
 mod flash_rows;

@@ -372,9 +372,15 @@ impl FlashParams {
     pub const BLOCK_ROWS: u32 = 64;
     /// The head dims the kernels are built for.
     pub const HEAD_DIMS: [usize; 4] = [32, 64, 96, 128];
-    /// Padding of each shared-memory row, in elements (the eight rows one
-    /// `ldmatrix` reads then fall in distinct banks).
-    pub const PAD: usize = 8;
+    /// Padding of each shared-memory row, in bytes (the eight rows one
+    /// `ldmatrix` reads then fall in distinct banks, and so do the f32
+    /// kernels' single-word reads of rows `2t` and `2t + 1`).
+    pub const PAD_BYTES: usize = 16;
+
+    /// Bytes of one shared row of `d` elements of `elem` bytes, padded.
+    pub const fn row_bytes(d: usize, elem: usize) -> usize {
+        d * elem + Self::PAD_BYTES
+    }
 
     /// Query rows per tile of the key/value backward: the registers hold
     /// `dK` and `dV` for 16 keys × `d`, so wide heads take fewer at a time.
@@ -395,15 +401,16 @@ impl FlashParams {
         }
     }
 
-    /// Bytes of one shared tile of 64 rows.
-    const fn tile_bytes(d: usize) -> usize {
-        Self::BLOCK_ROWS as usize * (d + Self::PAD) * 2
+    /// Bytes of one shared tile of 64 rows of `elem`-byte elements.
+    const fn tile_bytes(d: usize, elem: usize) -> usize {
+        Self::BLOCK_ROWS as usize * Self::row_bytes(d, elem)
     }
 
-    /// Shared memory of the forward: two buffers of a key and a value tile
-    /// of 64 rows (the next pair loads while the current one is used).
-    pub const fn forward_shared_bytes(d: usize) -> u32 {
-        (4 * Self::tile_bytes(d)) as u32
+    /// Shared memory of the forward (elements of `elem` bytes: 2 for the
+    /// halves, 4 for f32): two buffers of a key and a value tile of 64
+    /// rows (the next pair loads while the current one is used).
+    pub const fn forward_shared_bytes(d: usize, elem: usize) -> u32 {
+        (4 * Self::tile_bytes(d, elem)) as u32
     }
 
     /// Threads a block of `flash_delta_*` (a warp a row).
@@ -488,18 +495,18 @@ impl FlashParams {
     /// Shared memory of the query backward: its query and output-gradient
     /// tiles of 64 rows, then (in the same memory) two buffers of a key and
     /// a value tile of [`FlashParams::q_key_rows`].
-    pub const fn backward_q_shared_bytes(d: usize) -> u32 {
-        let staged = 2 * Self::tile_bytes(d);
-        let pipelined = 4 * Self::q_key_rows(d) as usize * (d + Self::PAD) * 2;
+    pub const fn backward_q_shared_bytes(d: usize, elem: usize) -> u32 {
+        let staged = 2 * Self::tile_bytes(d, elem);
+        let pipelined = 4 * Self::q_key_rows(d) as usize * Self::row_bytes(d, elem);
         (if staged > pipelined { staged } else { pipelined }) as u32
     }
 
     /// Shared memory of the key/value backward: key and value tiles of 64
     /// rows, then two buffers of a query and an output-gradient tile and
     /// the tile's log-sum-exps and deltas.
-    pub const fn backward_kv_shared_bytes(d: usize) -> u32 {
+    pub const fn backward_kv_shared_bytes(d: usize, elem: usize) -> u32 {
         let q = Self::kv_query_rows(d) as usize;
-        (2 * Self::tile_bytes(d) + 4 * q * (d + Self::PAD) * 2 + 4 * q * 4) as u32
+        (2 * Self::tile_bytes(d, elem) + 4 * q * Self::row_bytes(d, elem) + 4 * q * 4) as u32
     }
 }
 

@@ -58,6 +58,33 @@ pub fn mma<T: MmaHalf>(c: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
     }
 }
 
+/// `c += a · b` for this warp's fragments of a 16×8 tf32 `a` and an 8×8
+/// tf32 `b` (`mma.sync.m16n8k8`; lane `4g + t`): A holds rows `g`, `g + 8`
+/// at column `t`, then the same rows at column `t + 4`; B rows (k) `t` and
+/// `t + 4` of column `g`; C as above. The tensor cores read only the top
+/// 19 bits of each f32 (the kernels split f32 operands into two such
+/// parts for f32 accuracy).
+#[inline(always)]
+pub fn mma_tf32(c: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
+    // SAFETY: as for `mma`.
+    unsafe {
+        asm!(
+            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {{{c0}, {c1}, {c2}, {c3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
+            c0 = inout(reg32) c[0],
+            c1 = inout(reg32) c[1],
+            c2 = inout(reg32) c[2],
+            c3 = inout(reg32) c[3],
+            a0 = in(reg32) a[0],
+            a1 = in(reg32) a[1],
+            a2 = in(reg32) a[2],
+            a3 = in(reg32) a[3],
+            b0 = in(reg32) b0,
+            b1 = in(reg32) b1,
+            options(nomem, nostack),
+        );
+    }
+}
+
 /// `lo` and `hi` rounded to `T` and packed (`lo` in the low half).
 #[inline(always)]
 pub fn pack<T: MmaHalf>(lo: f32, hi: f32) -> u32 {

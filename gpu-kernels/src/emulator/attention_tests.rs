@@ -1,11 +1,11 @@
 //! The fused attention kernels (`kernels/attention.rs`) run through the
 //! emulator against attention computed in f64: forward outputs and
-//! log-sum-exps, and the three gradients, for both half types and every
-//! head dim, causal or not, grouped-query heads, strided queries and lengths
+//! log-sum-exps, and the three gradients, for both half types and f32 (as
+//! tf32 pairs) and every head dim, causal or not, grouped-query heads, strided queries and lengths
 //! that are not multiples of the tiles.
 
 use super::{launch, Shared};
-use crate::attention::{backward_kv, backward_q, forward};
+use crate::attention::{backward_kv, backward_q, forward, FlashElem};
 use crate::elem::{BF16, F16};
 use crate::fragments::MmaHalf;
 use crate::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
@@ -23,6 +23,8 @@ struct Case {
     d: usize,
     causal: bool,
     bf16: bool,
+    /// The worst error allowed, relative to the largest value.
+    tol: f64,
     dropout: f32,
     /// Key row `j` is scaled by `1 + ramp · j / S`, so that the scores of
     /// later key tiles outgrow the earlier ones (the running maxima move
@@ -31,14 +33,6 @@ struct Case {
 }
 
 impl Case {
-    fn round(&self, x: f64) -> u16 {
-        if self.bf16 {
-            f32_to_bf16(x as f32)
-        } else {
-            f32_to_f16(x as f32)
-        }
-    }
-
     fn widen(&self, b: u16) -> f64 {
         (if self.bf16 { bf16_to_f32(b) } else { f16_to_f32(b) }) as f64
     }
@@ -52,7 +46,7 @@ impl Case {
             .zip(want)
             .map(|(a, b)| if a.is_nan() { f64::INFINITY } else { (a - b).abs() })
             .fold(0.0, f64::max);
-        let tol = if self.bf16 { 2e-2 } else { 4e-3 };
+        let tol = self.tol;
         assert!(
             worst <= tol * top,
             "{what}: worst error {worst} against a largest value {top} (tolerance {tol})"
@@ -156,9 +150,77 @@ fn reference(
     r
 }
 
+/// A reordering of an array of elements.
+type Permute<'a, B> = dyn Fn(&[B]) -> Vec<B> + 'a;
+
+/// The element types the tests run: rounding from f64, and the Hopper
+/// kernels' checks where the type has them.
+trait TestElem: FlashElem {
+    /// `x` rounded to the type.
+    fn round(x: f64) -> Self::Bits;
+
+    /// The Hopper forward and backward on the same problem (halves only).
+    #[allow(clippy::too_many_arguments)]
+    fn hopper<const D: usize>(
+        _c: &Case,
+        _h: FlashParams,
+        _inputs: [&[Self::Bits]; 4],
+        _stats: [&[f32]; 2],
+        _want: &Reference,
+        _from_rows_outer: &Permute<'_, Self::Bits>,
+    ) {
+    }
+}
+
+macro_rules! half_test_elem {
+    ($t:ty) => {
+        impl TestElem for $t {
+            fn round(x: f64) -> u16 {
+                if <$t as MmaHalf>::BF16 {
+                    f32_to_bf16(x as f32)
+                } else {
+                    f32_to_f16(x as f32)
+                }
+            }
+
+            fn hopper<const D: usize>(
+                c: &Case,
+                h: FlashParams,
+                [qb, kb, vb, dob]: [&[u16]; 4],
+                [lse, delta]: [&[f32]; 2],
+                want: &Reference,
+                from_rows_outer: &Permute<'_, u16>,
+            ) {
+                if c.dropout > 0.0 || !FlashParams::HOPPER_HEAD_DIMS.contains(&D) {
+                    return;
+                }
+                hopper_forward::<$t, D>(c, h, [qb, kb, vb], want, from_rows_outer);
+                let [dq, dk, dv] = hopper_backward::<$t, D>(c, h, [qb, kb, vb, dob], [lse, delta]);
+                let wide = |x: &[u16]| -> Vec<f64> { x.iter().map(|&b| c.widen(b)).collect() };
+                c.close(
+                    "Hopper query gradient",
+                    &wide(&from_rows_outer(&dq)),
+                    &want.dq,
+                );
+                c.close("Hopper key gradient", &wide(&dk), &want.dk);
+                c.close("Hopper value gradient", &wide(&dv), &want.dv);
+            }
+        }
+    };
+}
+
+half_test_elem!(F16);
+half_test_elem!(BF16);
+
+impl TestElem for f32 {
+    fn round(x: f64) -> f32 {
+        x as f32
+    }
+}
+
 /// Runs the three kernels on `c` (queries stored as `[B, L, H, D]`, the
 /// layout of a projection split into heads) and checks them.
-fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
+fn check<T: TestElem, const D: usize, const DROP: bool>(c: Case) {
     assert_eq!(DROP, c.dropout > 0.0);
     assert_eq!(c.d, D);
     let Case {
@@ -170,11 +232,12 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
         d,
         ..
     } = c;
-    let half = |v: Vec<f64>| -> (Vec<u16>, Vec<f64>) {
-        let bits: Vec<u16> = v.iter().map(|&x| c.round(x)).collect();
-        let wide = bits.iter().map(|&b| c.widen(b)).collect();
+    let half = |v: Vec<f64>| -> (Vec<T::Bits>, Vec<f64>) {
+        let bits: Vec<T::Bits> = v.iter().map(|&x| T::round(x)).collect();
+        let wide = bits.iter().map(|&b| T::widen(b) as f64).collect();
         (bits, wide)
     };
+    let zero = T::round(0.0);
     let (qb, qw) = half(values(batch * l * heads * d, 1));
     let keys = values(batch * kv_heads * s * d, 2).into_iter().enumerate();
     let ramped = keys.map(|(i, x)| x * (1.0 + c.ramp * ((i / d) % s) as f64 / s as f64));
@@ -195,14 +258,14 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
         let (hh, b) = (bh % heads, bh / heads);
         ((b * l + i) * heads + hh) * d + e
     };
-    let to_rows_outer = |x: &[u16]| -> Vec<u16> {
-        let mut y = std::vec![0u16; x.len()];
+    let to_rows_outer = |x: &[T::Bits]| -> Vec<T::Bits> {
+        let mut y = std::vec![zero; x.len()];
         for (at, &v) in x.iter().enumerate() {
             y[ro(at)] = v;
         }
         y
     };
-    let from_rows_outer = |x: &[u16]| -> Vec<u16> { (0..x.len()).map(|at| x[ro(at)]).collect() };
+    let from_rows_outer = |x: &[T::Bits]| -> Vec<T::Bits> { (0..x.len()).map(|at| x[ro(at)]).collect() };
     let h = FlashParams {
         l: l as u32,
         s: s as u32,
@@ -246,7 +309,7 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
         draw_at: 0,
     };
     let want = reference(&c, &h, &q_at, &kw, &vw, &dow);
-    let mut o = std::vec![0u16; batch * heads * l * d];
+    let mut o = std::vec![zero; batch * heads * l * d];
     let mut lse = std::vec![0f32; batch * heads * l];
     let tiles = |n: usize| n.div_ceil(FlashParams::BLOCK_ROWS as usize) as u32;
     {
@@ -260,7 +323,7 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
         launch(
             (tiles(l), heads as u32, batch as u32),
             FlashParams::THREADS,
-            FlashParams::forward_shared_bytes(D) as usize,
+            FlashParams::forward_shared_bytes(D, size_of::<T::Bits>()) as usize,
             || {
                 let (q, k, v, o, lse) = p.get();
                 // SAFETY: the buffers hold the shapes `h` describes.
@@ -268,23 +331,21 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
             },
         );
     }
-    let o_wide: Vec<f64> = from_rows_outer(&o).iter().map(|&b| c.widen(b)).collect();
+    let wide = |x: &[T::Bits]| -> Vec<f64> { x.iter().map(|&b| T::widen(b) as f64).collect() };
+    let o_wide = wide(&from_rows_outer(&o));
     c.close("output", &o_wide, &want.o);
     let lse_wide: Vec<f64> = lse.iter().map(|&x| x as f64).collect();
     c.close("log-sum-exp", &lse_wide, &want.lse);
-    if !DROP && FlashParams::HOPPER_HEAD_DIMS.contains(&D) {
-        hopper_forward::<T, D>(&c, h, [&qb, &kb, &vb], &want, &from_rows_outer);
-    }
 
     // delta from the kernel's own output, as the host computes it
     let delta: Vec<f32> = (0..batch * heads * l)
         .map(|r| (0..d).map(|e| dow[r * d + e] * o_wide[r * d + e]).sum::<f64>() as f32)
         .collect();
-    let mut dq = std::vec![0u16; batch * heads * l * d];
-    let mut dk = std::vec![0u16; batch * kv_heads * s * d];
-    let mut dv = std::vec![0u16; batch * kv_heads * s * d];
+    let mut dq = std::vec![zero; batch * heads * l * d];
+    let mut dk = std::vec![zero; batch * kv_heads * s * d];
+    let mut dv = std::vec![zero; batch * kv_heads * s * d];
+    let dob = to_rows_outer(&dob);
     {
-        let dob = to_rows_outer(&dob);
         let p = Shared((
             qb.as_ptr(),
             kb.as_ptr(),
@@ -297,7 +358,7 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
         launch(
             (tiles(s), kv_heads as u32, batch as u32),
             FlashParams::THREADS,
-            FlashParams::backward_kv_shared_bytes(D) as usize,
+            FlashParams::backward_kv_shared_bytes(D, size_of::<T::Bits>()) as usize,
             || {
                 let (q, k, v, dout, lse, delta) = p.get();
                 let (dk, dv) = grads.get();
@@ -309,7 +370,7 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
         launch(
             (tiles(l), heads as u32, batch as u32),
             FlashParams::THREADS,
-            FlashParams::backward_q_shared_bytes(D) as usize,
+            FlashParams::backward_q_shared_bytes(D, size_of::<T::Bits>()) as usize,
             || {
                 let (q, k, v, dout, lse, delta) = p.get();
                 // SAFETY: as above.
@@ -317,17 +378,17 @@ fn check<T: MmaHalf, const D: usize, const DROP: bool>(c: Case) {
             },
         );
     }
-    let wide = |x: &[u16]| -> Vec<f64> { x.iter().map(|&b| c.widen(b)).collect() };
     c.close("query gradient", &wide(&from_rows_outer(&dq)), &want.dq);
     c.close("key gradient", &wide(&dk), &want.dk);
     c.close("value gradient", &wide(&dv), &want.dv);
-    if !DROP && FlashParams::HOPPER_HEAD_DIMS.contains(&D) {
-        let dob = to_rows_outer(&dob);
-        let [dq, dk, dv] = hopper_backward::<T, D>(&c, h, [&qb, &kb, &vb, &dob], [&lse, &delta]);
-        c.close("Hopper query gradient", &wide(&from_rows_outer(&dq)), &want.dq);
-        c.close("Hopper key gradient", &wide(&dk), &want.dk);
-        c.close("Hopper value gradient", &wide(&dv), &want.dv);
-    }
+    T::hopper::<D>(
+        &c,
+        h,
+        [&qb, &kb, &vb, &dob],
+        [&lse, &delta],
+        &want,
+        &from_rows_outer,
+    );
 }
 
 /// The Hopper backward (`attention_hopper_backward.rs`) on the same
@@ -444,8 +505,17 @@ fn case(l: usize, s: usize, d: usize, causal: bool, bf16: bool) -> Case {
         d,
         causal,
         bf16,
+        tol: if bf16 { 2e-2 } else { 4e-3 },
         dropout: 0.0,
         ramp: 0.0,
+    }
+}
+
+/// An f32 case: the tf32 pairs' products are as close as f32's.
+fn case32(l: usize, s: usize, d: usize, causal: bool) -> Case {
+    Case {
+        tol: 5e-5,
+        ..case(l, s, d, causal, false)
     }
 }
 
@@ -544,5 +614,41 @@ fn f16_d128_dropout_grouped_heads() {
         heads: 2,
         kv_heads: 1,
         ..case(33, 66, 128, false, false)
+    });
+}
+
+#[test]
+fn f32_d64_causal_grouped_heads_odd_lengths() {
+    check::<f32, 64, false>(Case {
+        heads: 2,
+        kv_heads: 1,
+        ..case32(70, 90, 64, true)
+    });
+}
+
+#[test]
+fn f32_d128_growing_scores() {
+    check::<f32, 128, false>(Case {
+        ramp: 12.0,
+        ..case32(66, 130, 128, false)
+    });
+}
+
+#[test]
+fn f32_d32_two_query_tiles() {
+    check::<f32, 32, false>(case32(100, 37, 32, false));
+}
+
+#[test]
+fn f32_d96_one_query() {
+    check::<f32, 96, false>(case32(1, 45, 96, true));
+}
+
+#[test]
+fn f32_d64_dropout_causal() {
+    check::<f32, 64, true>(Case {
+        dropout: 0.25,
+        batch: 2,
+        ..case32(70, 70, 64, true)
     });
 }

@@ -52,6 +52,40 @@ pub fn mma<T: MmaHalf>(c: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
     *c = d;
 }
 
+/// The f32 a tf32 operand register stands for: its top 19 bits.
+fn tf32(bits: u32) -> f32 {
+    f32::from_bits(bits & 0xffff_e000)
+}
+
+/// `c += a · b` for this warp's tf32 fragments (`m16n8k8`).
+pub fn mma_tf32(c: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
+    let (tid, block) = context();
+    let lane = tid & 31;
+    let warp = &block.warps[(tid / 32) as usize];
+    let words = [a[0], a[1], a[2], a[3], b0, b1];
+    let (g, t) = (lane >> 2, lane & 3);
+    let d = warp.exchange(lane, &words, |read| {
+        // A (16×8): row r, column k is in lane 4·(r % 8) + k % 4, register (r >= 8) + 2·(k >= 4)
+        let a_at = |r: u32, k: u32| {
+            tf32(read(
+                4 * (r % 8) + k % 4,
+                (r >= 8) as usize + 2 * (k >= 4) as usize,
+            ))
+        };
+        // B (8×8): row k, column n is in lane 4·n + k % 4, register 4 + (k >= 4)
+        let b_at = |k: u32, n: u32| tf32(read(4 * n + k % 4, 4 + (k >= 4) as usize));
+        let mut d = *c;
+        for (e, out) in d.iter_mut().enumerate() {
+            let (row, col) = (g + 8 * (e as u32 >> 1), 2 * t + (e as u32 & 1));
+            for k in 0..8 {
+                *out += a_at(row, k) * b_at(k, col);
+            }
+        }
+        d
+    });
+    *c = d;
+}
+
 /// `lo` and `hi` rounded to `T` and packed (`lo` in the low half).
 pub fn pack<T: MmaHalf>(lo: f32, hi: f32) -> u32 {
     let r = |x: f32| if T::BF16 { f32_to_bf16(x) } else { f32_to_f16(x) };

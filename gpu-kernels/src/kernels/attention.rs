@@ -1,6 +1,7 @@
 //! Fused attention on tensor cores (FlashAttention-2's algorithm and work
-//! split, written for `mma.sync`): f16 and bf16 operands, f32 accumulators,
-//! head dims 32, 64, 96 and 128, no `L × S` matrix anywhere.
+//! split, written for `mma.sync`): f16 and bf16 operands, and f32 ones
+//! multiplied as tf32 pairs (`flash_operands.rs`), f32 accumulators, head
+//! dims 32, 64, 96 and 128, no `L × S` matrix anywhere.
 //!
 //! - `flash_forward_*`: a block of four warps takes 64 query rows (16 a
 //!   warp, kept in registers as A fragments) and walks the key/value tiles
@@ -22,119 +23,32 @@
 //!   product per tile than FlashAttention-2's atomics on `dQ`, and buys
 //!   deterministic gradients.
 //!
-//! Shared tiles keep rows of `D + 8` elements, so the eight rows one
+//! Shared tiles keep rows padded by 16 bytes, so the eight rows one
 //! `ldmatrix` reads fall in distinct banks. Rows past `L` or `S` are loaded
 //! as zeros and masked: their scores are `-inf` (forward) or their
 //! probabilities 0 (backward, through a log-sum-exp of `+inf`).
 
+pub(crate) use super::flash_operands::FlashElem;
+use super::flash_operands::Tile;
 use super::flash_rows::{quad_max, row_terms, store_key_gradients, store_query_gradient, store_rows};
 use crate::device::{block_xyz, lane_id, shared, sync_threads, thread_xy, unroll, Pack};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
 use crate::params::{FlashParams, HeadStrides};
-use crate::tensor_core::{
-    a_lane_offset, b_lane_offset, ldmatrix_x4, ldmatrix_x4_trans, mma, pack, shared_address, MmaHalf,
-};
-use crate::tensor_core::{cp_async_16, cp_async_4, cp_async_commit, cp_async_wait};
+use crate::tensor_core::{a_lane_offset, b_lane_offset, ldmatrix_x4, shared_address};
+use crate::tensor_core::{cp_async_4, cp_async_commit, cp_async_wait};
 
-const THREADS: u32 = FlashParams::THREADS;
 /// Rows a warp owns.
 const WARP_ROWS: u32 = 16;
 const BLOCK_ROWS: u32 = FlashParams::BLOCK_ROWS;
-const PAD: usize = FlashParams::PAD;
 const LOG2E: f32 = core::f32::consts::LOG2_E;
 
-/// A tile of rows of `d` 16-bit elements in shared memory (rows `d + PAD` apart).
-#[derive(Clone, Copy)]
-struct Tile {
-    ptr: *mut u16,
-    base: u32,
-    stride: usize,
-}
-
-impl Tile {
-    /// The tile at `ptr` with rows of `d` elements.
-    #[inline(always)]
-    fn new(ptr: *mut u16, d: usize) -> Tile {
-        Tile {
-            ptr,
-            base: shared_address(ptr),
-            stride: d + PAD,
-        }
-    }
-
-    /// The elements a tile of `rows` rows takes.
-    #[inline(always)]
-    const fn len(rows: u32, d: usize) -> usize {
-        rows as usize * (d + PAD)
-    }
-
-    /// The shared-space address of element (`row`, `col`).
-    #[inline(always)]
-    fn addr(&self, row: u32, col: u32) -> u32 {
-        self.base + ((row as usize * self.stride + col as usize) * 2) as u32
-    }
-
-    /// Rows `r0..r0 + rows` of a `[n, d]` matrix at `src` (rows `row` elements
-    /// apart) into the tile, in 16-byte pieces; rows at or past `n` are zeros.
-    ///
-    /// # Safety
-    /// Every thread of the block calls it; `src`'s rows below `n` are
-    /// readable and 16-byte aligned.
-    #[inline(always)]
-    unsafe fn load(&self, src: *const u16, row: u32, r0: u32, rows: u32, n: u32, d: usize) {
-        let (tid, _) = thread_xy();
-        let pieces = d / 8;
-        let total = rows as usize * pieces;
-        let mut i = tid as usize;
-        while i < total {
-            let (r, c) = (i / pieces, i % pieces);
-            let g = r0 + r as u32;
-            let dst = self.ptr.add(r * self.stride + c * 8) as *mut Pack<u32, 4>;
-            if g < n {
-                *dst = *(src.add(g as usize * row as usize + c * 8) as *const Pack<u32, 4>);
-            } else {
-                *dst = Pack([0; 4]);
-            }
-            i += THREADS as usize;
-        }
-    }
-}
-
-impl Tile {
-    /// [`Tile::load`] through asynchronous copies (`cp.async`): they land by
-    /// the `cp_async_wait` after the caller's `cp_async_commit`.
-    ///
-    /// # Safety
-    /// As for [`Tile::load`]; nobody touches the tile until the copies have
-    /// landed and a barrier has passed.
-    #[inline(always)]
-    unsafe fn load_async(&self, src: *const u16, row: u32, r0: u32, rows: u32, n: u32, d: usize) {
-        let (tid, _) = thread_xy();
-        let pieces = d / 8;
-        let total = rows as usize * pieces;
-        let mut i = tid as usize;
-        while i < total {
-            let (r, c) = (i / pieces, i % pieces);
-            let g = r0 + r as u32;
-            let inside = g < n;
-            let from = if inside {
-                src.add(g as usize * row as usize + c * 8)
-            } else {
-                src
-            };
-            cp_async_16(self.addr(r as u32, c as u32 * 8), from as *const u8, inside);
-            i += THREADS as usize;
-        }
-    }
-}
-
-/// The block's dynamic shared memory as 16-bit elements, declared 16-byte
-/// aligned (asked for as 16-byte packs: `cp.async`, `ldmatrix` and the
-/// tiles' 16-byte rows need that).
+/// The block's dynamic shared memory as bytes, declared 16-byte aligned
+/// (asked for as 16-byte packs: `cp.async`, `ldmatrix` and the tiles'
+/// 16-byte rows need that).
 #[inline(always)]
-fn shared_tiles() -> *mut u16 {
-    shared::<Pack<u32, 4>>() as *mut u16
+fn shared_tiles() -> *mut u8 {
+    shared::<Pack<u32, 4>>() as *mut u8
 }
 
 /// The double-buffered pipeline's turn: starts step `n + 1`'s copies
@@ -198,47 +112,37 @@ fn kept<const DROP: bool>(h: &FlashParams, bits: u64, nt: usize, e: usize) -> f3
     }
 }
 
-/// The A fragment of the 16×16 tile made of the f32 C fragments `lo`
-/// (columns 0-7) and `hi` (columns 8-15), rounded to `T`.
+/// `acc[..2·n16] += a · B` where B is the `[K × 16·n16]` slice at row
+/// `k0` of the row-major `[k][n]` tile `t`.
 #[inline(always)]
-fn to_a<T: MmaHalf>(lo: &[f32; 4], hi: &[f32; 4]) -> [u32; 4] {
-    [
-        pack::<T>(lo[0], lo[1]),
-        pack::<T>(lo[2], lo[3]),
-        pack::<T>(hi[0], hi[1]),
-        pack::<T>(hi[2], hi[3]),
-    ]
-}
-
-/// `acc[..2·n16] += a · B` where B is the `[16 × 16·n16]` slice at row
-/// `k0` of the row-major `[k][n]` tile `t` (loaded transposed).
-#[inline(always)]
-unsafe fn mma_kn<T: MmaHalf>(acc: &mut [[f32; 4]; 16], a: &[u32; 4], t: Tile, k0: u32, n16: usize) {
-    let (ar, ac) = a_lane_offset(lane_id());
-    unroll(n16, |np| {
-        let b = ldmatrix_x4_trans(t.addr(k0 + ar, np as u32 * 16 + ac));
-        mma::<T>(&mut acc[2 * np], a, b[0], b[1]);
-        mma::<T>(&mut acc[2 * np + 1], a, b[2], b[3]);
+unsafe fn mma_kn<T: FlashElem>(acc: &mut [[f32; 4]; 16], a: &T::A, t: Tile<T>, k0: u32, n16: usize) {
+    unrolled!(n16, np => {
+        let b = T::b_kn(t, k0, np as u32 * 16);
+        T::mma(&mut acc[2 * np], a, &b[0]);
+        T::mma(&mut acc[2 * np + 1], a, &b[1]);
     });
 }
 
 /// `acc[..2·n16] += a · Bᵀ` where B's rows are rows `0..16·n16` of the
 /// row-major `[n][k]` tile `t` at column `k0`.
 #[inline(always)]
-unsafe fn mma_nk<T: MmaHalf>(acc: &mut [[f32; 4]; 16], a: &[u32; 4], t: Tile, k0: u32, n16: usize) {
+unsafe fn mma_nk<T: FlashElem>(acc: &mut [[f32; 4]; 16], a: &T::A, t: Tile<T>, k0: u32, n16: usize) {
+    // the lane offsets count 16-bit elements: twice as many bytes
     let (br, bc) = b_lane_offset(lane_id());
-    unroll(n16, |np| {
-        let b = ldmatrix_x4(t.addr(np as u32 * 16 + br, k0 + bc));
-        mma::<T>(&mut acc[2 * np], a, b[0], b[1]);
-        mma::<T>(&mut acc[2 * np + 1], a, b[2], b[3]);
+    unrolled!(n16, np => {
+        let b = ldmatrix_x4(t.addr(np as u32 * 16 + br, k0) + 2 * bc);
+        T::mma(&mut acc[2 * np], a, &T::b(b[0], b[1]));
+        T::mma(&mut acc[2 * np + 1], a, &T::b(b[2], b[3]));
     });
 }
 
-/// The A fragment of rows `r0..r0 + 16`, columns `k0..k0 + 16` of `t`.
+/// The registers of the A fragment of rows `r0..r0 + 16`, the k-step at
+/// column `k0` of `t`, as `ldmatrix` gives them ([`FlashElem::a`] makes
+/// the fragment).
 #[inline(always)]
-unsafe fn frag_a(t: Tile, r0: u32, k0: u32) -> [u32; 4] {
+unsafe fn frag_a<T: FlashElem>(t: Tile<T>, r0: u32, k0: u32) -> [u32; 4] {
     let (ar, ac) = a_lane_offset(lane_id());
-    ldmatrix_x4(t.addr(r0 + ar, k0 + ac))
+    ldmatrix_x4(t.addr(r0 + ar, k0) + 2 * ac)
 }
 
 /// The element offset of the base of head `head` of batch `batch` in `s`.
@@ -250,15 +154,15 @@ fn head_base(s: &HeadStrides, batch: u32, head: u32) -> usize {
 /// The forward of one block: 64 query rows of one head.
 ///
 /// # Safety
-/// Launched with [`THREADS`] threads, a grid of `(⌈L/64⌉, H, B)` and
+/// Launched with [`FlashParams::THREADS`] threads, a grid of `(⌈L/64⌉, H, B)` and
 /// [`FlashParams::forward_shared_bytes`] of shared memory; the pointers and strides
 /// describe live tensors as [`FlashParams`] says.
 #[inline(always)]
-pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
-    q: *const u16,
-    k: *const u16,
-    v: *const u16,
-    o: *mut u16,
+pub(crate) unsafe fn forward<T: FlashElem, const D: usize, const DROP: bool>(
+    q: *const T::Bits,
+    k: *const T::Bits,
+    v: *const T::Bits,
+    o: *mut T::Bits,
     lse: *mut f32,
     h: FlashParams,
 ) {
@@ -272,7 +176,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
     let smem = shared_tiles();
     // two buffers of a key and a value tile: tile j + 1 loads while j is used
     let buffer = |b: u32| {
-        let at = |t: u32| Tile::new(smem.add(t as usize * Tile::len(BLOCK_ROWS, D)), D);
+        let at = |t: u32| Tile::<T>::new(smem.add(t as usize * Tile::<T>::len(BLOCK_ROWS, D)), D);
         (at(2 * b), at(2 * b + 1))
     };
     let (qb, kb, vb) = (
@@ -285,8 +189,8 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
     let (staging, _) = buffer(0);
     staging.load(qb, h.q.row, row0, BLOCK_ROWS, h.l, D);
     sync_threads();
-    let mut qf = [[0u32; 4]; 8];
-    unroll(D / 16, |kk| qf[kk] = frag_a(staging, wr, kk as u32 * 16));
+    let mut qf = [[0u32; 4]; 16];
+    unroll(D / T::K, |kk| qf[kk] = frag_a(staging, wr, (kk * T::K) as u32));
     sync_threads();
     let fetch = |j: u32| {
         let (tk, tv) = buffer(j % 2);
@@ -310,7 +214,9 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
 
         // scores of 16 rows × 64 keys, in log2 units
         let mut sc = [[0f32; 4]; 16];
-        unroll(D / 16, |kk| mma_nk::<T>(&mut sc, &qf[kk], tk, kk as u32 * 16, 4));
+        unrolled!(D / T::K, kk => {
+            mma_nk::<T>(&mut sc, &T::a(qf[kk]), tk, (kk * T::K) as u32, 4);
+        });
         let masked = key0 + BLOCK_ROWS > h.s || (h.causal != 0 && key0 + BLOCK_ROWS - 1 > row0 + wr);
         unroll(8, |nt| {
             unroll(4, |e| {
@@ -360,9 +266,9 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
         }
 
         // out += P · V
-        unroll(4, |kk| {
-            let a = to_a::<T>(&sc[2 * kk], &sc[2 * kk + 1]);
-            mma_kn::<T>(&mut acc, &a, tv, kk as u32 * 16, D / 16);
+        unrolled!(BLOCK_ROWS as usize / T::K, kk => {
+            let a = T::a_of(|nt, e| sc[nt][e], kk);
+            mma_kn::<T>(&mut acc, &a, tv, (kk * T::K) as u32, D / 16);
         });
         sync_threads();
         j += 1;
@@ -375,19 +281,19 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize, const DROP: bool>(
 /// over every query head of its group.
 ///
 /// # Safety
-/// Launched with [`THREADS`] threads, a grid of `(⌈S/64⌉, H / group, B)`
+/// Launched with [`FlashParams::THREADS`] threads, a grid of `(⌈S/64⌉, H / group, B)`
 /// and [`FlashParams::backward_kv_shared_bytes`] of shared memory; as for [`forward`] otherwise.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
-    q: *const u16,
-    k: *const u16,
-    v: *const u16,
-    dout: *const u16,
+pub(crate) unsafe fn backward_kv<T: FlashElem, const D: usize, const DROP: bool>(
+    q: *const T::Bits,
+    k: *const T::Bits,
+    v: *const T::Bits,
+    dout: *const T::Bits,
     lse: *const f32,
     delta: *const f32,
-    dk: *mut u16,
-    dv: *mut u16,
+    dk: *mut T::Bits,
+    dv: *mut T::Bits,
     h: FlashParams,
 ) {
     let bq = FlashParams::kv_query_rows(D);
@@ -398,14 +304,14 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
     let key0 = tile * BLOCK_ROWS;
     let wr = warp * WARP_ROWS;
     let smem = shared_tiles();
-    let tk = Tile::new(smem, D);
-    let tv = Tile::new(smem.add(Tile::len(BLOCK_ROWS, D)), D);
+    let tk = Tile::<T>::new(smem, D);
+    let tv = Tile::<T>::new(smem.add(Tile::<T>::len(BLOCK_ROWS, D)), D);
     // two buffers of a query tile, an output-gradient tile and the tile's
     // log-sum-exps and deltas: tile n + 1 loads while n is used
-    let tiles_end = 2 * Tile::len(BLOCK_ROWS, D);
+    let tiles_end = 2 * Tile::<T>::len(BLOCK_ROWS, D);
     let buffer = |b: u32| {
-        let at = |t: u32| Tile::new(smem.add(tiles_end + t as usize * Tile::len(bq, D)), D);
-        let stats = smem.add(tiles_end + 4 * Tile::len(bq, D)) as *mut f32;
+        let at = |t: u32| Tile::<T>::new(smem.add(tiles_end + t as usize * Tile::<T>::len(bq, D)), D);
+        let stats = smem.add(tiles_end + 4 * Tile::<T>::len(bq, D)) as *mut f32;
         let s = stats.add(2 * b as usize * bq as usize);
         (at(2 * b), at(2 * b + 1), s, s.add(bq as usize))
     };
@@ -473,9 +379,9 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
 
         // Sᵀ: 16 keys × bq queries; then Pᵀ (0 past the queries and above the diagonal)
         let mut p = [[0f32; 4]; 16];
-        unroll(D / 16, |kk| {
-            let a = frag_a(tk, wr, kk as u32 * 16);
-            mma_nk::<T>(&mut p, &a, tq, kk as u32 * 16, bq as usize / 16);
+        unrolled!(D / T::K, kk => {
+            let a = T::a(frag_a(tk, wr, (kk * T::K) as u32));
+            mma_nk::<T>(&mut p, &a, tq, (kk * T::K) as u32, bq as usize / 16);
         });
         unroll(bq as usize / 8, |nt| {
             unroll(4, |e| {
@@ -494,23 +400,15 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
             )
         });
         // dV += (Pᵀ with dropout) · dO
-        unroll(bq as usize / 16, |kk| {
-            let z = |nt: usize, e: usize| p[nt][e] * kept::<DROP>(&h, bits, nt, e);
-            let lo = [z(2 * kk, 0), z(2 * kk, 1), z(2 * kk, 2), z(2 * kk, 3)];
-            let hi = [
-                z(2 * kk + 1, 0),
-                z(2 * kk + 1, 1),
-                z(2 * kk + 1, 2),
-                z(2 * kk + 1, 3),
-            ];
-            let a = to_a::<T>(&lo, &hi);
-            mma_kn::<T>(&mut dva, &a, tdo, kk as u32 * 16, D / 16);
+        unrolled!(bq as usize / T::K, kk => {
+            let a = T::a_of(|nt, e| p[nt][e] * kept::<DROP>(&h, bits, nt, e), kk);
+            mma_kn::<T>(&mut dva, &a, tdo, (kk * T::K) as u32, D / 16);
         });
         // dPᵀ = V · dOᵀ, then dSᵀ = Pᵀ (dPᵀ - Δ)
         let mut dp = [[0f32; 4]; 16];
-        unroll(D / 16, |kk| {
-            let a = frag_a(tv, wr, kk as u32 * 16);
-            mma_nk::<T>(&mut dp, &a, tdo, kk as u32 * 16, bq as usize / 16);
+        unrolled!(D / T::K, kk => {
+            let a = T::a(frag_a(tv, wr, (kk * T::K) as u32));
+            mma_nk::<T>(&mut dp, &a, tdo, (kk * T::K) as u32, bq as usize / 16);
         });
         unroll(bq as usize / 8, |nt| {
             unroll(4, |e| {
@@ -519,9 +417,9 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
             })
         });
         // dK += dSᵀ · Q
-        unroll(bq as usize / 16, |kk| {
-            let a = to_a::<T>(&p[2 * kk], &p[2 * kk + 1]);
-            mma_kn::<T>(&mut dka, &a, tq, kk as u32 * 16, D / 16);
+        unrolled!(bq as usize / T::K, kk => {
+            let a = T::a_of(|nt, e| p[nt][e], kk);
+            mma_kn::<T>(&mut dka, &a, tq, (kk * T::K) as u32, D / 16);
         });
         sync_threads();
         n += 1;
@@ -534,18 +432,18 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DROP: bool>(
 /// The query gradient of one block: 64 query rows of one head.
 ///
 /// # Safety
-/// Launched with [`THREADS`] threads, a grid of `(⌈L/64⌉, H, B)` and
+/// Launched with [`FlashParams::THREADS`] threads, a grid of `(⌈L/64⌉, H, B)` and
 /// [`FlashParams::backward_q_shared_bytes`] of shared memory; as for [`forward`] otherwise.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
-    q: *const u16,
-    k: *const u16,
-    v: *const u16,
-    dout: *const u16,
+pub(crate) unsafe fn backward_q<T: FlashElem, const D: usize, const DROP: bool>(
+    q: *const T::Bits,
+    k: *const T::Bits,
+    v: *const T::Bits,
+    dout: *const T::Bits,
     lse: *const f32,
     delta: *const f32,
-    dq: *mut u16,
+    dq: *mut T::Bits,
     h: FlashParams,
 ) {
     let bk = FlashParams::q_key_rows(D);
@@ -557,12 +455,12 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
     let row0 = tile * BLOCK_ROWS;
     let wr = warp * WARP_ROWS;
     let smem = shared_tiles();
-    let tk = Tile::new(smem, D);
-    let tv = Tile::new(smem.add(Tile::len(BLOCK_ROWS, D)), D);
+    let tk = Tile::<T>::new(smem, D);
+    let tv = Tile::<T>::new(smem.add(Tile::<T>::len(BLOCK_ROWS, D)), D);
     // then two buffers of a key and a value tile of `bk` rows in the same
     // memory: tile j + 1 loads while j is used
     let buffer = |b: u32| {
-        let at = |t: u32| Tile::new(smem.add(t as usize * Tile::len(bk, D)), D);
+        let at = |t: u32| Tile::<T>::new(smem.add(t as usize * Tile::<T>::len(bk, D)), D);
         (at(2 * b), at(2 * b + 1))
     };
     let batch_head = (batch * h.heads + head) as usize;
@@ -585,11 +483,11 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
         D,
     );
     sync_threads();
-    let mut qf = [[0u32; 4]; 8];
-    let mut df = [[0u32; 4]; 8];
-    unroll(D / 16, |kk| {
-        qf[kk] = frag_a(tk, wr, kk as u32 * 16);
-        df[kk] = frag_a(tv, wr, kk as u32 * 16);
+    let mut qf = [[0u32; 4]; 16];
+    let mut df = [[0u32; 4]; 16];
+    unrolled!(D / T::K, kk => {
+        qf[kk] = frag_a(tk, wr, (kk * T::K) as u32);
+        df[kk] = frag_a(tv, wr, (kk * T::K) as u32);
     });
     sync_threads();
 
@@ -618,8 +516,8 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
 
         // P = exp(S - lse), masked
         let mut p = [[0f32; 4]; 16];
-        unroll(D / 16, |kk| {
-            mma_nk::<T>(&mut p, &qf[kk], tk, kk as u32 * 16, bk as usize / 16)
+        unrolled!(D / T::K, kk => {
+            mma_nk::<T>(&mut p, &T::a(qf[kk]), tk, (kk * T::K) as u32, bk as usize / 16)
         });
         unroll(bk as usize / 8, |nt| {
             unroll(4, |e| {
@@ -641,8 +539,8 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
             )
         });
         let mut dp = [[0f32; 4]; 16];
-        unroll(D / 16, |kk| {
-            mma_nk::<T>(&mut dp, &df[kk], tv, kk as u32 * 16, bk as usize / 16)
+        unrolled!(D / T::K, kk => {
+            mma_nk::<T>(&mut dp, &T::a(df[kk]), tv, (kk * T::K) as u32, bk as usize / 16)
         });
         unroll(bk as usize / 8, |nt| {
             unroll(4, |e| {
@@ -650,9 +548,9 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize, const DROP: bool>(
             })
         });
         // dQ += dS · K
-        unroll(bk as usize / 16, |kk| {
-            let a = to_a::<T>(&p[2 * kk], &p[2 * kk + 1]);
-            mma_kn::<T>(&mut dqa, &a, tk, kk as u32 * 16, D / 16);
+        unrolled!(bk as usize / T::K, kk => {
+            let a = T::a_of(|nt, e| p[nt][e], kk);
+            mma_kn::<T>(&mut dqa, &a, tk, (kk * T::K) as u32, D / 16);
         });
         sync_threads();
         j += 1;
@@ -671,10 +569,10 @@ macro_rules! flash {
         const _: () = {
             #[export_name = crate::kernel_name!($fwd, $dn, $tn)]
             unsafe extern "ptx-kernel" fn fwd(
-                q: *const u16,
-                k: *const u16,
-                v: *const u16,
-                o: *mut u16,
+                q: *const <$t as FlashElem>::Bits,
+                k: *const <$t as FlashElem>::Bits,
+                v: *const <$t as FlashElem>::Bits,
+                o: *mut <$t as FlashElem>::Bits,
                 lse: *mut f32,
                 args: crate::args::FlashForwardArgs,
             ) {
@@ -684,14 +582,14 @@ macro_rules! flash {
             #[export_name = crate::kernel_name!($kv, $dn, $tn)]
             #[allow(clippy::too_many_arguments)]
             unsafe extern "ptx-kernel" fn bwd_kv(
-                q: *const u16,
-                k: *const u16,
-                v: *const u16,
-                dout: *const u16,
+                q: *const <$t as FlashElem>::Bits,
+                k: *const <$t as FlashElem>::Bits,
+                v: *const <$t as FlashElem>::Bits,
+                dout: *const <$t as FlashElem>::Bits,
                 lse: *const f32,
                 delta: *const f32,
-                dk: *mut u16,
-                dv: *mut u16,
+                dk: *mut <$t as FlashElem>::Bits,
+                dv: *mut <$t as FlashElem>::Bits,
                 args: crate::args::FlashBackwardKvArgs,
             ) {
                 backward_kv::<$t, $d, $drop>(q, k, v, dout, lse, delta, dk, dv, args.h.replayed())
@@ -700,13 +598,13 @@ macro_rules! flash {
             #[export_name = crate::kernel_name!($q, $dn, $tn)]
             #[allow(clippy::too_many_arguments)]
             unsafe extern "ptx-kernel" fn bwd_q(
-                q: *const u16,
-                k: *const u16,
-                v: *const u16,
-                dout: *const u16,
+                q: *const <$t as FlashElem>::Bits,
+                k: *const <$t as FlashElem>::Bits,
+                v: *const <$t as FlashElem>::Bits,
+                dout: *const <$t as FlashElem>::Bits,
                 lse: *const f32,
                 delta: *const f32,
-                dq: *mut u16,
+                dq: *mut <$t as FlashElem>::Bits,
                 args: crate::args::FlashBackwardQArgs,
             ) {
                 backward_q::<$t, $d, $drop>(q, k, v, dout, lse, delta, dq, args.h.replayed())
@@ -723,3 +621,7 @@ flash!(bf16, BF16, d32, 32);
 flash!(bf16, BF16, d64, 64);
 flash!(bf16, BF16, d96, 96);
 flash!(bf16, BF16, d128, 128);
+flash!(f32, f32, d32, 32);
+flash!(f32, f32, d64, 64);
+flash!(f32, f32, d96, 96);
+flash!(f32, f32, d128, 128);

@@ -1,23 +1,11 @@
 //! The attention backward's row terms `delta = rowsum(dout · o)`
 //! (`flash_delta_d<D>_<dtype>`): one warp a row, the products and their
-//! sum in f32, read straight from the half-precision output and its
-//! gradient (both laid out as the forward's output, `FlashParams::o`).
+//! sum in f32, read straight from the output and its gradient (both laid out as the forward's output, `FlashParams::o`).
 
+use super::flash_operands::FlashElem;
 use crate::device::{block_xyz, shfl_xor_f32, thread_xy};
 use crate::elem::{BF16, F16};
-use crate::fragments::MmaHalf;
-use crate::half::{bf16_to_f32, f16_to_f32};
 use crate::params::FlashParams;
-
-/// The element of `T` whose bits are `b`, widened.
-#[inline(always)]
-fn widen<T: MmaHalf>(b: u32) -> f32 {
-    if T::BF16 {
-        bf16_to_f32(b as u16)
-    } else {
-        f16_to_f32(b as u16)
-    }
-}
 
 /// `delta[(b·H + h)·L + row]` for the rows of one block: warp `w` takes
 /// row `8·blockIdx.x + w` of head `blockIdx.y` of batch entry `blockIdx.z`.
@@ -27,9 +15,9 @@ fn widen<T: MmaHalf>(b: u32) -> f32 {
 /// `(⌈L/8⌉, H, B)`; `o` and `dout` hold the output's layout `h.o` (rows
 /// 4-byte aligned), `delta` `B·H·L` f32s.
 #[inline(always)]
-unsafe fn delta<T: MmaHalf, const D: usize>(
-    o: *const u16,
-    dout: *const u16,
+unsafe fn delta<T: FlashElem, const D: usize>(
+    o: *const T::Bits,
+    dout: *const T::Bits,
     delta: *mut f32,
     h: FlashParams,
 ) {
@@ -41,13 +29,12 @@ unsafe fn delta<T: MmaHalf, const D: usize>(
         return;
     }
     let at = h.o.offset(batch, head, row);
-    let (o, dout) = (o.add(at) as *const u32, dout.add(at) as *const u32);
+    let (o, dout) = (o.add(at), dout.add(at));
     let mut sum = 0f32;
-    let mut pair = lane as usize;
-    while pair < D / 2 {
-        let (x, g) = (*o.add(pair), *dout.add(pair));
-        sum += widen::<T>(x & 0xffff) * widen::<T>(g & 0xffff) + widen::<T>(x >> 16) * widen::<T>(g >> 16);
-        pair += 32;
+    let mut i = lane as usize;
+    while i < D {
+        sum += T::widen(*o.add(i)) * T::widen(*dout.add(i));
+        i += 32;
     }
     sum += shfl_xor_f32(sum, 16);
     sum += shfl_xor_f32(sum, 8);
@@ -64,8 +51,8 @@ macro_rules! flash_delta {
         const _: () = {
             #[export_name = crate::kernel_name!(flash_delta, $dn, $tn)]
             unsafe extern "ptx-kernel" fn kernel(
-                o: *const u16,
-                dout: *const u16,
+                o: *const <$t as FlashElem>::Bits,
+                dout: *const <$t as FlashElem>::Bits,
                 out: *mut f32,
                 args: crate::args::FlashDeltaArgs,
             ) {
@@ -83,3 +70,7 @@ flash_delta!(bf16, BF16, d32, 32);
 flash_delta!(bf16, BF16, d64, 64);
 flash_delta!(bf16, BF16, d96, 96);
 flash_delta!(bf16, BF16, d128, 128);
+flash_delta!(f32, f32, d32, 32);
+flash_delta!(f32, f32, d64, 64);
+flash_delta!(f32, f32, d96, 96);
+flash_delta!(f32, f32, d128, 128);

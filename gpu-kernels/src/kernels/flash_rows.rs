@@ -1,14 +1,15 @@
 //! What the attention kernels (`attention.rs` on `mma.sync`,
-//! `attention_hopper*.rs` on `wgmma`) do per fragment row: the maxima and
+//! `attention_hopper*.rs` on `wgmma`; every element type of
+//! [`FlashElem`]) do per fragment row: the maxima and
 //! sums across the four lanes that share a row, the forward's store of the
 //! normalised output and the row's log-sum-exp, the query backward's load
 //! of each row's log-sum-exp and delta, and the backward's gradient
 //! stores. Their C fragments have the same layout (lane `4g + t` holds rows
 //! `g` and `g + 8`), so one version serves all.
 
+use super::flash_operands::FlashElem;
 use crate::device::{shfl_xor_f32, unroll};
 use crate::params::FlashParams;
-use crate::tensor_core::{pack, MmaHalf};
 
 /// The maximum of `v` over the four lanes that share a fragment row.
 #[inline(always)]
@@ -35,8 +36,8 @@ pub(crate) fn quad_sum(v: f32) -> f32 {
 /// is this lane's place in its quad.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) unsafe fn store_rows<T: MmaHalf, const D: usize>(
-    o: *mut u16,
+pub(crate) unsafe fn store_rows<T: FlashElem, const D: usize>(
+    o: *mut T::Bits,
     lse: *mut f32,
     h: &FlashParams,
     (batch, head): (u32, u32),
@@ -53,8 +54,11 @@ pub(crate) unsafe fn store_rows<T: MmaHalf, const D: usize>(
         if row < h.l {
             let out = o.add(h.o.offset(batch, head, row));
             unroll(D / 8, |nt| {
-                let v = pack::<T>(acc[nt][2 * r] * inv, acc[nt][2 * r + 1] * inv);
-                *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
+                T::store_pair(
+                    out.add(nt * 8 + 2 * t as usize),
+                    acc[nt][2 * r] * inv,
+                    acc[nt][2 * r + 1] * inv,
+                );
             });
             if t == 0 {
                 *lse.add(batch_head * h.l as usize + row as usize) =
@@ -101,8 +105,8 @@ pub(crate) unsafe fn row_terms(
 /// # Safety
 /// `dq` lies as `h.dq` says; `t` is this lane's place in its quad.
 #[inline(always)]
-pub(crate) unsafe fn store_query_gradient<T: MmaHalf, const D: usize>(
-    dq: *mut u16,
+pub(crate) unsafe fn store_query_gradient<T: FlashElem, const D: usize>(
+    dq: *mut T::Bits,
     dqa: &[[f32; 4]; 16],
     h: &FlashParams,
     (batch, head): (u32, u32),
@@ -114,8 +118,11 @@ pub(crate) unsafe fn store_query_gradient<T: MmaHalf, const D: usize>(
         if row < h.l {
             let out = dq.add(h.dq.offset(batch, head, row));
             unroll(D / 8, |nt| {
-                let v = pack::<T>(dqa[nt][2 * r] * h.scale, dqa[nt][2 * r + 1] * h.scale);
-                *(out.add(nt * 8 + 2 * t as usize) as *mut u32) = v;
+                T::store_pair(
+                    out.add(nt * 8 + 2 * t as usize),
+                    dqa[nt][2 * r] * h.scale,
+                    dqa[nt][2 * r + 1] * h.scale,
+                );
             });
         }
     });
@@ -132,8 +139,8 @@ pub(crate) unsafe fn store_query_gradient<T: MmaHalf, const D: usize>(
 /// its quad.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) unsafe fn store_key_gradients<T: MmaHalf, const D: usize>(
-    (dk, dv): (*mut u16, *mut u16),
+pub(crate) unsafe fn store_key_gradients<T: FlashElem, const D: usize>(
+    (dk, dv): (*mut T::Bits, *mut T::Bits),
     dka: &[[f32; 4]; 16],
     dva: &[[f32; 4]; 16],
     h: &FlashParams,
@@ -147,9 +154,12 @@ pub(crate) unsafe fn store_key_gradients<T: MmaHalf, const D: usize>(
             let (at_k, at_v) = (h.dk.offset(batch, kvh, key), h.dv.offset(batch, kvh, key));
             unroll(D / 8, |nt| {
                 let col = nt * 8 + 2 * t as usize;
-                *(dk.add(at_k + col) as *mut u32) =
-                    pack::<T>(dka[nt][2 * r] * h.scale, dka[nt][2 * r + 1] * h.scale);
-                *(dv.add(at_v + col) as *mut u32) = pack::<T>(dva[nt][2 * r], dva[nt][2 * r + 1]);
+                T::store_pair(
+                    dk.add(at_k + col),
+                    dka[nt][2 * r] * h.scale,
+                    dka[nt][2 * r + 1] * h.scale,
+                );
+                T::store_pair(dv.add(at_v + col), dva[nt][2 * r], dva[nt][2 * r + 1]);
             });
         }
     });

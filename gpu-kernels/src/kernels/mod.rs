@@ -16,9 +16,11 @@
 //! - [`index`]: `gather_*` (index_select, gather) and its atomic adjoint
 //!   `scatter_add_*`;
 //! - [`matmul`]: integer matmul (cuBLAS has none);
-//! - [`attention`]: fused attention on tensor cores (`flash_forward_*`,
+//! - [`attention`]: fused attention on tensor cores, f16, bf16 and f32 (`flash_forward_*`,
 //!   `flash_backward_kv_*`, `flash_backward_q_*`);
 //! - [`attention_delta`]: the backward's row terms (`flash_delta_*`);
+//! - [`flash_operands`]: the `mma.sync` attention's element types (halves,
+//!   and f32 as pairs of tf32) and shared tiles;
 //! - [`flash_rows`]: the per-row pieces both attention forwards share;
 //! - [`attention_hopper`]: its forward on Hopper's warpgroup tensor cores
 //!   (`flash90_forward_*`, a module of its own built for sm_90a);
@@ -61,6 +63,7 @@ mod attention_hopper;
 mod attention_hopper_backward;
 mod copy;
 mod elementwise;
+mod flash_operands;
 mod flash_rows;
 mod index;
 mod loss;

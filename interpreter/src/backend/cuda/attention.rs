@@ -18,7 +18,9 @@ fn invalid(msg: String) -> Error {
 
 /// The kernels' strides of an operand of `heads` heads of `rows` rows,
 /// checked: 16-byte aligned rows, every element inside `len`, 32-bit offsets.
+#[allow(clippy::too_many_arguments)]
 fn strides(
+    dtype: DType,
     name: &str,
     view: HeadView,
     s: &FlashShape,
@@ -32,7 +34,8 @@ fn strides(
         head,
         row,
     } = view;
-    if [offset, batch, head, row].iter().any(|x| x % 8 != 0) {
+    let per_16_bytes = 16 / dtype.size_in_bytes();
+    if [offset, batch, head, row].iter().any(|x| x % per_16_bytes != 0) {
         return Err(invalid(format!("{name} rows are not 16-byte aligned ({view:?})")));
     }
     let last = offset + (s.batch - 1) * batch + (heads - 1) * head + (rows - 1) * row + s.d;
@@ -52,7 +55,7 @@ fn strides(
 fn params(shape: &FlashShape, [q, k, v]: [(&CudaStorage, HeadView); 3]) -> Result<FlashParams> {
     let s = shape;
     let dtype = q.0.dtype;
-    if !matches!(dtype, DType::F16 | DType::BF16) || k.0.dtype != dtype || v.0.dtype != dtype {
+    if !matches!(dtype, DType::F16 | DType::BF16 | DType::F32) || k.0.dtype != dtype || v.0.dtype != dtype {
         return Err(invalid(format!("dtype {dtype:?}")));
     }
     if !FlashParams::HEAD_DIMS.contains(&s.d) {
@@ -86,11 +89,20 @@ fn params(shape: &FlashShape, [q, k, v]: [(&CudaStorage, HeadView); 3]) -> Resul
         group: (s.heads / s.kv_heads) as u32,
         causal: s.causal as u32,
         scale: s.scale as f32,
-        q: strides("query", q.1, s, s.heads, s.l, q.0.len)?,
-        k: strides("key", k.1, s, s.kv_heads, s.s, k.0.len)?,
-        v: strides("value", v.1, s, s.kv_heads, s.s, v.0.len)?,
-        o: strides("output", s.out.view(s.heads, s.l, s.d), s, s.heads, s.l, out)?,
+        q: strides(dtype, "query", q.1, s, s.heads, s.l, q.0.len)?,
+        k: strides(dtype, "key", k.1, s, s.kv_heads, s.s, k.0.len)?,
+        v: strides(dtype, "value", v.1, s, s.kv_heads, s.s, v.0.len)?,
+        o: strides(
+            dtype,
+            "output",
+            s.out.view(s.heads, s.l, s.d),
+            s,
+            s.heads,
+            s.l,
+            out,
+        )?,
         dq: strides(
+            dtype,
             "query gradient",
             s.grads[0].view(s.heads, s.l, s.d),
             s,
@@ -99,6 +111,7 @@ fn params(shape: &FlashShape, [q, k, v]: [(&CudaStorage, HeadView); 3]) -> Resul
             out,
         )?,
         dk: strides(
+            dtype,
             "key gradient",
             s.grads[1].view(s.kv_heads, s.s, s.d),
             s,
@@ -107,6 +120,7 @@ fn params(shape: &FlashShape, [q, k, v]: [(&CudaStorage, HeadView); 3]) -> Resul
             kv,
         )?,
         dv: strides(
+            dtype,
             "value gradient",
             s.grads[2].view(s.kv_heads, s.s, s.d),
             s,

@@ -1,5 +1,7 @@
 //! Attention through the fused CUDA kernels (`backend/attention.rs`):
-//! f16/bf16 operands with head dims 32, 64, 96 or 128, causal or not, grouped-query
+//! f16/bf16 operands, and f32 ones (multiplied on the tensor cores as
+//! pairs of tf32 parts, "3xTF32": as accurate as f32 products), with head
+//! dims 32, 64, 96 or 128, causal or not, grouped-query
 //! heads shared in the kernel (no repeated keys and values), any batch
 //! dims the kernels can stride through (others are copied dense first). The
 //! forward keeps the output and the rows' log-sum-exp for the backward,
@@ -57,7 +59,7 @@ pub fn fused_attention_enabled() -> bool {
 pub(super) fn applies(q: &Tensor, k: &Tensor, v: &Tensor, opts: &AttentionOptions) -> bool {
     let last = |t: &Tensor| *t.shape().last().unwrap_or(&0);
     matches!(q.device(), Device::Cuda(_))
-        && matches!(q.dtype(), DType::F16 | DType::BF16)
+        && matches!(q.dtype(), DType::F16 | DType::BF16 | DType::F32)
         && opts.attn_mask.is_none()
         && last(q) == last(v)
         && FlashParams::HEAD_DIMS.contains(&last(q))
@@ -88,7 +90,7 @@ fn fits_grid(q: &Tensor, k: &Tensor, v: &Tensor) -> bool {
 
 /// `t` seen as `[B, H, rows, D]` through its strides: the batch size, the
 /// heads and the view, or `None` when its leading dims do not merge into
-/// one stride or its rows are not 16-byte aligned.
+/// one stride or its rows are not 16-byte aligned (in elements of its dtype).
 fn head_view(t: &Tensor) -> Option<(usize, usize, HeadView)> {
     let (shape, strides) = (t.shape(), t.layout().strides());
     let n = shape.len();
@@ -114,9 +116,10 @@ fn head_view(t: &Tensor) -> Option<(usize, usize, HeadView)> {
         head,
         row: strides[n - 2],
     };
+    let per_16_bytes = 16 / t.dtype().size_in_bytes();
     let aligned = [view.offset, view.batch, view.head, view.row]
         .iter()
-        .all(|x| x % 8 == 0);
+        .all(|x| x % per_16_bytes == 0);
     aligned.then(|| (lead.iter().map(|&(s, _)| s).product(), heads, view))
 }
 

@@ -1,6 +1,7 @@
 //! Launches of the fused attention kernels (`gpu-kernels/src/kernels/attention.rs`):
 //! the forward and the two backward kernels, four warps a block, their
-//! shared memory sized by `FlashParams` (the one definition both sides use).
+//! shared memory sized by `FlashParams` (the one definition both sides use)
+//! for the dtype's element size.
 //! On a GPU of compute capability 9.0 the forward and backward without
 //! dropout at head dims 64 and 128 run on Hopper's warpgroup tensor cores
 //! instead (`attention_hopper.rs`, `attention_hopper_backward.rs`);
@@ -36,12 +37,14 @@ fn grid(rows: u32, heads: u32, batch: u32) -> (u32, u32, u32) {
     (rows.div_ceil(FlashParams::BLOCK_ROWS), heads, batch)
 }
 
-/// Whether attention of head dim `d` (`dropout` > 0 or not) runs on the
-/// Hopper kernels here.
-fn hopper(rt: &CudaRuntime, d: usize, dropout: f32) -> bool {
+/// Whether attention of `dtype` and head dim `d` (`dropout` > 0 or not)
+/// runs on the Hopper kernels here (halves only: f32 takes the `mma.sync`
+/// kernels' tf32 pairs everywhere).
+fn hopper(rt: &CudaRuntime, dtype: DType, d: usize, dropout: f32) -> bool {
     static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let enabled = *ENABLED.get_or_init(|| std::env::var("KILN_FLASH_HOPPER").map_or(true, |v| v != "0"));
     enabled
+        && matches!(dtype, DType::F16 | DType::BF16)
         && rt.kernels.capability() == (9, 0)
         && dropout == 0.0
         && FlashParams::HOPPER_HEAD_DIMS.contains(&d)
@@ -56,7 +59,7 @@ pub fn flash_forward(
     h: FlashParams,
     [q, k, v, o, lse]: [sys::CUdeviceptr; 5],
 ) -> Result<()> {
-    if hopper(rt, d, h.dropout) {
+    if hopper(rt, dtype, d, h.dropout) {
         let f = rt.kernels.get(Kernel::FlashForwardHopper(dtype, d))?;
         let shared = FlashParams::hopper_forward_shared_bytes(d);
         allow_shared(f, shared)?;
@@ -75,7 +78,7 @@ pub fn flash_forward(
         };
     }
     let f = rt.kernels.get(Kernel::FlashForward(dtype, d, h.dropout > 0.0))?;
-    let shared = FlashParams::forward_shared_bytes(d);
+    let shared = FlashParams::forward_shared_bytes(d, dtype.size_in_bytes());
     allow_shared(f, shared)?;
     // SAFETY: the kernel takes this argument block; the front end checked the
     // operands' shapes, strides and 16-byte alignment against `h`, and the
@@ -132,7 +135,7 @@ pub fn flash_backward(
     [q, k, v, dout, lse, delta]: [sys::CUdeviceptr; 6],
     [dq, dk, dv]: [sys::CUdeviceptr; 3],
 ) -> Result<()> {
-    if hopper(rt, d, h.dropout) {
+    if hopper(rt, dtype, d, h.dropout) {
         let fkv = rt.kernels.get(Kernel::FlashBackwardKvHopper(dtype, d))?;
         let shared_kv = FlashParams::hopper_backward_kv_shared_bytes(d);
         allow_shared(fkv, shared_kv)?;
@@ -169,12 +172,12 @@ pub fn flash_backward(
     let fkv = rt
         .kernels
         .get(Kernel::FlashBackwardKv(dtype, d, h.dropout > 0.0))?;
-    let shared_kv = FlashParams::backward_kv_shared_bytes(d);
+    let shared_kv = FlashParams::backward_kv_shared_bytes(d, dtype.size_in_bytes());
     allow_shared(fkv, shared_kv)?;
     let fq = rt
         .kernels
         .get(Kernel::FlashBackwardQ(dtype, d, h.dropout > 0.0))?;
-    let shared_q = FlashParams::backward_q_shared_bytes(d);
+    let shared_q = FlashParams::backward_q_shared_bytes(d, dtype.size_in_bytes());
     allow_shared(fq, shared_q)?;
     // SAFETY: as for the forward; the gradients are dense buffers of the
     // shapes above.

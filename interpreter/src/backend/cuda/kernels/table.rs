@@ -134,8 +134,8 @@ pub enum Kernel {
 
 /// The name of a fused attention kernel (`family` 0 forward, 1 key/value
 /// gradients, 2 query gradient; with dropout or not); dtypes other than
-/// f16 and bf16, and head dims other than `FlashParams::HEAD_DIMS`, name
-/// bf16 / d128 kernels (never launched: the front end checks first).
+/// f16, f32 and bf16, and head dims other than `FlashParams::HEAD_DIMS`,
+/// name bf16 / d128 kernels (never launched: the front end checks first).
 fn flash_name(d: DType, head_dim: usize, family: u8, dropout: bool) -> &'static str {
     macro_rules! by_dim {
         ($family:ident) => {
@@ -144,6 +144,10 @@ fn flash_name(d: DType, head_dim: usize, family: u8, dropout: bool) -> &'static 
                 (DType::F16, 64) => kernel_name!($family, d64, f16),
                 (DType::F16, 96) => kernel_name!($family, d96, f16),
                 (DType::F16, _) => kernel_name!($family, d128, f16),
+                (DType::F32, 32) => kernel_name!($family, d32, f32),
+                (DType::F32, 64) => kernel_name!($family, d64, f32),
+                (DType::F32, 96) => kernel_name!($family, d96, f32),
+                (DType::F32, _) => kernel_name!($family, d128, f32),
                 (_, 32) => kernel_name!($family, d32, bf16),
                 (_, 64) => kernel_name!($family, d64, bf16),
                 (_, 96) => kernel_name!($family, d96, bf16),
@@ -407,6 +411,10 @@ impl Kernel {
                 (DType::F16, 64) => kernel_name!(flash_delta, d64, f16),
                 (DType::F16, 96) => kernel_name!(flash_delta, d96, f16),
                 (DType::F16, _) => kernel_name!(flash_delta, d128, f16),
+                (DType::F32, 32) => kernel_name!(flash_delta, d32, f32),
+                (DType::F32, 64) => kernel_name!(flash_delta, d64, f32),
+                (DType::F32, 96) => kernel_name!(flash_delta, d96, f32),
+                (DType::F32, _) => kernel_name!(flash_delta, d128, f32),
                 (_, 32) => kernel_name!(flash_delta, d32, bf16),
                 (_, 64) => kernel_name!(flash_delta, d64, bf16),
                 (_, 96) => kernel_name!(flash_delta, d96, bf16),
@@ -628,7 +636,7 @@ impl Kernel {
         }
         v.extend([1, 2, 4, 8].map(Kernel::Transpose));
         v.extend([Kernel::SortLocal, Kernel::SortGlobal]);
-        for d in [DType::F16, DType::BF16] {
+        for d in [DType::F16, DType::BF16, DType::F32] {
             for e in kiln_kernels::params::FlashParams::HEAD_DIMS {
                 for drop in [false, true] {
                     v.extend([
@@ -639,6 +647,8 @@ impl Kernel {
                 }
                 v.push(Kernel::FlashDelta(d, e));
             }
+        }
+        for d in [DType::F16, DType::BF16] {
             for e in kiln_kernels::params::FlashParams::HOPPER_HEAD_DIMS {
                 v.extend([
                     Kernel::FlashForwardHopper(d, e),
@@ -787,6 +797,11 @@ mod tests {
             Kernel::FlashForward(DType::BF16, 96, true).name(),
             "flash_forward_dropout_d96_bf16"
         );
+        assert_eq!(
+            Kernel::FlashBackwardQ(DType::F32, 64, true).name(),
+            "flash_backward_q_dropout_d64_f32"
+        );
+        assert_eq!(Kernel::FlashDelta(DType::F32, 32).name(), "flash_delta_d32_f32");
         assert_eq!(
             Kernel::FlashBackwardQHopper(DType::BF16, 128).name(),
             "flash90_backward_q_d128_bf16"

@@ -1,7 +1,8 @@
 //! The fused attention kernels (`tensor/attention/fused.rs`) against the
 //! unfused reference: each case computed on the CPU in f32 from the same
-//! f16/bf16 inputs and on CUDA through the kernels, compared in the half
-//! dtype: the output and the gradients of q, k and v (of `sum(out · w)`
+//! f16/bf16/f32 inputs and on CUDA through the kernels, compared in the
+//! inputs' dtype (f32's kernels multiply tf32 pairs, held to f32's
+//! tolerance): the output and the gradients of q, k and v (of `sum(out · w)`
 //! for a fixed random `w`). Head dims 32, 64, 96 and 128, causal or not, lengths
 //! that are not multiples of the tiles, one query, grouped-query heads, and
 //! operands that are views of a `[B, L, H, D]` projection, and dropout
@@ -196,12 +197,12 @@ impl Sdpa {
 }
 
 impl Checker {
-    /// Every case in f16 and bf16 with the fused kernels on.
+    /// Every case in f16, bf16 and f32 with the fused kernels on.
     pub(super) fn attention(&mut self) {
         let was = fused_attention_enabled();
         set_fused_attention(true);
         for c in &CASES {
-            for dtype in [DType::F16, DType::BF16] {
+            for dtype in [DType::F16, DType::BF16, DType::F32] {
                 let r: Result<Vec<(Tensor, Tensor)>> = (|| {
                     let mut make = |shape: Vec<usize>| -> Result<Tensor> {
                         input(&mut self.gen, &shape, DType::F64, false)?

@@ -215,21 +215,22 @@ pub fn kernel_resources() -> std::result::Result<Vec<String>, String> {
         }
     }
     use kiln_kernels::params::FlashParams;
-    for d in [DType::F16, DType::BF16] {
+    for d in [DType::F16, DType::BF16, DType::F32] {
+        let elem = d.size_in_bytes();
         for e in FlashParams::HEAD_DIMS {
             for drop in [false, true] {
                 for (k, shared) in [
                     (
                         Kernel::FlashForward(d, e, drop),
-                        FlashParams::forward_shared_bytes(e),
+                        FlashParams::forward_shared_bytes(e, elem),
                     ),
                     (
                         Kernel::FlashBackwardKv(d, e, drop),
-                        FlashParams::backward_kv_shared_bytes(e),
+                        FlashParams::backward_kv_shared_bytes(e, elem),
                     ),
                     (
                         Kernel::FlashBackwardQ(d, e, drop),
-                        FlashParams::backward_q_shared_bytes(e),
+                        FlashParams::backward_q_shared_bytes(e, elem),
                     ),
                 ] {
                     if let Some((regs, local, max)) = rt.kernels().resources(k) {

@@ -365,6 +365,17 @@ impl FlashParams {
         crate::philox::uniform_at(self.seed, self.stream, i) >= self.dropout
     }
 
+    /// The keep bits (bit `j` for key `col + j`) of the four weights of
+    /// keys `col..col + 4` for query `row` of matrix `bh`, from one Philox
+    /// block: as [`FlashParams::keeps`] gives them when the first one's
+    /// element is a multiple of 4 (`S` and `col` multiples of 4).
+    #[inline(always)]
+    pub fn keeps4(&self, bh: u32, row: u32, col: u32) -> u32 {
+        let i = (bh as u64 * self.l as u64 + row as u64) * self.s as u64 + col as u64;
+        let k = crate::philox::keep4(self.seed, self.stream, i / 4, self.dropout);
+        k[0] as u32 | (k[1] as u32) << 1 | (k[2] as u32) << 2 | (k[3] as u32) << 3
+    }
+
     /// Threads a block of the `flash_*` kernels (four warps).
     pub const THREADS: u32 = 128;
     /// Rows a block owns: queries in the forward and the query gradient,
@@ -401,6 +412,16 @@ impl FlashParams {
         }
     }
 
+    /// Whether the `mma.sync` kernels keep `operands` row fragments of head
+    /// dim `d` (`elem`-byte elements) in registers for the whole walk (the
+    /// forward's queries: 1; the query backward's queries and output
+    /// gradients: 2), or read them from shared memory at each step: f32's,
+    /// split into two tf32 parts as they are used, take twice the
+    /// registers of halves.
+    pub const fn rows_in_registers(d: usize, elem: usize, operands: usize) -> bool {
+        operands * d * elem <= if elem == 2 { 512 } else { 256 }
+    }
+
     /// Bytes of one shared tile of 64 rows of `elem`-byte elements.
     const fn tile_bytes(d: usize, elem: usize) -> usize {
         Self::BLOCK_ROWS as usize * Self::row_bytes(d, elem)
@@ -408,9 +429,16 @@ impl FlashParams {
 
     /// Shared memory of the forward (elements of `elem` bytes: 2 for the
     /// halves, 4 for f32): two buffers of a key and a value tile of 64
-    /// rows (the next pair loads while the current one is used).
+    /// rows (the next pair loads while the current one is used), then the
+    /// query tile where the queries stay in shared memory
+    /// ([`FlashParams::rows_in_registers`]).
     pub const fn forward_shared_bytes(d: usize, elem: usize) -> u32 {
-        (4 * Self::tile_bytes(d, elem)) as u32
+        let queries = if Self::rows_in_registers(d, elem, 1) {
+            0
+        } else {
+            Self::tile_bytes(d, elem)
+        };
+        (4 * Self::tile_bytes(d, elem) + queries) as u32
     }
 
     /// Threads a block of `flash_delta_*` (a warp a row).
@@ -493,12 +521,19 @@ impl FlashParams {
     }
 
     /// Shared memory of the query backward: its query and output-gradient
-    /// tiles of 64 rows, then (in the same memory) two buffers of a key and
-    /// a value tile of [`FlashParams::q_key_rows`].
+    /// tiles of 64 rows, then two buffers of a key and a value tile of
+    /// [`FlashParams::q_key_rows`] (in the same memory where the rows'
+    /// fragments move to registers, after it where they stay).
     pub const fn backward_q_shared_bytes(d: usize, elem: usize) -> u32 {
         let staged = 2 * Self::tile_bytes(d, elem);
         let pipelined = 4 * Self::q_key_rows(d) as usize * Self::row_bytes(d, elem);
-        (if staged > pipelined { staged } else { pipelined }) as u32
+        (if !Self::rows_in_registers(d, elem, 2) {
+            staged + pipelined
+        } else if staged > pipelined {
+            staged
+        } else {
+            pipelined
+        }) as u32
     }
 
     /// Shared memory of the key/value backward: key and value tiles of 64

@@ -652,3 +652,21 @@ fn f32_d64_dropout_causal() {
         ..case32(70, 70, 64, true)
     });
 }
+
+#[test]
+fn f16_d64_dropout_keys_a_multiple_of_four() {
+    // four weights' keep bits from each Philox block, swapped between lanes
+    check::<F16, 64, true>(Case {
+        dropout: 0.3,
+        heads: 2,
+        ..case(70, 96, 64, false, false)
+    });
+}
+
+#[test]
+fn f32_d32_dropout_causal_keys_a_multiple_of_four() {
+    check::<f32, 32, true>(Case {
+        dropout: 0.4,
+        ..case32(100, 100, 32, true)
+    });
+}

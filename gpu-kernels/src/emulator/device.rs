@@ -38,6 +38,11 @@ pub fn shfl_xor_f32(v: f32, mask: u32) -> f32 {
     f32::from_bits(warp.exchange(lane, &[v.to_bits()], |read| read(lane ^ mask, 0)))
 }
 
+/// The value of `v` held by lane `lane ^ mask` of this warp.
+pub fn shfl_xor(v: u32, mask: u32) -> u32 {
+    shfl_xor_f32(f32::from_bits(v), mask).to_bits()
+}
+
 /// Whether `p` holds on any lane of this warp.
 pub fn warp_any(p: bool) -> bool {
     let (tid, block) = context();

@@ -31,7 +31,7 @@
 pub(crate) use super::flash_operands::FlashElem;
 use super::flash_operands::Tile;
 use super::flash_rows::{quad_max, row_terms, store_key_gradients, store_query_gradient, store_rows};
-use crate::device::{block_xyz, lane_id, shared, sync_threads, thread_xy, unroll, Pack};
+use crate::device::{block_xyz, lane_id, shared, shfl_xor, sync_threads, thread_xy, unroll, Pack};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
 use crate::params::{FlashParams, HeadStrides};
@@ -96,6 +96,43 @@ fn keep_bits<const DROP: bool>(
                 bits |= 1 << (4 * nt + e);
             }
         })
+    });
+    bits
+}
+
+/// [`keep_bits`] of a fragment of score rows (this lane's queries
+/// `my_row` and `my_row + 8`, keys from `key0`: the forward's and the
+/// query backward's orientation). Where `S` is a multiple of 4 each Philox
+/// block gives four weights' bits: the two lanes of a pair (`t`, `t ^ 1`)
+/// hold four neighbouring keys of two rows, so each draws one row's block
+/// and they swap the bits, a quarter of the draws of one a weight.
+#[inline(always)]
+fn row_keep_bits<const DROP: bool>(
+    h: &FlashParams,
+    bh: u32,
+    tiles: usize,
+    my_row: u32,
+    key0: u32,
+    t: u32,
+) -> u64 {
+    if !DROP || !h.s.is_multiple_of(4) {
+        return keep_bits::<DROP>(h, bh, tiles, |nt, e| {
+            (
+                my_row + (e as u32 >> 1) * 8,
+                key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
+            )
+        });
+    }
+    let odd = t & 1;
+    let mut bits = 0u64;
+    unroll(tiles, |nt| {
+        // the even lane draws row g's block, the odd one row g + 8's
+        let mine = h.keeps4(bh, my_row + 8 * odd, key0 + nt as u32 * 8 + 4 * (t >> 1));
+        let theirs = shfl_xor(mine, 1);
+        let (top, bottom) = if odd == 0 { (mine, theirs) } else { (theirs, mine) };
+        // this lane's keys are 2t and 2t + 1 of the tile: bits 2·odd, 2·odd + 1
+        let pick = |b: u32| ((b >> (2 * odd)) & 3) as u64;
+        bits |= (pick(top) | pick(bottom) << 2) << (4 * nt);
     });
     bits
 }
@@ -185,13 +222,22 @@ pub(crate) unsafe fn forward<T: FlashElem, const D: usize, const DROP: bool>(
         v.add(head_base(&h.v, batch, kvh)),
     );
 
-    // this warp's 16 query rows, as A fragments for every 16 columns
-    let (staging, _) = buffer(0);
-    staging.load(qb, h.q.row, row0, BLOCK_ROWS, h.l, D);
+    // this warp's 16 query rows, as A fragments for every k-step: loaded
+    // once into registers (through the first buffer), or at every step
+    // from a tile of their own after the buffers
+    let keep = FlashParams::rows_in_registers(D, size_of::<T::Bits>(), 1);
+    let tq = if keep {
+        buffer(0).0
+    } else {
+        Tile::<T>::new(smem.add(4 * Tile::<T>::len(BLOCK_ROWS, D)), D)
+    };
+    tq.load(qb, h.q.row, row0, BLOCK_ROWS, h.l, D);
     sync_threads();
     let mut qf = [[0u32; 4]; 16];
-    unroll(D / T::K, |kk| qf[kk] = frag_a(staging, wr, (kk * T::K) as u32));
-    sync_threads();
+    if keep {
+        unroll(D / T::K, |kk| qf[kk] = frag_a(tq, wr, (kk * T::K) as u32));
+        sync_threads();
+    }
     let fetch = |j: u32| {
         let (tk, tv) = buffer(j % 2);
         tk.load_async(kb, h.k.row, j * BLOCK_ROWS, BLOCK_ROWS, h.s, D);
@@ -215,7 +261,9 @@ pub(crate) unsafe fn forward<T: FlashElem, const D: usize, const DROP: bool>(
         // scores of 16 rows × 64 keys, in log2 units
         let mut sc = [[0f32; 4]; 16];
         unrolled!(D / T::K, kk => {
-            mma_nk::<T>(&mut sc, &T::a(qf[kk]), tk, (kk * T::K) as u32, 4);
+            let k0 = (kk * T::K) as u32;
+            let a = if keep { qf[kk] } else { frag_a(tq, wr, k0) };
+            mma_nk::<T>(&mut sc, &T::a(a), tk, k0, 4);
         });
         let masked = key0 + BLOCK_ROWS > h.s || (h.causal != 0 && key0 + BLOCK_ROWS - 1 > row0 + wr);
         unroll(8, |nt| {
@@ -256,12 +304,7 @@ pub(crate) unsafe fn forward<T: FlashElem, const D: usize, const DROP: bool>(
         unroll(D / 8, |nt| unroll(4, |e| acc[nt][e] *= alpha[e >> 1]));
         // the sums keep every weight; the output only the kept ones
         if DROP {
-            let bits = keep_bits::<DROP>(&h, batch * h.heads + head, 8, |nt, e| {
-                (
-                    my_row + (e as u32 >> 1) * 8,
-                    key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
-                )
-            });
+            let bits = row_keep_bits::<DROP>(&h, batch * h.heads + head, 8, my_row, key0, t);
             unroll(8, |nt| unroll(4, |e| sc[nt][e] *= kept::<DROP>(&h, bits, nt, e)));
         }
 
@@ -455,18 +498,25 @@ pub(crate) unsafe fn backward_q<T: FlashElem, const D: usize, const DROP: bool>(
     let row0 = tile * BLOCK_ROWS;
     let wr = warp * WARP_ROWS;
     let smem = shared_tiles();
-    let tk = Tile::<T>::new(smem, D);
-    let tv = Tile::<T>::new(smem.add(Tile::<T>::len(BLOCK_ROWS, D)), D);
-    // then two buffers of a key and a value tile of `bk` rows in the same
-    // memory: tile j + 1 loads while j is used
+    let tq = Tile::<T>::new(smem, D);
+    let tdo = Tile::<T>::new(smem.add(Tile::<T>::len(BLOCK_ROWS, D)), D);
+    // then two buffers of a key and a value tile of `bk` rows: tile j + 1
+    // loads while j is used; in the same memory where the rows of Q and dO
+    // move to registers, after them where they stay
+    let keep = FlashParams::rows_in_registers(D, size_of::<T::Bits>(), 2);
+    let staged = if keep {
+        0
+    } else {
+        2 * Tile::<T>::len(BLOCK_ROWS, D)
+    };
     let buffer = |b: u32| {
-        let at = |t: u32| Tile::<T>::new(smem.add(t as usize * Tile::<T>::len(bk, D)), D);
+        let at = |t: u32| Tile::<T>::new(smem.add(staged + t as usize * Tile::<T>::len(bk, D)), D);
         (at(2 * b), at(2 * b + 1))
     };
     let batch_head = (batch * h.heads + head) as usize;
 
     // this warp's rows of Q and dO as A fragments
-    tk.load(
+    tq.load(
         q.add(head_base(&h.q, batch, head)),
         h.q.row,
         row0,
@@ -474,7 +524,7 @@ pub(crate) unsafe fn backward_q<T: FlashElem, const D: usize, const DROP: bool>(
         h.l,
         D,
     );
-    tv.load(
+    tdo.load(
         dout.add(head_base(&h.o, batch, head)),
         h.o.row,
         row0,
@@ -485,11 +535,13 @@ pub(crate) unsafe fn backward_q<T: FlashElem, const D: usize, const DROP: bool>(
     sync_threads();
     let mut qf = [[0u32; 4]; 16];
     let mut df = [[0u32; 4]; 16];
-    unrolled!(D / T::K, kk => {
-        qf[kk] = frag_a(tk, wr, (kk * T::K) as u32);
-        df[kk] = frag_a(tv, wr, (kk * T::K) as u32);
-    });
-    sync_threads();
+    if keep {
+        unrolled!(D / T::K, kk => {
+            qf[kk] = frag_a(tq, wr, (kk * T::K) as u32);
+            df[kk] = frag_a(tdo, wr, (kk * T::K) as u32);
+        });
+        sync_threads();
+    }
 
     let my_row = row0 + wr + g;
     let (lse_r, delta_r) = row_terms(lse, delta, &h, batch_head, my_row);
@@ -517,7 +569,9 @@ pub(crate) unsafe fn backward_q<T: FlashElem, const D: usize, const DROP: bool>(
         // P = exp(S - lse), masked
         let mut p = [[0f32; 4]; 16];
         unrolled!(D / T::K, kk => {
-            mma_nk::<T>(&mut p, &T::a(qf[kk]), tk, (kk * T::K) as u32, bk as usize / 16)
+            let k0 = (kk * T::K) as u32;
+            let a = if keep { qf[kk] } else { frag_a(tq, wr, k0) };
+            mma_nk::<T>(&mut p, &T::a(a), tk, k0, bk as usize / 16)
         });
         unroll(bk as usize / 8, |nt| {
             unroll(4, |e| {
@@ -532,15 +586,12 @@ pub(crate) unsafe fn backward_q<T: FlashElem, const D: usize, const DROP: bool>(
             })
         });
         // dP = dO · Vᵀ (through the dropout), dS = P (dP - Δ)
-        let bits = keep_bits::<DROP>(&h, batch * h.heads + head, bk as usize / 8, |nt, e| {
-            (
-                my_row + (e as u32 >> 1) * 8,
-                key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
-            )
-        });
+        let bits = row_keep_bits::<DROP>(&h, batch * h.heads + head, bk as usize / 8, my_row, key0, t);
         let mut dp = [[0f32; 4]; 16];
         unrolled!(D / T::K, kk => {
-            mma_nk::<T>(&mut dp, &T::a(df[kk]), tv, (kk * T::K) as u32, bk as usize / 16)
+            let k0 = (kk * T::K) as u32;
+            let a = if keep { df[kk] } else { frag_a(tdo, wr, k0) };
+            mma_nk::<T>(&mut dp, &T::a(a), tv, k0, bk as usize / 16)
         });
         unroll(bk as usize / 8, |nt| {
             unroll(4, |e| {

@@ -137,6 +137,49 @@ fn row_keep_bits<const DROP: bool>(
     bits
 }
 
+/// [`keep_bits`] of a fragment of transposed score rows (this lane's keys
+/// `my_key` and `my_key + 8`, queries from `q0`: the key/value backward's
+/// orientation). Where `S` is a multiple of 4 each Philox block gives four
+/// weights' bits: the four lanes of a column (`g` from `4m` to `4m + 3`)
+/// hold four neighbouring keys of the same queries, so each draws one of
+/// the four blocks they need (two queries, two groups of keys) and they
+/// swap the bits.
+#[inline(always)]
+fn key_keep_bits<const DROP: bool>(
+    h: &FlashParams,
+    bh: u32,
+    tiles: usize,
+    my_key: u32,
+    q0: u32,
+    t: u32,
+) -> u64 {
+    if !DROP || !h.s.is_multiple_of(4) {
+        return keep_bits::<DROP>(h, bh, tiles, |nt, e| {
+            (
+                q0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
+                my_key + (e as u32 >> 1) * 8,
+            )
+        });
+    }
+    // this lane's place among the four, and the group's first key
+    let j = (lane_id() >> 2) & 3;
+    let first = my_key - j;
+    let mut bits = 0u64;
+    unroll(tiles, |nt| {
+        // block a + 2b: query 2t + a of the tile, keys from first + 8b
+        let (a, b) = (j & 1, j >> 1);
+        let mine = h.keeps4(bh, q0 + nt as u32 * 8 + 2 * t + a, first + 8 * b);
+        let (x1, x2) = (shfl_xor(mine, 4), shfl_xor(mine, 8));
+        let x3 = shfl_xor(x1, 8);
+        let all = mine << (4 * j) | x1 << (4 * (j ^ 1)) | x2 << (4 * (j ^ 2)) | x3 << (4 * (j ^ 3));
+        // element e: query 2t + (e & 1), key my_key + 8 (e >> 1): bit j of block e
+        unroll(4, |e| {
+            bits |= (((all >> (4 * e as u32 + j)) & 1) as u64) << (4 * nt + e)
+        });
+    });
+    bits
+}
+
 /// The dropout factor of fragment element `(nt, e)` from its keep bits.
 #[inline(always)]
 fn kept<const DROP: bool>(h: &FlashParams, bits: u64, nt: usize, e: usize) -> f32 {
@@ -436,12 +479,7 @@ pub(crate) unsafe fn backward_kv<T: FlashElem, const D: usize, const DROP: bool>
             })
         });
         // the kept weights of this tile (rows of Pᵀ are keys, columns queries)
-        let bits = keep_bits::<DROP>(&h, batch * h.heads + hq, bq as usize / 8, |nt, e| {
-            (
-                q0 + nt as u32 * 8 + 2 * t + (e as u32 & 1),
-                my_key + (e as u32 >> 1) * 8,
-            )
-        });
+        let bits = key_keep_bits::<DROP>(&h, batch * h.heads + hq, bq as usize / 8, my_key, q0, t);
         // dV += (Pᵀ with dropout) · dO
         unrolled!(bq as usize / T::K, kk => {
             let a = T::a_of(|nt, e| p[nt][e] * kept::<DROP>(&h, bits, nt, e), kk);

@@ -17,6 +17,31 @@
 pub use crate::fragments::{a_lane_offset, b_lane_offset, MmaHalf};
 use core::arch::asm;
 
+/// One `mma.sync` of shape and types `$kind` on a warp's fragments: `c` (4
+/// f32, in and out), `a` (4 registers), `b0`, `b1`.
+macro_rules! mma_sync {
+    ($kind:literal, $c:ident, $a:ident, $b0:ident, $b1:ident) => {
+        asm!(
+            concat!(
+                "mma.sync.aligned.",
+                $kind,
+                " {{{c0}, {c1}, {c2}, {c3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};"
+            ),
+            c0 = inout(reg32) $c[0],
+            c1 = inout(reg32) $c[1],
+            c2 = inout(reg32) $c[2],
+            c3 = inout(reg32) $c[3],
+            a0 = in(reg32) $a[0],
+            a1 = in(reg32) $a[1],
+            a2 = in(reg32) $a[2],
+            a3 = in(reg32) $a[3],
+            b0 = in(reg32) $b0,
+            b1 = in(reg32) $b1,
+            options(nomem, nostack),
+        )
+    };
+}
+
 /// `c += a · b` for this warp's fragments of a 16×16 `a`, a 16×8 `b`
 /// (`b0`, `b1`) and a 16×8 f32 `c`.
 #[inline(always)]
@@ -25,35 +50,9 @@ pub fn mma<T: MmaHalf>(c: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
     // together (the kernels keep warps convergent around it).
     unsafe {
         if T::BF16 {
-            asm!(
-                "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{{c0}, {c1}, {c2}, {c3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-                c0 = inout(reg32) c[0],
-                c1 = inout(reg32) c[1],
-                c2 = inout(reg32) c[2],
-                c3 = inout(reg32) c[3],
-                a0 = in(reg32) a[0],
-                a1 = in(reg32) a[1],
-                a2 = in(reg32) a[2],
-                a3 = in(reg32) a[3],
-                b0 = in(reg32) b0,
-                b1 = in(reg32) b1,
-                options(nomem, nostack),
-            );
+            mma_sync!("m16n8k16.row.col.f32.bf16.bf16.f32", c, a, b0, b1);
         } else {
-            asm!(
-                "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{c0}, {c1}, {c2}, {c3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-                c0 = inout(reg32) c[0],
-                c1 = inout(reg32) c[1],
-                c2 = inout(reg32) c[2],
-                c3 = inout(reg32) c[3],
-                a0 = in(reg32) a[0],
-                a1 = in(reg32) a[1],
-                a2 = in(reg32) a[2],
-                a3 = in(reg32) a[3],
-                b0 = in(reg32) b0,
-                b1 = in(reg32) b1,
-                options(nomem, nostack),
-            );
+            mma_sync!("m16n8k16.row.col.f32.f16.f16.f32", c, a, b0, b1);
         }
     }
 }
@@ -67,22 +66,7 @@ pub fn mma<T: MmaHalf>(c: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
 #[inline(always)]
 pub fn mma_tf32(c: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
     // SAFETY: as for `mma`.
-    unsafe {
-        asm!(
-            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {{{c0}, {c1}, {c2}, {c3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{c0}, {c1}, {c2}, {c3}}};",
-            c0 = inout(reg32) c[0],
-            c1 = inout(reg32) c[1],
-            c2 = inout(reg32) c[2],
-            c3 = inout(reg32) c[3],
-            a0 = in(reg32) a[0],
-            a1 = in(reg32) a[1],
-            a2 = in(reg32) a[2],
-            a3 = in(reg32) a[3],
-            b0 = in(reg32) b0,
-            b1 = in(reg32) b1,
-            options(nomem, nostack),
-        );
-    }
+    unsafe { mma_sync!("m16n8k8.row.col.f32.tf32.tf32.f32", c, a, b0, b1) };
 }
 
 /// `lo` and `hi` rounded to `T` and packed (`lo` in the low half).

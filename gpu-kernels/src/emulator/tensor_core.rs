@@ -19,37 +19,55 @@ pub(super) fn half_of(word: u32, i: usize) -> u16 {
     (word >> (16 * i)) as u16
 }
 
-/// `c += a · b` for this warp's fragments.
-pub fn mma<T: MmaHalf>(c: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
+/// A lane's reader of the warp's posted words: `read(lane, register)`.
+type Reader<'a> = &'a dyn Fn(u32, usize) -> u32;
+
+/// `c += a · b` over `depth` values of k for this warp's fragments (`words`:
+/// A's four registers, then B's two), A's element (row, k) and B's (k,
+/// column) read through `a_at` and `b_at`; C as PTX lays it out.
+fn warp_product(
+    c: &mut [f32; 4],
+    words: [u32; 6],
+    depth: u32,
+    a_at: impl Fn(Reader, u32, u32) -> f32,
+    b_at: impl Fn(Reader, u32, u32) -> f32,
+) {
     let (tid, block) = context();
     let lane = tid & 31;
     let warp = &block.warps[(tid / 32) as usize];
-    let words = [a[0], a[1], a[2], a[3], b0, b1];
     let (g, t) = (lane >> 2, lane & 3);
-    let d = warp.exchange(lane, &words, |read| {
-        // A (16×16): row r, column k is in lane 4·(r % 8) + (k % 8) / 2,
-        // register (r >= 8) + 2·(k >= 8), half k % 2
-        let a_at = |r: u32, k: u32| {
-            let reg = (r >= 8) as usize + 2 * (k >= 8) as usize;
-            widen::<T>(half_of(read(4 * (r % 8) + (k % 8) / 2, reg), (k % 2) as usize))
-        };
-        // B (16×8): row k, column n is in lane 4·n + (k % 8) / 2, register 4 + (k >= 8)
-        let b_at = |k: u32, n: u32| {
-            widen::<T>(half_of(
-                read(4 * n + (k % 8) / 2, 4 + (k >= 8) as usize),
-                (k % 2) as usize,
-            ))
-        };
+    *c = warp.exchange(lane, &words, |read| {
         let mut d = *c;
         for (e, out) in d.iter_mut().enumerate() {
             let (row, col) = (g + 8 * (e as u32 >> 1), 2 * t + (e as u32 & 1));
-            for k in 0..16 {
-                *out += a_at(row, k) * b_at(k, col);
+            for k in 0..depth {
+                *out += a_at(read, row, k) * b_at(read, k, col);
             }
         }
         d
     });
-    *c = d;
+}
+
+/// `c += a · b` for this warp's fragments.
+pub fn mma<T: MmaHalf>(c: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
+    warp_product(
+        c,
+        [a[0], a[1], a[2], a[3], b0, b1],
+        16,
+        // A (16×16): row r, column k is in lane 4·(r % 8) + (k % 8) / 2,
+        // register (r >= 8) + 2·(k >= 8), half k % 2
+        |read, r, k| {
+            let reg = (r >= 8) as usize + 2 * (k >= 8) as usize;
+            widen::<T>(half_of(read(4 * (r % 8) + (k % 8) / 2, reg), (k % 2) as usize))
+        },
+        // B (16×8): row k, column n is in lane 4·n + (k % 8) / 2, register 4 + (k >= 8)
+        |read, k, n| {
+            widen::<T>(half_of(
+                read(4 * n + (k % 8) / 2, 4 + (k >= 8) as usize),
+                (k % 2) as usize,
+            ))
+        },
+    );
 }
 
 /// The f32 a tf32 operand register stands for: its top 19 bits.
@@ -59,31 +77,20 @@ fn tf32(bits: u32) -> f32 {
 
 /// `c += a · b` for this warp's tf32 fragments (`m16n8k8`).
 pub fn mma_tf32(c: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
-    let (tid, block) = context();
-    let lane = tid & 31;
-    let warp = &block.warps[(tid / 32) as usize];
-    let words = [a[0], a[1], a[2], a[3], b0, b1];
-    let (g, t) = (lane >> 2, lane & 3);
-    let d = warp.exchange(lane, &words, |read| {
+    warp_product(
+        c,
+        [a[0], a[1], a[2], a[3], b0, b1],
+        8,
         // A (16×8): row r, column k is in lane 4·(r % 8) + k % 4, register (r >= 8) + 2·(k >= 4)
-        let a_at = |r: u32, k: u32| {
+        |read, r, k| {
             tf32(read(
                 4 * (r % 8) + k % 4,
                 (r >= 8) as usize + 2 * (k >= 4) as usize,
             ))
-        };
+        },
         // B (8×8): row k, column n is in lane 4·n + k % 4, register 4 + (k >= 4)
-        let b_at = |k: u32, n: u32| tf32(read(4 * n + k % 4, 4 + (k >= 4) as usize));
-        let mut d = *c;
-        for (e, out) in d.iter_mut().enumerate() {
-            let (row, col) = (g + 8 * (e as u32 >> 1), 2 * t + (e as u32 & 1));
-            for k in 0..8 {
-                *out += a_at(row, k) * b_at(k, col);
-            }
-        }
-        d
-    });
-    *c = d;
+        |read, k, n| tf32(read(4 * n + k % 4, 4 + (k >= 4) as usize)),
+    );
 }
 
 /// `lo` and `hi` rounded to `T` and packed (`lo` in the low half).

@@ -31,11 +31,14 @@ const NIGHTLY: &str = "nightly-2026-05-20";
 const PTX_ARCH: u32 = 80;
 /// The register cap of a Hopper kernel: the most (allocated in units of 8,
 /// at most 255) with which one block of its threads fits an SM's 64 Ki
-/// registers: 168 for three warpgroups, 255 for the two of the key/value
-/// backward.
+/// registers: 128 for the forward's four warpgroups (which then move
+/// registers among themselves by `setmaxnreg`), 168 for the query
+/// backward's three, 255 for the two of the key/value backward.
 fn hopper_max_registers(kernel: &str) -> u32 {
     let threads = if kernel.starts_with("flash90_backward_kv") {
         FlashParams::HOPPER_KV_THREADS
+    } else if kernel.starts_with("flash90_forward") {
+        FlashParams::HOPPER_FORWARD_THREADS
     } else {
         FlashParams::HOPPER_THREADS
     };

@@ -46,7 +46,7 @@ mod device;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod emulator;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
-use emulator::{device, tensor_core, warpgroup};
+use emulator::{device, pipeline, tensor_core, warpgroup};
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/attention.rs"]
 mod attention;
@@ -64,6 +64,8 @@ mod flash_operands;
 mod flash_rows;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
+#[cfg(target_arch = "nvptx64")]
+mod pipeline;
 #[cfg(target_arch = "nvptx64")]
 mod tensor_core;
 #[cfg(target_arch = "nvptx64")]

@@ -444,11 +444,24 @@ impl FlashParams {
     /// Threads a block of `flash_delta_*` (a warp a row).
     pub const DELTA_THREADS: u32 = 256;
 
-    /// Threads a block of the Hopper forward (`flash90_forward_*`): three
-    /// warpgroups of four warps (the kernels are capped at 168 registers
-    /// so that they fit one SM).
+    /// Threads a block of the Hopper query backward
+    /// (`flash90_backward_q_*`): three warpgroups of four warps (the
+    /// kernels are capped at 168 registers so that they fit one SM).
     pub const HOPPER_THREADS: u32 = 384;
-    /// Query rows a block of the Hopper forward owns (64 a warpgroup).
+    /// Threads a block of the Hopper forward (`flash90_forward_*`): a
+    /// producer warpgroup that loads the tiles and three consumer
+    /// warpgroups that compute (launched at 128 registers a thread, then
+    /// moved by `setmaxnreg`: [`FlashParams::HOPPER_PRODUCER_REGISTERS`]
+    /// and [`FlashParams::HOPPER_CONSUMER_REGISTERS`]).
+    pub const HOPPER_FORWARD_THREADS: u32 = 512;
+    /// Registers a producer thread of the Hopper forward keeps.
+    pub const HOPPER_PRODUCER_REGISTERS: u32 = 24;
+    /// Registers a consumer thread of the Hopper forward may use: the
+    /// producer's share given back, spread over the three consumers
+    /// (128·24 + 384·160 ≤ 65536).
+    pub const HOPPER_CONSUMER_REGISTERS: u32 = 160;
+    /// Query rows a block of the Hopper forward (and query backward) owns
+    /// (64 a computing warpgroup).
     pub const HOPPER_BLOCK_ROWS: u32 = 192;
     /// Keys per tile of the Hopper forward for head dim `d`: 128 where the
     /// registers allow (the scores of 128 keys and the output of 64 columns),
@@ -479,15 +492,15 @@ impl FlashParams {
     /// Shared memory of the Hopper forward, all in `wgmma`'s swizzle from a
     /// 1024-byte boundary (hence the extra 1024 bytes): the block's query
     /// rows, then [`FlashParams::HOPPER_BUFFERS`] buffers each of a key and
-    /// a value tile of [`FlashParams::hopper_key_rows`] rows.
+    /// a value tile of [`FlashParams::hopper_key_rows`] rows, then the
+    /// pipeline's barriers (128 bytes).
     pub const fn hopper_forward_shared_bytes(d: usize) -> u32 {
         let queries = Self::HOPPER_BLOCK_ROWS as usize * d * 2;
         let tiles = 2 * Self::HOPPER_BUFFERS as usize;
-        (queries + tiles * Self::hopper_key_rows(d) as usize * d * 2 + 1024) as u32
+        (queries + tiles * Self::hopper_key_rows(d) as usize * d * 2 + 128 + 1024) as u32
     }
-    /// Buffers of key and value tiles in the Hopper forward: those the
-    /// products in flight across a step's closing barrier read, those
-    /// landed for the next step, and those loading.
+    /// Buffers of key and value tiles in the Hopper forward: those being
+    /// read, those landed for the next step, and those loading.
     pub const HOPPER_BUFFERS: u32 = 3;
 
     /// Threads a block of the Hopper key/value backward

@@ -56,6 +56,27 @@ pub unsafe fn wait_one() {
     asm!("wgmma.wait_group.sync.aligned 1;", options(nostack));
 }
 
+/// Gives registers back: each thread of this warpgroup keeps `N` (a
+/// multiple of 8, from 24), for another warpgroup's [`grow_registers`].
+///
+/// # Safety
+/// Every thread of the warpgroup runs it together.
+#[inline(always)]
+pub unsafe fn shrink_registers<const N: u32>() {
+    asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack));
+}
+
+/// Takes registers given back: each thread of this warpgroup may use `N`
+/// (a multiple of 8, at most 256); waits until the SM has them.
+///
+/// # Safety
+/// Every thread of the warpgroup runs it together; the block's warpgroups
+/// never ask for more than the registers it was launched with.
+#[inline(always)]
+pub unsafe fn grow_registers<const N: u32>() {
+    asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack));
+}
+
 /// Makes this thread's shared-memory writes (plain stores and landed
 /// `cp.async` copies) visible to the products, which read through the
 /// asynchronous proxy; a barrier must follow before the products.

@@ -481,7 +481,7 @@ fn hopper_forward<T: MmaHalf, const D: usize>(
             c.heads as u32,
             c.batch as u32,
         ),
-        FlashParams::HOPPER_THREADS,
+        FlashParams::HOPPER_FORWARD_THREADS,
         FlashParams::hopper_forward_shared_bytes(D) as usize,
         || {
             let (q, k, v, o, lse) = p.get();
@@ -567,6 +567,13 @@ fn f16_d64_causal_growing_scores() {
         ramp: 12.0,
         ..case(200, 390, 64, true, false)
     });
+}
+
+#[test]
+fn f16_d64_five_key_tiles() {
+    // more key tiles than the Hopper forward has buffers, so each buffer is
+    // reused and its barriers go round their phases
+    check::<F16, 64, false>(case(20, 530, 64, false, false));
 }
 
 #[test]

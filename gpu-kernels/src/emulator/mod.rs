@@ -9,6 +9,7 @@
 //! `kiln-check`). It is slow: small shapes only.
 
 pub mod device;
+pub mod pipeline;
 pub mod tensor_core;
 pub mod warpgroup;
 

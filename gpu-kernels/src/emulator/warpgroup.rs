@@ -32,6 +32,18 @@ pub unsafe fn wait() {}
 pub unsafe fn wait_one() {}
 
 /// See the real module (nothing to do here).
+///
+/// # Safety
+/// As for the real instruction.
+pub unsafe fn shrink_registers<const N: u32>() {}
+
+/// See the real module (nothing to do here).
+///
+/// # Safety
+/// As for the real instruction.
+pub unsafe fn grow_registers<const N: u32>() {}
+
+/// See the real module (nothing to do here).
 pub fn fence_shared() {}
 
 /// See the real module (nothing to do here).

@@ -3,11 +3,16 @@
 //! dropout (the `mma.sync` kernels of `attention.rs` serve the rest and
 //! every other GPU).
 //!
-//! - A block of three warpgroups takes 192 query rows (64 a warpgroup) and
-//!   walks the key/value tiles (128 keys at head dim 64, 64 at 128). The
-//!   queries, keys and values all sit in shared memory in `wgmma`'s
-//!   128-byte swizzle, loaded by `cp.async`; the kernels are capped at 168
-//!   registers (`build.rs`) so that the block's 384 threads fit one SM.
+//! - A block of four warpgroups takes 192 query rows. The first is the
+//!   producer: it loads the query tile and then the key/value tiles (128
+//!   keys at head dim 64, 64 at 128) by `cp.async` into three buffers of
+//!   each, in `wgmma`'s 128-byte swizzle, and keeps 24 registers a thread
+//!   (`setmaxnreg`). The other three compute, 64 query rows each, with
+//!   160 registers a thread. `mbarrier`s ([`crate::pipeline`]) pass the
+//!   buffers back and forth: a consumer waits only for the tile it needs
+//!   and gives a buffer back once its products are done, so the consumers
+//!   drift apart and one's softmax runs beside another's products; no
+//!   barrier of the whole block is left in the loop.
 //! - The scores `Q·Kᵀ` (`m64nKk16`, both operands K-major from shared
 //!   memory) and the product `P·V` (`m64nDk16`, P from registers, V read
 //!   N-major: neither operand is ever transposed) are asynchronous, and the
@@ -15,10 +20,7 @@
 //!   warpgroup: step `j` waits for the scores of tile `j`, runs their
 //!   online softmax while the product of tile `j - 1` is in flight,
 //!   rescales the output, then issues the scores of tile `j + 1` and the
-//!   product of tile `j`, which run across the barrier that closes the
-//!   step. That barrier starts key tile `j + 3` and value tile `j + 2`
-//!   loading (three buffers of each), so the tensor cores are busy while
-//!   the warpgroups wait for each other.
+//!   product of tile `j`.
 //! - The softmax reduces rows as trees (two warps a scheduler hide little
 //!   latency) and folds a positive scale into its exponentials.
 //! - The output and each row's log-sum-exp are those of the `mma.sync`
@@ -30,10 +32,11 @@ use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, warp_any
 use crate::elem::{BF16, F16};
 use crate::fragments::{swizzled_offset, wgmma_descriptor};
 use crate::params::FlashParams;
-use crate::tensor_core::{cp_async_16, cp_async_commit, cp_async_wait, pack, shared_address, MmaHalf};
+use crate::pipeline;
+use crate::tensor_core::{cp_async_16, cp_async_wait, pack, shared_address, MmaHalf};
 use crate::warpgroup::{self as wg, pin, pin_c};
 
-const THREADS: u32 = FlashParams::HOPPER_THREADS;
+const THREADS: u32 = FlashParams::HOPPER_FORWARD_THREADS;
 const BLOCK_ROWS: u32 = FlashParams::HOPPER_BLOCK_ROWS;
 const LOG2E: f32 = core::f32::consts::LOG2_E;
 
@@ -191,31 +194,6 @@ fn softmax_tile(
 /// the running one moves: probabilities stay below 2^8, well inside f16.
 const RESCALE_AT: f32 = 8.0;
 
-/// One tile's load: the source, its row stride, and (when there is one to
-/// load) the tile's shared address and first row.
-type Load = (*const u16, u32, Option<(u32, u32)>);
-
-/// The start of a step: waits for the tiles in flight, makes them visible
-/// to the products (fence and barrier), then starts each of `loads` that is
-/// present (source, its row stride, and the tile's address and first row).
-///
-/// # Safety
-/// Every thread of the block calls it; as for [`load_swizzled_async`].
-#[inline(always)]
-unsafe fn step_loads<const D: usize>(loads: [Load; 2], keys: u32, n: u32) {
-    cp_async_wait::<0>();
-    wg::fence_shared();
-    sync_threads();
-    let [(ks, kr, kt), (vs, vr, vt)] = loads;
-    if let Some((dst, r0)) = kt {
-        load_swizzled_async(dst, ks, kr, r0, keys, n, D, THREADS);
-    }
-    if let Some((dst, r0)) = vt {
-        load_swizzled_async(dst, vs, vr, r0, keys, n, D, THREADS);
-    }
-    cp_async_commit();
-}
-
 /// Issues `sc += A·Bᵀ` over the head dim `D` (the scores `Q·Kᵀ`, and in
 /// the backward `K·Qᵀ`, `V·dOᵀ` or `dO·Vᵀ`) and commits it: A the
 /// warpgroup's 64 rows starting at shared address `a` of a swizzled tile of
@@ -291,7 +269,100 @@ pub(super) fn pin_a(a: &mut [[u32; 4]; 8], n: usize) {
     unroll(n, |kk| unroll(4, |r| pin(&mut a[kk][r])));
 }
 
+/// Where a block of the forward keeps its tiles and its pipeline's
+/// barriers in shared memory: key tile `j` and value tile `j` in buffer `j
+/// % BUFFERS`, each buffer with a barrier for its copies having landed and
+/// one for its readers being done (its use by tile `j` being phase `j /
+/// BUFFERS` of both).
+#[derive(Clone, Copy)]
+struct Stages {
+    tiles: u32,
+    tile_bytes: u32,
+    barriers: u32,
+}
+
+impl Stages {
+    const BUFFERS: u32 = FlashParams::HOPPER_BUFFERS;
+
+    fn key_tile(self, j: u32) -> u32 {
+        self.tiles + 2 * (j % Self::BUFFERS) * self.tile_bytes
+    }
+    fn value_tile(self, j: u32) -> u32 {
+        self.key_tile(j) + self.tile_bytes
+    }
+    /// The barrier of the query tile's copies.
+    fn queries_landed(self) -> u32 {
+        self.barriers
+    }
+    /// The barrier `which` (0: keys landed, 1: values landed, 2: keys
+    /// read, 3: values read) of tile `j`'s buffer.
+    fn barrier(self, which: u32, j: u32) -> u32 {
+        self.barriers + 8 * (1 + which * Self::BUFFERS + j % Self::BUFFERS)
+    }
+    /// The parity of tile `j`'s phase of its buffer's barriers.
+    fn parity(j: u32) -> u32 {
+        (j / Self::BUFFERS) & 1
+    }
+}
+
+const KEYS_LANDED: u32 = 0;
+const VALUES_LANDED: u32 = 1;
+const KEYS_READ: u32 = 2;
+const VALUES_READ: u32 = 3;
+const PRODUCER_THREADS: u32 = 128;
+/// The warps that compute, each arriving once on a buffer's "read" barrier.
+const CONSUMER_WARPS: u32 = (THREADS - PRODUCER_THREADS) / 32;
+
+/// The producer warpgroup's part of the forward: the query tile, then the
+/// key and value tiles in the order the products need them (key tile `j +
+/// 1` before value tile `j`), each into its buffer once every consumer has
+/// finished reading the tile before it there.
+///
+/// # Safety
+/// Every thread of the producer warpgroup calls it, with the barriers set
+/// up; as for [`load_swizzled_async`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn produce<const D: usize>(
+    st: Stages,
+    q_tile: u32,
+    [qb, kb, vb]: [*const u16; 3],
+    h: FlashParams,
+    row0: u32,
+    keys: u32,
+    tiles: u32,
+) {
+    load_swizzled_async(q_tile, qb, h.q.row, row0, BLOCK_ROWS, h.l, D, PRODUCER_THREADS);
+    pipeline::arrive_on_copies(st.queries_landed());
+    let load = |tile: u32, src: *const u16, row: u32, j: u32, landed: u32, read: u32| {
+        if j >= Stages::BUFFERS {
+            pipeline::wait(st.barrier(read, j), Stages::parity(j) ^ 1);
+        }
+        load_swizzled_async(tile, src, row, j * keys, keys, h.s, D, PRODUCER_THREADS);
+        pipeline::arrive_on_copies(st.barrier(landed, j));
+    };
+    let mut j = 0;
+    while j <= tiles {
+        if j < tiles {
+            load(st.key_tile(j), kb, h.k.row, j, KEYS_LANDED, KEYS_READ);
+        }
+        if j > 0 {
+            load(st.value_tile(j - 1), vb, h.v.row, j - 1, VALUES_LANDED, VALUES_READ);
+        }
+        j += 1;
+    }
+    // no copy outlives its thread
+    cp_async_wait::<0>();
+}
+
 /// The forward of one block: 192 query rows of one head.
+///
+/// - The first warpgroup produces ([`produce`]): it loads every tile by
+///   `cp.async` and keeps 24 registers a thread.
+/// - The other three consume: each owns 64 query rows, waits for a
+///   buffer's copies to land, and tells the producer when it has finished
+///   reading it (one lane a warp). Nothing else holds them together, so one
+///   warpgroup's softmax runs beside another's products.
 ///
 /// # Safety
 /// Launched with [`THREADS`] threads, a grid of `(⌈L/192⌉, H, B)` and
@@ -308,76 +379,92 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     h: FlashParams,
 ) {
     let (tid, _) = thread_xy();
-    let (lane, warp) = (tid & 31, tid / 32);
-    let (g, t) = (lane >> 2, lane & 3);
     let (tile, head, batch) = block_xyz();
     let kvh = head / h.group;
     let row0 = tile * BLOCK_ROWS;
-    // this warp's first row (block-relative)
-    let wr = warp * 16;
     let smem = shared::<Pack<u32, 4>>() as *mut u16;
     // the tiles from a 1024-byte boundary (the swizzle's period): the
-    // block's queries, then two buffers of a key and a value tile
+    // block's queries, then the buffers of key and value tiles, then the
+    // barriers
     let base = (shared_address(smem) + 1023) & !1023;
     let keys = FlashParams::hopper_key_rows(D);
-    let frags = keys as usize / 8;
     let tile_bytes = keys * D as u32 * 2;
     let q_tile = base;
     let tiles_at = base + BLOCK_ROWS * D as u32 * 2;
-    const BUFFERS: u32 = FlashParams::HOPPER_BUFFERS;
-    let key_tile = |j: u32| tiles_at + 2 * (j % BUFFERS) * tile_bytes;
-    let value_tile = |j: u32| tiles_at + (2 * (j % BUFFERS) + 1) * tile_bytes;
+    let st = Stages {
+        tiles: tiles_at,
+        tile_bytes,
+        barriers: tiles_at + 2 * Stages::BUFFERS * tile_bytes,
+    };
+    let tiles = h.key_tiles(row0, BLOCK_ROWS, keys);
+    if tid == 0 {
+        pipeline::init(st.queries_landed(), PRODUCER_THREADS);
+        let mut j = 0;
+        while j < Stages::BUFFERS {
+            pipeline::init(st.barrier(KEYS_LANDED, j), PRODUCER_THREADS);
+            pipeline::init(st.barrier(VALUES_LANDED, j), PRODUCER_THREADS);
+            pipeline::init(st.barrier(KEYS_READ, j), CONSUMER_WARPS);
+            pipeline::init(st.barrier(VALUES_READ, j), CONSUMER_WARPS);
+            j += 1;
+        }
+    }
+    sync_threads();
+    if tid < PRODUCER_THREADS {
+        wg::shrink_registers::<{ FlashParams::HOPPER_PRODUCER_REGISTERS }>();
+        let sources = [
+            q.add(h.q.offset(batch, head, 0)),
+            k.add(h.k.offset(batch, kvh, 0)),
+            v.add(h.v.offset(batch, kvh, 0)),
+        ];
+        produce::<D>(st, q_tile, sources, h, row0, keys, tiles);
+        return;
+    }
+    wg::grow_registers::<{ FlashParams::HOPPER_CONSUMER_REGISTERS }>();
+    let ctid = tid - PRODUCER_THREADS;
+    let (lane, warp) = (ctid & 31, ctid / 32);
+    let (g, t) = (lane >> 2, lane & 3);
+    // this warp's first row (block-relative)
+    let wr = warp * 16;
+    let frags = keys as usize / 8;
     // this warpgroup's 64 rows of the query tile
     let group_q = q_tile + (warp / 4) * 64 * 128;
-    let (qb, kb, vb) = (
-        q.add(h.q.offset(batch, head, 0)),
-        k.add(h.k.offset(batch, kvh, 0)),
-        v.add(h.v.offset(batch, kvh, 0)),
-    );
-
     let scale = h.scale * LOG2E;
     let mut m_run = [f32::NEG_INFINITY; 2];
     let mut l_run = [0f32; 2];
     let mut acc = [[0f32; 4]; 16];
     // the probabilities of the current tile, as A fragments
     let mut pf = [[0u32; 4]; 8];
-    let tiles = h.key_tiles(row0, BLOCK_ROWS, keys);
     let my_row = row0 + wr + g;
     let blocks = keys * 128;
-    // the barrier closing step j (j = -1 before the loop, as `j + 1`):
-    // every tile loading has landed, and key tile j + 3 and value tile
-    // j + 2 start loading (into the buffers of key tile j and value tile
-    // j - 1, whose products every warpgroup has waited for)
-    let barrier = |j1: u32| {
-        let next = (j1 + 2 < tiles).then(|| (key_tile(j1 + 2), (j1 + 2) * keys));
-        let value = (j1 + 1 < tiles).then(|| (value_tile(j1 + 1), (j1 + 1) * keys));
-        step_loads::<D>([(kb, h.k.row, next), (vb, h.v.row, value)], keys, h.s);
+    // a buffer's copies have landed (and are visible to the products)
+    let landed = |which: u32, j: u32| {
+        pipeline::wait(st.barrier(which, j), Stages::parity(j));
+        wg::fence_shared();
     };
+    // this warp has finished reading a buffer
+    let read = |which: u32, j: u32| pipeline::arrive_if(st.barrier(which, j), lane == 0);
 
     // every register a product reads or accumulates into is written before
     // its fence, and read after its wait (the pins); the products are issued
     // on straight-line paths, so the compiler keeps them asynchronous
-    load_swizzled_async(q_tile, qb, h.q.row, row0, BLOCK_ROWS, h.l, D, THREADS);
-    load_swizzled_async(key_tile(0), kb, h.k.row, 0, keys, h.s, D, THREADS);
-    if tiles > 1 {
-        load_swizzled_async(key_tile(1), kb, h.k.row, keys, keys, h.s, D, THREADS);
-    }
-    load_swizzled_async(value_tile(0), vb, h.v.row, 0, keys, h.s, D, THREADS);
-    cp_async_commit();
-    barrier(0);
+    pipeline::wait(st.queries_landed(), 0);
+    landed(KEYS_LANDED, 0);
     let mut sc = [[0f32; 4]; 16];
     pin_c(&mut sc, frags);
     // the output and probabilities are zeroed here, not while the scores run
     pin_c(&mut acc, D / 8);
     pin_a(&mut pf, frags / 2);
     wg::fence();
-    scores::<T, D>(&mut sc, (group_q, BLOCK_ROWS), key_tile(0), keys);
+    scores::<T, D>(&mut sc, (group_q, BLOCK_ROWS), st.key_tile(0), keys);
     wg::wait();
     // the scores of tile j (issued with the product of tile j - 1) become
-    // probabilities while that product runs, then the output is rescaled
+    // probabilities while that product runs, then the output is rescaled;
+    // the buffers of key tile j and value tile j - 1 are given back as soon
+    // as their products are done
     macro_rules! probabilities {
-        ($j:expr) => {
+        ($j:expr, $values_read:block) => {
             wg::wait_one();
+            read(KEYS_READ, $j);
             pin_c(&mut sc, frags);
             let alpha = softmax_tile(
                 &mut sc,
@@ -392,6 +479,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
                 t,
             );
             wg::wait();
+            $values_read
             pin_c(&mut acc, D / 8);
             pin_a(&mut pf, frags / 2);
             if let Some(alpha) = alpha {
@@ -400,27 +488,29 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
             to_a::<T>(&sc, &mut pf, frags);
         };
     }
-    probabilities!(0);
+    probabilities!(0, {});
     // step j: the scores of tile j + 1 and the product of tile j are issued
-    // (in that order, so that the first wait is for the scores alone) and
-    // run across the barrier; then the scores become probabilities
+    // (in that order, so that the first wait is for the scores alone); then
+    // the scores become probabilities
     let mut j = 0;
     while j + 1 < tiles {
+        landed(KEYS_LANDED, j + 1);
+        landed(VALUES_LANDED, j);
         sc = [[0f32; 4]; 16];
         pin_c(&mut sc, frags);
         pin_a(&mut pf, frags / 2);
         pin_c(&mut acc, D / 8);
         wg::fence();
-        scores::<T, D>(&mut sc, (group_q, BLOCK_ROWS), key_tile(j + 1), keys);
-        product::<T, D>(&mut acc, &pf, value_tile(j), keys, blocks);
-        barrier(j + 1);
-        probabilities!(j + 1);
+        scores::<T, D>(&mut sc, (group_q, BLOCK_ROWS), st.key_tile(j + 1), keys);
+        product::<T, D>(&mut acc, &pf, st.value_tile(j), keys, blocks);
+        probabilities!(j + 1, { read(VALUES_READ, j) });
         j += 1;
     }
+    landed(VALUES_LANDED, j);
     pin_a(&mut pf, frags / 2);
     pin_c(&mut acc, D / 8);
     wg::fence();
-    product::<T, D>(&mut acc, &pf, value_tile(j), keys, blocks);
+    product::<T, D>(&mut acc, &pf, st.value_tile(j), keys, blocks);
     wg::wait();
     pin_c(&mut acc, D / 8);
 

@@ -70,7 +70,7 @@ pub fn flash_forward(
                 rt,
                 f,
                 (h.l.div_ceil(FlashParams::HOPPER_BLOCK_ROWS), h.heads, batch),
-                (FlashParams::HOPPER_THREADS, 1, 1),
+                (FlashParams::HOPPER_FORWARD_THREADS, 1, 1),
                 shared,
                 [q, k, v, o, lse],
                 FlashForwardArgs { h },

@@ -347,7 +347,14 @@ unsafe fn produce<const D: usize>(
             load(st.key_tile(j), kb, h.k.row, j, KEYS_LANDED, KEYS_READ);
         }
         if j > 0 {
-            load(st.value_tile(j - 1), vb, h.v.row, j - 1, VALUES_LANDED, VALUES_READ);
+            load(
+                st.value_tile(j - 1),
+                vb,
+                h.v.row,
+                j - 1,
+                VALUES_LANDED,
+                VALUES_READ,
+            );
         }
         j += 1;
     }

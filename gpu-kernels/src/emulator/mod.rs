@@ -1,6 +1,7 @@
 //! A warp emulator for the kernels' tests on the host: it runs a kernel's
 //! own Rust source with one OS thread per GPU thread, the block's shared
-//! memory as a buffer, `__syncthreads` as a barrier of the block, and the
+//! memory as a buffer, `__syncthreads` as a barrier of the block,
+//! asynchronous copies that land as late as they may, and the
 //! warp-wide instructions (shuffles, `ldmatrix`, `mma.sync`) as exchanges
 //! among the warp's 32 threads that compute what PTX's ISA defines. It stands
 //! in for [`crate::device`] and [`crate::tensor_core`] in test builds, so a
@@ -8,6 +9,7 @@
 //! plain reference without a GPU (its numerics are checked on the GPU by
 //! `kiln-check`). It is slow: small shapes only.
 
+mod copies;
 pub mod device;
 pub mod pipeline;
 pub mod tensor_core;
@@ -28,6 +30,8 @@ struct Block {
     shared: *mut u8,
     barrier: Barrier,
     warps: Vec<Warp>,
+    /// Asynchronous copies that barriers track, until they land.
+    tracked: copies::Tracked,
 }
 
 /// One warp's exchange: each lane's posted words, and the warp's barrier.
@@ -95,6 +99,7 @@ pub fn launch(grid: (u32, u32, u32), threads: u32, shared_bytes: usize, kernel: 
                     index: (x, y, z),
                     shared: memory.as_mut_ptr() as *mut u8,
                     barrier: Barrier::new(threads as usize),
+                    tracked: Default::default(),
                     warps: (0..threads / 32)
                         .map(|_| Warp {
                             slots: (0..32 * SLOT).map(|_| AtomicU32::new(0)).collect(),
@@ -112,6 +117,7 @@ pub fn launch(grid: (u32, u32, u32), threads: u32, shared_bytes: usize, kernel: 
                                 let at = at;
                                 CONTEXT.with(|c| c.set(Some((tid, at.0))));
                                 kernel();
+                                copies::finish();
                                 CONTEXT.with(|c| c.set(None));
                             })
                             .expect("spawning an emulated GPU thread");

@@ -1,7 +1,7 @@
 //! The emulated [`crate::pipeline`]: each barrier an atomic word in the
 //! block's shared memory (pending arrivals, expected arrivals, phase), its
-//! waits spinning as the GPU's do. The emulated copies land at once, so an
-//! arrival on copies is an arrival.
+//! waits spinning as the GPU's do. An arrival on copies comes with their
+//! landing, once a thread waits on the barrier ([`super::copies`]).
 
 use super::context;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -59,12 +59,13 @@ pub unsafe fn arrive_if(bar: u32, arrives: bool) {
     }
 }
 
-/// See the real module (the copies have landed already).
+/// See the real module: the arrival comes once the copies land
+/// ([`super::copies::land_for`]).
 ///
 /// # Safety
 /// As for the real instruction.
 pub unsafe fn arrive_on_copies(bar: u32) {
-    arrive(bar)
+    super::copies::track(bar)
 }
 
 /// See the real module; a wait that lasts a minute is a deadlock.
@@ -74,6 +75,7 @@ pub unsafe fn arrive_on_copies(bar: u32) {
 pub unsafe fn wait(bar: u32, parity: u32) {
     let start = Instant::now();
     while (word(bar).load(Ordering::SeqCst) >> 63) as u32 == parity {
+        super::copies::land_for(bar);
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "a barrier phase never completed"

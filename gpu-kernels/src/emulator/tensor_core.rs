@@ -158,9 +158,8 @@ pub unsafe fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
     ldmatrix(addr, true)
 }
 
-/// The emulated asynchronous copy: done at once (one of the orders the
-/// real copy may land in; the kernels' waits and barriers are what make
-/// every order correct).
+/// The emulated asynchronous copy: queued, to land as late as the ISA lets
+/// it ([`super::copies`]).
 ///
 /// # Safety
 /// As for the real instruction.
@@ -169,19 +168,16 @@ pub unsafe fn cp_async_16(dst: u32, src: *const u8, fill: bool) {
         dst.is_multiple_of(16),
         "cp.async destinations are 16-byte aligned"
     );
-    let to = context().1.shared.add(dst as usize);
     if fill {
         assert!(
             (src as usize).is_multiple_of(16),
             "cp.async sources are 16-byte aligned"
         );
-        core::ptr::copy_nonoverlapping(src, to, 16);
-    } else {
-        core::ptr::write_bytes(to, 0, 16);
     }
+    super::copies::issue(dst, src, 16, fill);
 }
 
-/// The emulated 4-byte asynchronous copy (done at once).
+/// The emulated 4-byte asynchronous copy (queued as [`cp_async_16`]).
 ///
 /// # Safety
 /// As for the real instruction.
@@ -190,16 +186,16 @@ pub unsafe fn cp_async_4(dst: u32, src: *const u8, fill: bool) {
         dst.is_multiple_of(4),
         "4-byte cp.async destinations are 4-byte aligned"
     );
-    let to = context().1.shared.add(dst as usize);
-    if fill {
-        core::ptr::copy_nonoverlapping(src, to, 4);
-    } else {
-        core::ptr::write_bytes(to, 0, 4);
-    }
+    super::copies::issue(dst, src, 4, fill);
 }
 
-/// See the real module (nothing to do here).
-pub fn cp_async_commit() {}
+/// See the real module.
+pub fn cp_async_commit() {
+    super::copies::commit();
+}
 
-/// See the real module (nothing to do here).
-pub fn cp_async_wait<const PENDING: u32>() {}
+/// See the real module: lands every committed group but the newest
+/// `PENDING`.
+pub fn cp_async_wait<const PENDING: u32>() {
+    super::copies::wait(PENDING as usize);
+}

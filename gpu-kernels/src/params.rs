@@ -515,6 +515,34 @@ impl FlashParams {
     /// [`FlashParams::HOPPER_BLOCK_ROWS`] query rows).
     pub const HOPPER_BACKWARD_TILE: u32 = 64;
 
+    /// The k-steps (16 columns each, from the first) of the query rows that
+    /// a consumer warp of the Hopper forward holds in registers as A
+    /// fragments, so that their scores read only the keys from shared
+    /// memory (a step of K-major operands at 64 keys reads 128 bytes a
+    /// clock, the SM's limit): half the head at 128 (32 registers more of
+    /// the whole would spill at [`FlashParams::HOPPER_CONSUMER_REGISTERS`]);
+    /// none at 64, where tiles of 128 keys leave no registers spare and
+    /// read 96 bytes a clock.
+    pub const fn hopper_forward_held_steps(d: usize) -> usize {
+        if d > 64 {
+            d / 32
+        } else {
+            0
+        }
+    }
+
+    /// The same for the Hopper backward kernels and the operand fixed for
+    /// a whole block (K and V in the key/value backward, Q and dO in the
+    /// query backward): all of it at head dim 64, where the fragments fit
+    /// beside the accumulators; none at 128, where they would spill.
+    pub const fn hopper_backward_held_steps(d: usize) -> usize {
+        if d > 64 {
+            0
+        } else {
+            d / 16
+        }
+    }
+
     /// Shared memory of the Hopper key/value backward, in the swizzle from
     /// a 1024-byte boundary: the block's key and value tiles, two buffers
     /// of a query and an output-gradient tile, then the two buffers'

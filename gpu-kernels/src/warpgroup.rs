@@ -211,6 +211,71 @@ pub unsafe fn mma_ss_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
     }
 }
 
+/// `c += a · B` with A 64×16 held in registers (`a` this warp's A
+/// fragment) and B 16×64 in shared memory stored `[n][k]` (K-major), as for
+/// [`mma_ss_n64`]: the operand fixed for a whole block is read from shared
+/// memory once, not by every product.
+///
+/// # Safety
+/// As for [`mma_ss_n64`].
+#[inline(always)]
+pub unsafe fn mma_n64<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], b: u64) {
+    if T::BF16 {
+        wgmma!(
+            "m64n64k16",
+            "bf16",
+            "0",
+            regs32!(),
+            c,
+            a,
+            b,
+            [0, 1, 2, 3, 4, 5, 6, 7]
+        );
+    } else {
+        wgmma!(
+            "m64n64k16",
+            "f16",
+            "0",
+            regs32!(),
+            c,
+            a,
+            b,
+            [0, 1, 2, 3, 4, 5, 6, 7]
+        );
+    }
+}
+
+/// [`mma_n64`] with B 16×128: `c` the warp's 16×128 C fragments.
+///
+/// # Safety
+/// As for [`mma_ss_n64`].
+#[inline(always)]
+pub unsafe fn mma_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], b: u64) {
+    if T::BF16 {
+        wgmma!(
+            "m64n128k16",
+            "bf16",
+            "0",
+            regs64!(),
+            c,
+            a,
+            b,
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+        );
+    } else {
+        wgmma!(
+            "m64n128k16",
+            "f16",
+            "0",
+            regs64!(),
+            c,
+            a,
+            b,
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+        );
+    }
+}
+
 /// `c += a · B` with B 16×64 in shared memory stored `[k][n]` (N-major).
 ///
 /// # Safety

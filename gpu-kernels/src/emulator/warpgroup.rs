@@ -130,6 +130,22 @@ pub unsafe fn mma_ss_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
 ///
 /// # Safety
 /// As for the real instruction.
+pub unsafe fn mma_n64<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], b: u64) {
+    mma::<T>(c, 8, a, b, false)
+}
+
+/// See the real module.
+///
+/// # Safety
+/// As for the real instruction.
+pub unsafe fn mma_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], b: u64) {
+    mma::<T>(c, 16, a, b, false)
+}
+
+/// See the real module.
+///
+/// # Safety
+/// As for the real instruction.
 pub unsafe fn mma_n64_n_major<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], b: u64) {
     mma::<T>(c, 8, a, b, true)
 }

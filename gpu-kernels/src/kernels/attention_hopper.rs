@@ -13,10 +13,11 @@
 //!   and gives a buffer back once its products are done, so the consumers
 //!   drift apart and one's softmax runs beside another's products; no
 //!   barrier of the whole block is left in the loop.
-//! - The scores `Q·Kᵀ` (`m64nKk16`, both operands K-major from shared
-//!   memory) and the product `P·V` (`m64nDk16`, P from registers, V read
-//!   N-major: neither operand is ever transposed) are asynchronous, and the
-//!   loop is skewed by one tile, as FlashAttention-3 does within a
+//! - The scores `Q·Kᵀ` (`m64nKk16`, K-major; each warp holds the first
+//!   columns of its 16 query rows in registers as A fragments, loaded once,
+//!   where the registers allow: [`FlashParams::hopper_forward_held_steps`]) and the product `P·V` (`m64nDk16`, P from registers,
+//!   V read N-major: neither operand is ever transposed) are asynchronous,
+//!   and the loop is skewed by one tile, as FlashAttention-3 does within a
 //!   warpgroup: step `j` waits for the scores of tile `j`, runs their
 //!   online softmax while the product of tile `j - 1` is in flight,
 //!   rescales the output, then issues the scores of tile `j + 1` and the
@@ -30,10 +31,10 @@ use super::flash_rows::{quad_max, store_rows};
 use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, warp_any, Pack};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
-use crate::fragments::{swizzled_offset, wgmma_descriptor};
+use crate::fragments::{a_lane_offset, swizzled_offset, wgmma_descriptor};
 use crate::params::FlashParams;
 use crate::pipeline;
-use crate::tensor_core::{cp_async_16, cp_async_wait, pack, shared_address, MmaHalf};
+use crate::tensor_core::{cp_async_16, cp_async_wait, ldmatrix_x4, pack, shared_address, MmaHalf};
 use crate::warpgroup::{self as wg, pin, pin_c};
 
 const THREADS: u32 = FlashParams::HOPPER_FORWARD_THREADS;
@@ -194,10 +195,22 @@ fn softmax_tile(
 /// the running one moves: probabilities stay below 2^8, well inside f16.
 const RESCALE_AT: f32 = 8.0;
 
+/// The descriptor of columns `16kk..16kk + 16` of the swizzled tile at
+/// `tile` (`rows` rows, K-major), the operand of a scores product's step
+/// `kk`.
+#[inline(always)]
+fn k_major_step(tile: u32, rows: u32, kk: usize) -> u64 {
+    let (half, quarter) = (kk as u32 / 4, kk as u32 % 4);
+    wgmma_descriptor(tile + half * rows * 128 + quarter * 32, 16, 1024)
+}
+
 /// Issues `sc += A·Bᵀ` over the head dim `D` (the scores `Q·Kᵀ`, and in
 /// the backward `K·Qᵀ`, `V·dOᵀ` or `dO·Vᵀ`) and commits it: A the
 /// warpgroup's 64 rows starting at shared address `a` of a swizzled tile of
-/// `a_rows` rows, B the swizzled tile at `tile` (`keys` rows, 64 or 128).
+/// `a_rows` rows, of which this warp holds the first `steps` k-steps
+/// (columns `0..16·steps`) in registers as the A fragments `held`
+/// ([`held_rows`]), so that those read only B from shared memory; B the
+/// swizzled tile at `tile` (`keys` rows, 64 or 128).
 ///
 /// # Safety
 /// Every thread of the warpgroup calls it after [`wg::fence`]; the tiles
@@ -206,20 +219,40 @@ const RESCALE_AT: f32 = 8.0;
 pub(super) unsafe fn scores<T: MmaHalf, const D: usize>(
     sc: &mut [[f32; 4]; 16],
     (a, a_rows): (u32, u32),
+    (held, steps): (&[[u32; 4]; 8], usize),
     tile: u32,
     keys: u32,
 ) {
     unroll(D / 16, |kk| {
-        let (half, quarter) = (kk as u32 / 4, kk as u32 % 4);
-        let a = wgmma_descriptor(a + half * a_rows * 128 + quarter * 32, 16, 1024);
-        let b = wgmma_descriptor(tile + half * keys * 128 + quarter * 32, 16, 1024);
-        if keys == 64 {
-            wg::mma_ss_n64::<T>(sc, a, b);
-        } else {
-            wg::mma_ss_n128::<T>(sc, a, b);
+        let b = k_major_step(tile, keys, kk);
+        match (kk < steps, keys == 64) {
+            (true, true) => wg::mma_n64::<T>(sc, &held[kk], b),
+            (true, false) => wg::mma_n128::<T>(sc, &held[kk], b),
+            (false, true) => wg::mma_ss_n64::<T>(sc, k_major_step(a, a_rows, kk), b),
+            (false, false) => wg::mma_ss_n128::<T>(sc, k_major_step(a, a_rows, kk), b),
         }
     });
     wg::commit();
+}
+
+/// No rows held in registers: the `held` of a [`scores`] with no held steps.
+pub(super) const NOTHING_HELD: [[u32; 4]; 8] = [[0; 4]; 8];
+
+/// This warp's A fragments of rows `row0..row0 + 16` of the swizzled tile
+/// at `tile` (`rows` rows), the first `steps` k-steps of them (fragment
+/// `kk` columns `16kk..16kk + 16`): the operand a block holds for all its
+/// [`scores`].
+///
+/// # Safety
+/// Every lane of the warp calls it; the tile has landed.
+#[inline(always)]
+pub(super) unsafe fn held_rows(tile: u32, rows: u32, row0: u32, steps: usize) -> [[u32; 4]; 8] {
+    let (r, c) = a_lane_offset(thread_xy().0 & 31);
+    let mut held = [[0u32; 4]; 8];
+    unroll(steps, |kk| {
+        held[kk] = ldmatrix_x4(tile + swizzled_offset(row0 + r, (16 * kk as u32 + c) / 8, rows));
+    });
+    held
 }
 
 /// Issues `acc += P·V` for the probabilities' A fragments `pf` and the
@@ -433,8 +466,6 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     // this warp's first row (block-relative)
     let wr = warp * 16;
     let frags = keys as usize / 8;
-    // this warpgroup's 64 rows of the query tile
-    let group_q = q_tile + (warp / 4) * 64 * 128;
     let scale = h.scale * LOG2E;
     let mut m_run = [f32::NEG_INFINITY; 2];
     let mut l_run = [0f32; 2];
@@ -455,6 +486,11 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     // its fence, and read after its wait (the pins); the products are issued
     // on straight-line paths, so the compiler keeps them asynchronous
     pipeline::wait(st.queries_landed(), 0);
+    // this warp's 16 query rows (their first columns where the registers
+    // allow), held for every tile's scores
+    let q_steps = FlashParams::hopper_forward_held_steps(D);
+    let qf = held_rows(q_tile, BLOCK_ROWS, wr, q_steps);
+    let queries = ((q_tile + (warp / 4) * 64 * 128, BLOCK_ROWS), (&qf, q_steps));
     landed(KEYS_LANDED, 0);
     let mut sc = [[0f32; 4]; 16];
     pin_c(&mut sc, frags);
@@ -462,7 +498,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     pin_c(&mut acc, D / 8);
     pin_a(&mut pf, frags / 2);
     wg::fence();
-    scores::<T, D>(&mut sc, (group_q, BLOCK_ROWS), st.key_tile(0), keys);
+    scores::<T, D>(&mut sc, queries.0, queries.1, st.key_tile(0), keys);
     wg::wait();
     // the scores of tile j (issued with the product of tile j - 1) become
     // probabilities while that product runs, then the output is rescaled;
@@ -508,7 +544,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
         pin_a(&mut pf, frags / 2);
         pin_c(&mut acc, D / 8);
         wg::fence();
-        scores::<T, D>(&mut sc, (group_q, BLOCK_ROWS), st.key_tile(j + 1), keys);
+        scores::<T, D>(&mut sc, queries.0, queries.1, st.key_tile(j + 1), keys);
         product::<T, D>(&mut acc, &pf, st.value_tile(j), keys, blocks);
         probabilities!(j + 1, { read(VALUES_READ, j) });
         j += 1;

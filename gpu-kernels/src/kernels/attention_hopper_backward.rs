@@ -16,10 +16,17 @@
 //!   the key/value tiles of 64 rows: `S = Q·Kᵀ`, `dP = dO·Vᵀ`, then
 //!   `dQ += dS·K` with K read N-major.
 //!
+//! Where the registers allow, the operand fixed for a block (K and V, or Q
+//! and dO) is held in registers as A fragments, so each scores product
+//! reads only the other operand from shared memory
+//! ([`FlashParams::hopper_backward_held_steps`]).
+//!
 //! Tiles are in `wgmma`'s 128-byte swizzle, loaded by `cp.async`. Rows past
 //! `L` or `S` load as zeros and their probabilities are masked to 0.
 
-use super::attention_hopper::{fma, load_swizzled_async, pin_a, product, scores, to_a};
+use super::attention_hopper::{
+    fma, held_rows, load_swizzled_async, pin_a, product, scores, to_a, NOTHING_HELD,
+};
 use super::flash_rows::{row_terms, store_key_gradients, store_query_gradient};
 use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, Pack};
 #[cfg(target_arch = "nvptx64")]
@@ -125,8 +132,17 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
     let mut dka = [[0f32; 4]; 16];
     let mut dva = [[0f32; 4]; 16];
     let my_key = key0 + group_key + (warp % 4) * 16 + g;
-    // the warpgroup's rows of the key and value tiles
+    // the warpgroup's rows of the key and value tiles, read by every step's
+    // scores, or this warp's 16 of them held in registers
     let (group_k, group_v) = (k_tile + group_key * 128, v_tile + group_key * 128);
+    let held = FlashParams::hopper_backward_held_steps(D);
+    let (mut kf, mut vf) = (NOTHING_HELD, NOTHING_HELD);
+    if held > 0 {
+        cp_async_wait::<0>();
+        sync_threads();
+        kf = held_rows(k_tile, KEYS, warp * 16, held);
+        vf = held_rows(v_tile, KEYS, warp * 16, held);
+    }
     let blocks = TILE * 128;
     let mut n = 0;
     while n < steps {
@@ -146,8 +162,8 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
         pin_c(&mut sc, 8);
         pin_c(&mut dp, 8);
         wg::fence();
-        scores::<T, D>(&mut sc, (group_k, KEYS), q_tile(b), TILE);
-        scores::<T, D>(&mut dp, (group_v, KEYS), do_tile(b), TILE);
+        scores::<T, D>(&mut sc, (group_k, KEYS), (&kf, held), q_tile(b), TILE);
+        scores::<T, D>(&mut dp, (group_v, KEYS), (&vf, held), do_tile(b), TILE);
         wg::wait();
         pin_c(&mut sc, 8);
         pin_c(&mut dp, 8);
@@ -254,6 +270,14 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
     }
     cp_async_commit();
 
+    let held = FlashParams::hopper_backward_held_steps(D);
+    let (mut qf, mut dof) = (NOTHING_HELD, NOTHING_HELD);
+    if held > 0 {
+        cp_async_wait::<0>();
+        sync_threads();
+        qf = held_rows(q_tile, ROWS, wr, held);
+        dof = held_rows(do_tile, ROWS, wr, held);
+    }
     let scale = h.scale * LOG2E;
     let mut dqa = [[0f32; 4]; 16];
     let blocks = TILE * 128;
@@ -275,8 +299,8 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
         pin_c(&mut sc, 8);
         pin_c(&mut dp, 8);
         wg::fence();
-        scores::<T, D>(&mut sc, (group_q, ROWS), kt, TILE);
-        scores::<T, D>(&mut dp, (group_do, ROWS), vt, TILE);
+        scores::<T, D>(&mut sc, (group_q, ROWS), (&qf, held), kt, TILE);
+        scores::<T, D>(&mut dp, (group_do, ROWS), (&dof, held), vt, TILE);
         wg::wait();
         pin_c(&mut sc, 8);
         pin_c(&mut dp, 8);

@@ -9,8 +9,12 @@ set -u
 # --golden (golden scripts and verifiers on CUDA), --cnn (convolution check,
 # benchmark and, with DATA set, the Fashion-MNIST CNN), --no-cold (skip the
 # cold-start timings, which JIT every kernel module once), --gpt (the
-# attention and GPT benchmark and scripts/train_gpt.rhai at full size).
-CHECK_ONLY=0; GOLDEN=0; CNN=0; COLD=1; GPT=0
+# attention and GPT benchmark and scripts/train_gpt.rhai at full size),
+# --attention (the fused attention's check with its kernels' registers and
+# shared memory, the attention and GPT benchmark, and kernel-by-kernel
+# profiles of SDPA steps against PyTorch's: bench/profile.sh with the cases in
+# $SDPA_CASES; with --check-only, nothing else runs).
+CHECK_ONLY=0; GOLDEN=0; CNN=0; COLD=1; GPT=0; ATTENTION=0
 for a in "$@"; do
   case "$a" in
     --check-only) CHECK_ONLY=1 ;;
@@ -18,7 +22,8 @@ for a in "$@"; do
     --cnn) CNN=1 ;;
     --no-cold) COLD=0 ;;
     --gpt) GPT=1 ;;
-    *) echo "device.sh: unknown flag $a (flags: --check-only --golden --cnn --no-cold --gpt)" >&2; exit 2 ;;
+    --attention) ATTENTION=1 ;;
+    *) echo "device.sh: unknown flag $a (flags: --check-only --golden --cnn --no-cold --gpt --attention)" >&2; exit 2 ;;
   esac
 done
 OUT=${OUT:-bench-out}
@@ -33,6 +38,23 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu
 if [ "$COLD" = 1 ]; then
   echo "== cold start"
   bash bench/cold_start.sh | tee "$OUT/cold_start.txt"
+fi
+if [ "$ATTENTION" = 1 ]; then
+  echo "== fused attention: check and kernel resources"
+  "$BIN/kiln-check" --resources --group attention --group training --group graphs > "$OUT/check_attention.txt" 2>&1
+  echo "kiln-check exit code $?"
+  grep -E "FAIL|passed,|asynchrony|flash90" "$OUT/check_attention.txt" | tail -30
+  echo "== attention and GPT benchmark"
+  "$BIN/kiln" bench/attention_bench.rhai > "$OUT/attention_kiln.txt" 2>&1 || tail -3 "$OUT/attention_kiln.txt"
+  PYTHONUNBUFFERED=1 python3 bench/attention_bench.py > "$OUT/attention_torch.txt" 2>&1 || tail -3 "$OUT/attention_torch.txt"
+  python3 bench/compare.py "$OUT/attention_kiln.txt" "$OUT/attention_torch.txt" "$OUT/attention.csv" | tee "$OUT/attention.md"
+  echo "== SDPA steps kernel by kernel"
+  bash bench/profile.sh ${SDPA_CASES:-sdpa-8-16-2048-128-causal-bf16 sdpa-8-16-2048-64-causal-bf16 sdpa-8-16-2048-128-causal-f16}
+  if [ "$CHECK_ONLY" = 1 ]; then
+    tar czf results.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv results.tgz "$OUT/results.tgz"
+    echo "results in $OUT/results.tgz"
+    exit 0
+  fi
 fi
 echo "== differential check"
 # KILN_CUDNN_DEBUG: say where cuDNN's graph API had no plan (the legacy calls run then)

@@ -42,8 +42,14 @@ elif case.startswith("conv-"):
 
     def step():
         F.conv2d(xg, wg, stride=stride, padding=k // 2).sum().backward()
+elif case.startswith("sdpa-"):
+    _, b, h, l, d, mask, dt = case.split("-")
+    q, k, v = (torch.randn(int(b), int(h), int(l), int(d), device="cuda", dtype=dtypes[dt], requires_grad=True) for _ in range(3))
+
+    def step():
+        F.scaled_dot_product_attention(q, k, v, is_causal=mask == "causal").sum().backward()
 else:
-    sys.exit(f"profile_step: unknown case {case!r} (expected gpt-f32, gpt-bf16, conv-...)")
+    sys.exit(f"profile_step: unknown case {case!r} (expected gpt-f32, gpt-bf16, conv-..., sdpa-...)")
 step()
 step()
 torch.cuda.synchronize()

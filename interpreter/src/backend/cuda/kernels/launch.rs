@@ -178,6 +178,14 @@ unsafe fn launch_raw<A: KernelArgs>(
     ptrs: A::Pointers,
     args: A,
 ) -> Result<()> {
+    // a family with more pointers than the parameter array holds is a
+    // build error, not a panic at its first launch
+    const {
+        assert!(
+            A::POINTERS.len() <= MAX_POINTERS,
+            "a kernel family takes more device pointers than launch_raw passes"
+        )
+    };
     let n = ptrs.as_ref().len();
     let mut values = [0u64; MAX_POINTERS];
     values[..n].copy_from_slice(ptrs.as_ref());

@@ -15,13 +15,13 @@
 //!   barrier of the whole block is left in the loop.
 //! - The scores `Q·Kᵀ` (`m64nKk16`, K-major; each warp holds the first
 //!   columns of its 16 query rows in registers as A fragments, loaded once,
-//!   where the registers allow: [`FlashParams::hopper_forward_held_steps`]) and the product `P·V` (`m64nDk16`, P from registers,
-//!   V read N-major: neither operand is ever transposed) are asynchronous,
-//!   and the loop is skewed by one tile, as FlashAttention-3 does within a
-//!   warpgroup: step `j` waits for the scores of tile `j`, runs their
-//!   online softmax while the product of tile `j - 1` is in flight,
-//!   rescales the output, then issues the scores of tile `j + 1` and the
-//!   product of tile `j`.
+//!   where the registers allow: [`FlashParams::hopper_forward_held_steps`])
+//!   and the product `P·V` (`m64nDk16`, P from registers, V read N-major:
+//!   neither operand is ever transposed) are asynchronous, and the loop is
+//!   skewed by one tile, as FlashAttention-3 does within a warpgroup: step
+//!   `j` waits for the scores of tile `j`, runs their online softmax while
+//!   the product of tile `j - 1` is in flight, rescales the output, then
+//!   issues the scores of tile `j + 1` and the product of tile `j`.
 //! - The softmax reduces rows as trees (two warps a scheduler hide little
 //!   latency) and folds a positive scale into its exponentials.
 //! - The output and each row's log-sum-exp are those of the `mma.sync`

@@ -39,15 +39,19 @@ if [ "$COLD" = 1 ]; then
   echo "== cold start"
   bash bench/cold_start.sh | tee "$OUT/cold_start.txt"
 fi
+# kiln's and PyTorch's attention benchmark (bench/attention_bench.*), paired
+attention_benchmark() {
+  "$BIN/kiln" bench/attention_bench.rhai > "$OUT/attention_kiln.txt" 2>&1 || tail -3 "$OUT/attention_kiln.txt"
+  PYTHONUNBUFFERED=1 python3 bench/attention_bench.py > "$OUT/attention_torch.txt" 2>&1 || tail -3 "$OUT/attention_torch.txt"
+  python3 bench/compare.py "$OUT/attention_kiln.txt" "$OUT/attention_torch.txt" "$OUT/attention.csv" | tee "$OUT/attention.md"
+}
 if [ "$ATTENTION" = 1 ]; then
   echo "== fused attention: check and kernel resources"
   "$BIN/kiln-check" --resources --group attention --group training --group graphs > "$OUT/check_attention.txt" 2>&1
   echo "kiln-check exit code $?"
   grep -E "FAIL|passed,|asynchrony|flash90" "$OUT/check_attention.txt" | tail -30
   echo "== attention and GPT benchmark"
-  "$BIN/kiln" bench/attention_bench.rhai > "$OUT/attention_kiln.txt" 2>&1 || tail -3 "$OUT/attention_kiln.txt"
-  PYTHONUNBUFFERED=1 python3 bench/attention_bench.py > "$OUT/attention_torch.txt" 2>&1 || tail -3 "$OUT/attention_torch.txt"
-  python3 bench/compare.py "$OUT/attention_kiln.txt" "$OUT/attention_torch.txt" "$OUT/attention.csv" | tee "$OUT/attention.md"
+  attention_benchmark
   echo "== SDPA steps kernel by kernel"
   bash bench/profile.sh ${SDPA_CASES:-sdpa-8-16-2048-128-causal-bf16 sdpa-8-16-2048-64-causal-bf16 sdpa-8-16-2048-128-causal-f16}
   if [ "$CHECK_ONLY" = 1 ]; then
@@ -105,13 +109,11 @@ if [ "$GPT" = 1 ]; then
     grep -v " ok$" "$OUT/check_attention.txt" | head -20
   fi
   echo "== attention and GPT benchmark (KILN_FLASH=$KILN_FLASH)"
-  "$BIN/kiln" bench/attention_bench.rhai > "$OUT/attention_kiln.txt" 2>&1 || tail -3 "$OUT/attention_kiln.txt"
+  attention_benchmark
   if [ "$KILN_FLASH" = 1 ]; then
     echo "== the same attention benchmark on the blocked path (KILN_FLASH=0)"
     KILN_FLASH=0 "$BIN/kiln" bench/attention_bench.rhai > "$OUT/attention_kiln_blocked.txt" 2>&1 || tail -3 "$OUT/attention_kiln_blocked.txt"
   fi
-  PYTHONUNBUFFERED=1 python3 bench/attention_bench.py > "$OUT/attention_torch.txt" 2>&1 || tail -3 "$OUT/attention_torch.txt"
-  python3 bench/compare.py "$OUT/attention_kiln.txt" "$OUT/attention_torch.txt" "$OUT/attention.csv" | tee "$OUT/attention.md"
   echo "== attention memory at L = 16k"
   "$BIN/kiln" bench/probe/attention_memory.rhai 2>&1 | tee "$OUT/attention_memory.txt"
   echo "== scripts/train_gpt.rhai (full size, bf16 autocast)"

@@ -211,129 +211,48 @@ pub unsafe fn mma_ss_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
     }
 }
 
-/// `c += a · B` with A 64×16 held in registers (`a` this warp's A
-/// fragment) and B 16×64 in shared memory stored `[n][k]` (K-major), as for
-/// [`mma_ss_n64`]: the operand fixed for a whole block is read from shared
-/// memory once, not by every product.
-///
-/// # Safety
-/// As for [`mma_ss_n64`].
-#[inline(always)]
-pub unsafe fn mma_n64<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], b: u64) {
-    if T::BF16 {
-        wgmma!(
-            "m64n64k16",
-            "bf16",
-            "0",
-            regs32!(),
-            c,
-            a,
-            b,
-            [0, 1, 2, 3, 4, 5, 6, 7]
-        );
-    } else {
-        wgmma!(
-            "m64n64k16",
-            "f16",
-            "0",
-            regs32!(),
-            c,
-            a,
-            b,
-            [0, 1, 2, 3, 4, 5, 6, 7]
-        );
-    }
+/// Defines a product with A in registers: `$name(c, a, b)` is `c += a ·
+/// B` for this warp's A fragment `a` and B read from shared memory through
+/// the descriptor `b`, of the shape `$shape`, B K-major (`$tb` 0) or N-major
+/// (1), into the C fragments `$i` of `c`.
+macro_rules! register_a_product {
+    ($(#[$doc:meta])* $name:ident, $shape:literal, $tb:literal, $regs:ident, [$($i:literal),*]) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As for [`mma_ss_n64`].
+        #[inline(always)]
+        pub unsafe fn $name<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], b: u64) {
+            if T::BF16 {
+                wgmma!($shape, "bf16", $tb, $regs!(), c, a, b, [$($i),*]);
+            } else {
+                wgmma!($shape, "f16", $tb, $regs!(), c, a, b, [$($i),*]);
+            }
+        }
+    };
 }
 
-/// [`mma_n64`] with B 16×128: `c` the warp's 16×128 C fragments.
-///
-/// # Safety
-/// As for [`mma_ss_n64`].
-#[inline(always)]
-pub unsafe fn mma_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], b: u64) {
-    if T::BF16 {
-        wgmma!(
-            "m64n128k16",
-            "bf16",
-            "0",
-            regs64!(),
-            c,
-            a,
-            b,
-            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
-        );
-    } else {
-        wgmma!(
-            "m64n128k16",
-            "f16",
-            "0",
-            regs64!(),
-            c,
-            a,
-            b,
-            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
-        );
-    }
-}
+register_a_product!(
+    /// `c += a · B` with A 64×16 held in registers (`a` this warp's A
+    /// fragment) and B 16×64 in shared memory stored `[n][k]` (K-major), as
+    /// for [`mma_ss_n64`]: the operand fixed for a whole block is read from
+    /// shared memory once, not by every product.
+    mma_n64, "m64n64k16", "0", regs32, [0, 1, 2, 3, 4, 5, 6, 7]
+);
 
-/// `c += a · B` with B 16×64 in shared memory stored `[k][n]` (N-major).
-///
-/// # Safety
-/// As for [`mma_ss_n64`].
-#[inline(always)]
-pub unsafe fn mma_n64_n_major<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], b: u64) {
-    if T::BF16 {
-        wgmma!(
-            "m64n64k16",
-            "bf16",
-            "1",
-            regs32!(),
-            c,
-            a,
-            b,
-            [0, 1, 2, 3, 4, 5, 6, 7]
-        );
-    } else {
-        wgmma!(
-            "m64n64k16",
-            "f16",
-            "1",
-            regs32!(),
-            c,
-            a,
-            b,
-            [0, 1, 2, 3, 4, 5, 6, 7]
-        );
-    }
-}
+register_a_product!(
+    /// [`mma_n64`] with B 16×128: `c` the warp's 16×128 C fragments.
+    mma_n128, "m64n128k16", "0", regs64,
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+);
 
-/// `c += a · B` with B 16×128 in shared memory stored `[k][n]` (N-major).
-///
-/// # Safety
-/// As for [`mma_ss_n64`].
-#[inline(always)]
-pub unsafe fn mma_n128_n_major<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], b: u64) {
-    if T::BF16 {
-        wgmma!(
-            "m64n128k16",
-            "bf16",
-            "1",
-            regs64!(),
-            c,
-            a,
-            b,
-            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
-        );
-    } else {
-        wgmma!(
-            "m64n128k16",
-            "f16",
-            "1",
-            regs64!(),
-            c,
-            a,
-            b,
-            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
-        );
-    }
-}
+register_a_product!(
+    /// `c += a · B` with B 16×64 in shared memory stored `[k][n]` (N-major).
+    mma_n64_n_major, "m64n64k16", "1", regs32, [0, 1, 2, 3, 4, 5, 6, 7]
+);
+
+register_a_product!(
+    /// `c += a · B` with B 16×128 in shared memory stored `[k][n]` (N-major).
+    mma_n128_n_major, "m64n128k16", "1", regs64,
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+);

@@ -46,10 +46,13 @@ mod device;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod emulator;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
-use emulator::{device, pipeline, tensor_core, warpgroup};
+use emulator::{bulk, device, pipeline, tensor_core, warpgroup};
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/attention.rs"]
 mod attention;
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+#[path = "kernels/attention_delta.rs"]
+mod attention_delta;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/attention_hopper.rs"]
 mod attention_hopper;
@@ -62,6 +65,8 @@ mod flash_operands;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/flash_rows.rs"]
 mod flash_rows;
+#[cfg(target_arch = "nvptx64")]
+mod bulk;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 #[cfg(target_arch = "nvptx64")]

@@ -59,14 +59,14 @@ mod attention_hopper;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/attention_hopper_backward.rs"]
 mod attention_hopper_backward;
+#[cfg(target_arch = "nvptx64")]
+mod bulk;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/flash_operands.rs"]
 mod flash_operands;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/flash_rows.rs"]
 mod flash_rows;
-#[cfg(target_arch = "nvptx64")]
-mod bulk;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 #[cfg(target_arch = "nvptx64")]

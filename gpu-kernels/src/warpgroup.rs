@@ -184,9 +184,29 @@ macro_rules! wgmma_ss {
 #[inline(always)]
 pub unsafe fn mma_ss_n64<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
     if T::BF16 {
-        wgmma_ss!("m64n64k16", "bf16", "0", "0", regs32!(), c, a, b, [0, 1, 2, 3, 4, 5, 6, 7]);
+        wgmma_ss!(
+            "m64n64k16",
+            "bf16",
+            "0",
+            "0",
+            regs32!(),
+            c,
+            a,
+            b,
+            [0, 1, 2, 3, 4, 5, 6, 7]
+        );
     } else {
-        wgmma_ss!("m64n64k16", "f16", "0", "0", regs32!(), c, a, b, [0, 1, 2, 3, 4, 5, 6, 7]);
+        wgmma_ss!(
+            "m64n64k16",
+            "f16",
+            "0",
+            "0",
+            regs32!(),
+            c,
+            a,
+            b,
+            [0, 1, 2, 3, 4, 5, 6, 7]
+        );
     }
 }
 

@@ -64,7 +64,12 @@ unsafe fn delta<T: FlashElem, const D: usize>(
 /// [`FlashParams::dq_accumulator_len`] f32s for head dim `d` (even), `dq`
 /// lies as `h.dq` says (rows 4-byte aligned).
 #[inline(always)]
-pub(crate) unsafe fn dq_from_accumulator<T: FlashElem>(acc: *const f32, dq: *mut T::Bits, h: FlashParams, d: u32) {
+pub(crate) unsafe fn dq_from_accumulator<T: FlashElem>(
+    acc: *const f32,
+    dq: *mut T::Bits,
+    h: FlashParams,
+    d: u32,
+) {
     let (tid, _) = thread_xy();
     let (tile, head, batch) = block_xyz();
     let tile_rows = FlashParams::HOPPER_BACKWARD_TILE;
@@ -119,7 +124,11 @@ macro_rules! flash_dq {
         #[cfg(target_arch = "nvptx64")]
         const _: () = {
             #[export_name = crate::kernel_name!(flash_dq, $tn)]
-            unsafe extern "ptx-kernel" fn kernel(acc: *const f32, dq: *mut u16, args: crate::args::FlashDqArgs) {
+            unsafe extern "ptx-kernel" fn kernel(
+                acc: *const f32,
+                dq: *mut u16,
+                args: crate::args::FlashDqArgs,
+            ) {
                 dq_from_accumulator::<$t>(acc, dq, args.h, args.d)
             }
         };

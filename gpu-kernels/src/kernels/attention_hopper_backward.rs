@@ -36,9 +36,9 @@ use super::attention_hopper::{
 use super::flash_rows::{row_terms, store_key_gradients, store_query_gradient};
 use crate::bulk;
 use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, Pack};
-use crate::fragments::{swizzled_offset, wgmma_descriptor};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
+use crate::fragments::{swizzled_offset, wgmma_descriptor};
 use crate::math::exp2_f32;
 use crate::params::FlashParams;
 use crate::tensor_core::{cp_async_4, cp_async_commit, cp_async_wait, shared_address, MmaHalf};

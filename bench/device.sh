@@ -11,8 +11,7 @@ set -u
 # cold-start timings, which JIT every kernel module once), --gpt (the
 # attention and GPT benchmark and scripts/train_gpt.rhai at full size),
 # --attention (the fused attention's check with its kernels' registers and
-# shared memory, the attention and GPT benchmark, both also with the fused
-# Hopper backward (KILN_FLASH_FUSED=1), and kernel-by-kernel
+# shared memory, the attention and GPT benchmark, and kernel-by-kernel
 # profiles of SDPA steps against PyTorch's: bench/profile.sh with the cases in
 # $SDPA_CASES; with --check-only, nothing else runs).
 CHECK_ONLY=0; GOLDEN=0; CNN=0; COLD=1; GPT=0; ATTENTION=0
@@ -51,15 +50,8 @@ if [ "$ATTENTION" = 1 ]; then
   "$BIN/kiln-check" --resources --group attention --group training --group graphs > "$OUT/check_attention.txt" 2>&1
   echo "kiln-check exit code $?"
   grep -E "FAIL|passed,|asynchrony|flash90" "$OUT/check_attention.txt" | tail -30
-  echo "== the same check with the fused Hopper backward (KILN_FLASH_FUSED=1)"
-  KILN_FLASH_FUSED=1 "$BIN/kiln-check" --group attention --group training > "$OUT/check_attention_fused.txt" 2>&1
-  echo "kiln-check exit code $?"
-  grep -E "FAIL|passed," "$OUT/check_attention_fused.txt" | tail -10
   echo "== attention and GPT benchmark"
   attention_benchmark
-  echo "== the attention benchmark with the fused Hopper backward (KILN_FLASH_FUSED=1)"
-  KILN_FLASH_FUSED=1 "$BIN/kiln" bench/attention_bench.rhai > "$OUT/attention_kiln_fused.txt" 2>&1 || tail -3 "$OUT/attention_kiln_fused.txt"
-  python3 bench/compare.py "$OUT/attention_kiln_fused.txt" "$OUT/attention_torch.txt" "$OUT/attention_fused.csv" | tee "$OUT/attention_fused.md"
   echo "== SDPA steps kernel by kernel"
   bash bench/profile.sh ${SDPA_CASES:-sdpa-8-16-2048-128-causal-bf16 sdpa-8-16-2048-64-causal-bf16 sdpa-8-16-2048-128-causal-f16}
   if [ "$CHECK_ONLY" = 1 ]; then
@@ -73,10 +65,6 @@ echo "== differential check"
 KILN_CUDNN_DEBUG=1 "$BIN/kiln-check" --resources --csv "$OUT/check.csv" > "$OUT/check.txt" 2>&1
 echo "kiln-check exit code $?"
 grep -E "FAIL|asynchrony|passed,|registers" "$OUT/check.txt" | tail -60
-echo "== attention check with the fused Hopper backward (KILN_FLASH_FUSED=1)"
-KILN_FLASH_FUSED=1 "$BIN/kiln-check" --group attention > "$OUT/check_attention_fused.txt" 2>&1
-echo "kiln-check exit code $?"
-grep -E "FAIL|passed," "$OUT/check_attention_fused.txt" | tail -10
 echo "cuDNN graph API passed over $(grep -c "graph API" "$OUT/check.txt") times"; grep "graph API" "$OUT/check.txt" | sort | uniq -c | sort -rn | head -8
 if [ "$CHECK_ONLY" = 0 ]; then
   echo "== benchmarks"

@@ -192,15 +192,6 @@ args! {
     /// `lse` and `delta = rowsum(dout · o)` (f32 `[B, H, L]`).
     FlashBackwardKvArgs [q, k, v, dout, lse, delta, dk, dv] { h: FlashParams }
 
-    /// `flash90_backward_kvq_*`: the key and value gradients as
-    /// `flash_backward_kv_*`, and the query gradient's f32 sums added into
-    /// `dq_acc` (laid out by `FlashParams::dq_accumulator_at`).
-    FlashBackwardFusedArgs [q, k, v, dout, lse, delta, dk, dv, dq_acc] { h: FlashParams }
-
-    /// `flash_dq_*`: the query gradient `dq` (laid out as `h.dq`) from the
-    /// fused backward's f32 accumulator, times the scale.
-    FlashDqArgs [acc, dq] { h: FlashParams, d: u32 }
-
     /// `flash_backward_q_*`: the query gradient `dq [B, H, L, D]`.
     FlashBackwardQArgs [q, k, v, dout, lse, delta, dq] { h: FlashParams }
 

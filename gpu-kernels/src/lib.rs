@@ -46,21 +46,16 @@ mod device;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod emulator;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
-use emulator::{bulk, device, pipeline, tensor_core, warpgroup};
+use emulator::{device, pipeline, tensor_core, warpgroup};
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/attention.rs"]
 mod attention;
-#[cfg(all(test, not(target_arch = "nvptx64")))]
-#[path = "kernels/attention_delta.rs"]
-mod attention_delta;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/attention_hopper.rs"]
 mod attention_hopper;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/attention_hopper_backward.rs"]
 mod attention_hopper_backward;
-#[cfg(target_arch = "nvptx64")]
-mod bulk;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/flash_operands.rs"]
 mod flash_operands;

@@ -444,9 +444,6 @@ impl FlashParams {
     /// Threads a block of `flash_delta_*` (a warp a row).
     pub const DELTA_THREADS: u32 = 256;
 
-    /// Threads a block of `flash_dq_*` (a tile of 64 query rows a block).
-    pub const DQ_THREADS: u32 = 256;
-
     /// Threads a block of the Hopper query backward
     /// (`flash90_backward_q_*`): three warpgroups of four warps (the
     /// kernels are capped at 168 registers so that they fit one SM).
@@ -554,39 +551,6 @@ impl FlashParams {
         let keys = 2 * Self::HOPPER_KV_KEYS as usize * d * 2;
         let tile = Self::HOPPER_BACKWARD_TILE as usize;
         (keys + 4 * tile * d * 2 + 4 * tile * 4 + 1024) as u32
-    }
-
-    /// Shared memory of the Hopper fused backward
-    /// (`flash90_backward_kvq_*`): that of the key/value backward, then each
-    /// warpgroup's `dSᵀ` tile (its 64 keys × the step's 64 queries, in the
-    /// swizzle), then each warpgroup's f32 staging tile of query-gradient
-    /// sums (64 rows × `d / 2` columns).
-    pub const fn hopper_backward_fused_shared_bytes(d: usize) -> u32 {
-        let tile = Self::HOPPER_BACKWARD_TILE as usize;
-        let dst = 2 * tile * tile * 2;
-        let staging = 2 * tile * (d / 2) * 4;
-        Self::hopper_backward_kv_shared_bytes(d) + (dst + staging) as u32
-    }
-
-    /// f32 elements of the fused backward's query-gradient accumulator for
-    /// `bh` (batch entries × heads) rows of `l` queries and head dim `d`:
-    /// [`FlashParams::dq_accumulator_at`] lays it out.
-    pub const fn dq_accumulator_len(bh: usize, l: u32, d: usize) -> usize {
-        bh * l.div_ceil(Self::HOPPER_BACKWARD_TILE) as usize * Self::HOPPER_BACKWARD_TILE as usize * d
-    }
-
-    /// Where element (`row`, `col`) of the query gradient of `bh` (= batch
-    /// entry · H + head) lies in the fused backward's f32 accumulator: by
-    /// `bh`, tile of 64 rows, half of the head dim `d`, then row-major
-    /// within the half, so that the 64 × `d / 2` sums one warpgroup adds
-    /// for a tile are one contiguous run (one bulk reduction).
-    #[inline(always)]
-    pub const fn dq_accumulator_at(&self, bh: u32, row: u32, col: u32, d: u32) -> usize {
-        let tile = Self::HOPPER_BACKWARD_TILE;
-        let half = d / 2;
-        let tiles = self.l.div_ceil(tile);
-        let run = ((bh * tiles + row / tile) * 2 + col / half) as usize;
-        run * (tile * half) as usize + ((row % tile) * half + col % half) as usize
     }
 
     /// Shared memory of the Hopper query backward, in the swizzle from a

@@ -111,12 +111,6 @@ pub fn pin_c(c: &mut [[f32; 4]; 16], n: usize) {
     });
 }
 
-macro_rules! regs16 {
-    () => {
-        "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}}}"
-    };
-}
-
 macro_rules! regs32 {
     () => {
         "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}"
@@ -152,16 +146,14 @@ macro_rules! wgmma {
     };
 }
 
-/// One `wgmma.mma_async` with A and B in shared memory: shape, element
-/// type, A's and B's transpose flags (0 K-major, 1 M- or N-major), the
-/// accumulator list, and the accumulator fragments by index.
+/// One `wgmma.mma_async` with A and B in shared memory, both K-major.
 macro_rules! wgmma_ss {
-    ($shape:literal, $ty:literal, $ta:literal, $tb:literal, $regs:expr, $c:ident, $a:ident, $b:ident, [$($i:literal),*]) => {
+    ($shape:literal, $ty:literal, $regs:expr, $c:ident, $a:ident, $b:ident, [$($i:literal),*]) => {
         asm!(
             concat!(
                 "{{ .reg .pred p; setp.ne.b32 p, {one}, 0; wgmma.mma_async.sync.aligned.",
                 $shape, ".f32.", $ty, ".", $ty, " ", $regs,
-                ", {a}, {b}, p, 1, 1, ", $ta, ", ", $tb, "; }}"
+                ", {a}, {b}, p, 1, 1, 0, 0; }}"
             ),
             $(inout(reg32) $c[$i][0], inout(reg32) $c[$i][1], inout(reg32) $c[$i][2], inout(reg32) $c[$i][3],)*
             a = in(reg64) $a,
@@ -184,29 +176,9 @@ macro_rules! wgmma_ss {
 #[inline(always)]
 pub unsafe fn mma_ss_n64<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
     if T::BF16 {
-        wgmma_ss!(
-            "m64n64k16",
-            "bf16",
-            "0",
-            "0",
-            regs32!(),
-            c,
-            a,
-            b,
-            [0, 1, 2, 3, 4, 5, 6, 7]
-        );
+        wgmma_ss!("m64n64k16", "bf16", regs32!(), c, a, b, [0, 1, 2, 3, 4, 5, 6, 7]);
     } else {
-        wgmma_ss!(
-            "m64n64k16",
-            "f16",
-            "0",
-            "0",
-            regs32!(),
-            c,
-            a,
-            b,
-            [0, 1, 2, 3, 4, 5, 6, 7]
-        );
+        wgmma_ss!("m64n64k16", "f16", regs32!(), c, a, b, [0, 1, 2, 3, 4, 5, 6, 7]);
     }
 }
 
@@ -220,8 +192,6 @@ pub unsafe fn mma_ss_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
         wgmma_ss!(
             "m64n128k16",
             "bf16",
-            "0",
-            "0",
             regs64!(),
             c,
             a,
@@ -232,8 +202,6 @@ pub unsafe fn mma_ss_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
         wgmma_ss!(
             "m64n128k16",
             "f16",
-            "0",
-            "0",
             regs64!(),
             c,
             a,
@@ -242,41 +210,6 @@ pub unsafe fn mma_ss_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
         );
     }
 }
-
-/// Defines a product with both operands in shared memory and both
-/// transposed: `$name(c, a, b)` is `c += A · B` with A 64×16 stored `[k][m]`
-/// (M-major, `a` its descriptor: the warpgroup's 64 rows are 64 columns of
-/// the stored tile) and B 16×`N` stored `[k][n]` (N-major), of the shape
-/// `$shape`, into the C fragments `$i` of `c`: a product of a tile's
-/// transpose, read as stored.
-macro_rules! transposed_product {
-    ($(#[$doc:meta])* $name:ident, $shape:literal, $regs:ident, [$($i:literal),*]) => {
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// As for [`mma_ss_n64`].
-        #[inline(always)]
-        pub unsafe fn $name<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
-            if T::BF16 {
-                wgmma_ss!($shape, "bf16", "1", "1", $regs!(), c, a, b, [$($i),*]);
-            } else {
-                wgmma_ss!($shape, "f16", "1", "1", $regs!(), c, a, b, [$($i),*]);
-            }
-        }
-    };
-}
-
-transposed_product!(
-    /// `c += A · B` with A M-major and B 16×32 N-major: `c[..4]` the warp's
-    /// 16×32 C fragments.
-    mma_ss_transposed_n32, "m64n32k16", regs16, [0, 1, 2, 3]
-);
-
-transposed_product!(
-    /// `c += A · B` with A M-major and B 16×64 N-major: `c[..8]` the warp's
-    /// 16×64 C fragments.
-    mma_ss_transposed_n64, "m64n64k16", regs32, [0, 1, 2, 3, 4, 5, 6, 7]
-);
 
 /// Defines a product with A in registers: `$name(c, a, b)` is `c += a ·
 /// B` for this warp's A fragment `a` and B read from shared memory through

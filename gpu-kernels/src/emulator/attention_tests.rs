@@ -204,14 +204,6 @@ macro_rules! half_test_elem {
                 );
                 c.close("Hopper key gradient", &wide(&dk), &want.dk);
                 c.close("Hopper value gradient", &wide(&dv), &want.dv);
-                let [dq, dk, dv] = hopper_fused_backward::<$t, D>(c, h, [qb, kb, vb, dob], [lse, delta]);
-                c.close(
-                    "Hopper fused query gradient",
-                    &wide(&from_rows_outer(&dq)),
-                    &want.dq,
-                );
-                c.close("Hopper fused key gradient", &wide(&dk), &want.dk);
-                c.close("Hopper fused value gradient", &wide(&dv), &want.dv);
             }
         }
     };
@@ -432,16 +424,7 @@ fn hopper_backward<T: MmaHalf, const D: usize>(
             let (dk, dv) = grads.get();
             // SAFETY: the buffers hold the shapes `h` describes.
             unsafe {
-                crate::attention_hopper_backward::backward_kv::<T, D, false>(
-                    q,
-                    k,
-                    v,
-                    dout,
-                    lse,
-                    delta,
-                    (dk, dv, core::ptr::null_mut()),
-                    h,
-                )
+                crate::attention_hopper_backward::backward_kv::<T, D>(q, k, v, dout, lse, delta, dk, dv, h)
             }
         },
     );
@@ -469,74 +452,6 @@ fn hopper_backward<T: MmaHalf, const D: usize>(
                     h,
                 )
             }
-        },
-    );
-    [dq, dk, dv]
-}
-
-/// The Hopper fused backward (`backward_kv` with the query gradient's sums
-/// in an f32 accumulator, then `flash_dq`'s conversion) on the same
-/// problem: the query, key and value gradients.
-fn hopper_fused_backward<T: MmaHalf, const D: usize>(
-    c: &Case,
-    h: FlashParams,
-    [qb, kb, vb, dob]: [&[u16]; 4],
-    [lse, delta]: [&[f32]; 2],
-) -> [Vec<u16>; 3] {
-    let mut dq = std::vec![0u16; c.batch * c.heads * c.l * D];
-    let mut dk = std::vec![0u16; c.batch * c.kv_heads * c.s * D];
-    let mut dv = std::vec![0u16; c.batch * c.kv_heads * c.s * D];
-    // 16-byte aligned f32s, as the bulk reduction needs
-    let len = FlashParams::dq_accumulator_len(c.batch * c.heads, c.l as u32, D);
-    let mut acc = std::vec![0u128; len.div_ceil(4)];
-    let acc_at = acc.as_mut_ptr() as *mut f32;
-    let p = Shared((
-        qb.as_ptr(),
-        kb.as_ptr(),
-        vb.as_ptr(),
-        dob.as_ptr(),
-        lse.as_ptr(),
-        delta.as_ptr(),
-    ));
-    let grads = Shared((dk.as_mut_ptr(), dv.as_mut_ptr(), acc_at));
-    launch(
-        (
-            c.s.div_ceil(FlashParams::HOPPER_KV_KEYS as usize) as u32,
-            c.kv_heads as u32,
-            c.batch as u32,
-        ),
-        FlashParams::HOPPER_KV_THREADS,
-        FlashParams::hopper_backward_fused_shared_bytes(D) as usize,
-        || {
-            let (q, k, v, dout, lse, delta) = p.get();
-            // SAFETY: the buffers hold the shapes `h` describes.
-            unsafe {
-                crate::attention_hopper_backward::backward_kv::<T, D, true>(
-                    q,
-                    k,
-                    v,
-                    dout,
-                    lse,
-                    delta,
-                    grads.get(),
-                    h,
-                )
-            }
-        },
-    );
-    let out = Shared((acc_at as *const f32, dq.as_mut_ptr()));
-    launch(
-        (
-            c.l.div_ceil(FlashParams::HOPPER_BACKWARD_TILE as usize) as u32,
-            c.heads as u32,
-            c.batch as u32,
-        ),
-        FlashParams::DQ_THREADS,
-        0,
-        || {
-            let (acc, dq) = out.get();
-            // SAFETY: as above.
-            unsafe { crate::attention_delta::dq_from_accumulator::<T>(acc, dq, h, D as u32) }
         },
     );
     [dq, dk, dv]

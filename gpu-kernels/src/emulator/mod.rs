@@ -9,7 +9,6 @@
 //! plain reference without a GPU (its numerics are checked on the GPU by
 //! `kiln-check`). It is slow: small shapes only.
 
-pub mod bulk;
 mod copies;
 pub mod device;
 pub mod pipeline;

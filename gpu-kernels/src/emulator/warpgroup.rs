@@ -157,37 +157,3 @@ pub unsafe fn mma_n64_n_major<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], 
 pub unsafe fn mma_n128_n_major<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: &[u32; 4], b: u64) {
     mma::<T>(c, 16, a, b, true)
 }
-
-/// The A fragments of an M-major A 64×16 in shared memory (`a` its
-/// descriptor: element (m, k) stored at row k, column m): this warp's 16
-/// rows.
-fn a_fragment_m_major(a: u64) -> [u32; 4] {
-    let (tid, _) = context();
-    let (lane, warp) = (tid & 31, (tid / 32) % 4);
-    let (g, t) = (lane >> 2, lane & 3);
-    // A's element (m, k) is B's (k, m) of an N-major operand
-    let at = |m: u32, k: u32| shared_u16(b_address(a, k, 16 * warp + m, true)) as u32;
-    let pair = |m: u32, k: u32| at(m, k) | at(m, k + 1) << 16;
-    [
-        pair(g, 2 * t),
-        pair(g + 8, 2 * t),
-        pair(g, 2 * t + 8),
-        pair(g + 8, 2 * t + 8),
-    ]
-}
-
-/// See the real module.
-///
-/// # Safety
-/// As for the real instruction.
-pub unsafe fn mma_ss_transposed_n32<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
-    mma::<T>(c, 4, &a_fragment_m_major(a), b, true)
-}
-
-/// See the real module.
-///
-/// # Safety
-/// As for the real instruction.
-pub unsafe fn mma_ss_transposed_n64<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
-    mma::<T>(c, 8, &a_fragment_m_major(a), b, true)
-}

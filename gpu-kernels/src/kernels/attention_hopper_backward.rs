@@ -1,6 +1,8 @@
-//! The attention backward on Hopper's warpgroup tensor cores (sm_90a):
-//! f16 and bf16, head dims 64 and 128, without dropout. The algebra is
-//! that of the `mma.sync` backward (`attention.rs`):
+//! The attention backward on Hopper's warpgroup tensor cores (sm_90a,
+//! `flash90_backward_{kv,q}_*`): f16 and bf16, head dims 64 and 128,
+//! without dropout. The split and the algebra are those of the `mma.sync`
+//! backward (`attention.rs`); every product here is a `wgmma` of the shapes
+//! the Hopper forward already uses, so no operand is ever transposed:
 //!
 //! - `flash90_backward_kv_*`: a block of two warpgroups takes 128 keys (64
 //!   a warpgroup, their `dK` and `dV` in registers) and walks the query
@@ -9,14 +11,6 @@
 //!   memory (K-major); `dV += Pᵀ·dO` and `dK += dSᵀ·Q` take `Pᵀ` and `dSᵀ`
 //!   from registers and read dO and Q N-major. The next query tile, its
 //!   output gradient, log-sum-exps and deltas load during each step.
-//! - `flash90_backward_kvq_*`, the same with the query gradient fused in
-//!   (five products a step where the split kernels take seven): each
-//!   warpgroup stores its `dSᵀ` to shared memory, and after a barrier
-//!   computes `dQ = dS·K` over the block's 128 keys for half of the head
-//!   dim, reading `dS` back transposed (`wgmma` with both operands
-//!   transposed, M- and N-major); the f32 sums go through a staging tile
-//!   to one bulk reduction a warpgroup and step ([`crate::bulk`]) into an
-//!   accumulator that `flash_dq_*` (`attention_delta.rs`) rounds.
 //! - `flash90_backward_q_*`: a block of three warpgroups takes 192 query
 //!   rows (their Q and dO in shared memory, `dQ` in registers) and walks
 //!   the key/value tiles of 64 rows: `S = Q·Kᵀ`, `dP = dO·Vᵀ`, then
@@ -34,11 +28,9 @@ use super::attention_hopper::{
     fma, held_rows, load_swizzled_async, pin_a, product, scores, to_a, NOTHING_HELD,
 };
 use super::flash_rows::{row_terms, store_key_gradients, store_query_gradient};
-use crate::bulk;
 use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, Pack};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
-use crate::fragments::{swizzled_offset, wgmma_descriptor};
 use crate::math::exp2_f32;
 use crate::params::FlashParams;
 use crate::tensor_core::{cp_async_4, cp_async_commit, cp_async_wait, shared_address, MmaHalf};
@@ -60,29 +52,26 @@ fn shared_base() -> (u32, *mut u8) {
 }
 
 /// The key and value gradients of one block: 128 keys of one key/value
-/// head, over every query head of its group; with `DQ`, also the block's
-/// share of the query gradient, added into the f32 accumulator `dq_acc`.
+/// head, over every query head of its group.
 ///
 /// # Safety
 /// Launched with [`FlashParams::HOPPER_KV_THREADS`] threads, a grid of
 /// `(⌈S/128⌉, H / group, B)` and
-/// [`FlashParams::hopper_backward_kv_shared_bytes`] of shared memory
-/// ([`FlashParams::hopper_backward_fused_shared_bytes`] with `DQ`),
+/// [`FlashParams::hopper_backward_kv_shared_bytes`] of shared memory,
 /// without dropout, on an sm_90a GPU; the pointers and strides describe
 /// live tensors as [`FlashParams`] says, `lse` and `delta` hold `B·H·L`
-/// f32s; with `DQ`, `dq_acc` holds
-/// [`FlashParams::dq_accumulator_len`] f32s (zeros, or sums to add to),
-/// 16-byte aligned.
+/// f32s.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DQ: bool>(
+pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
     q: *const u16,
     k: *const u16,
     v: *const u16,
     dout: *const u16,
     lse: *const f32,
     delta: *const f32,
-    (dk, dv, dq_acc): (*mut u16, *mut u16, *mut f32),
+    dk: *mut u16,
+    dv: *mut u16,
     h: FlashParams,
 ) {
     const THREADS: u32 = FlashParams::HOPPER_KV_THREADS;
@@ -104,11 +93,6 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DQ: bool>(
     let stats_at = 2 * keys_bytes + 4 * tile_bytes;
     let stats = |b: u32| stats_at + 2 * b * TILE * 4;
     let stat = |at: u32, i: u32| *(base_ptr.add((at + 4 * i) as usize) as *const f32);
-    // with DQ: each warpgroup's dSᵀ tile (64 keys × 64 queries), then its
-    // staging tile of f32 query-gradient sums (64 rows × D / 2)
-    let dst_at = stats_at + 4 * TILE * 4;
-    let dst_tile = |w: u32| dst_at + w * TILE * TILE * 2;
-    let stage_at = dst_at + 2 * TILE * TILE * 2 + (warp / 4) * TILE * (D as u32 / 2) * 4;
 
     let first = if h.causal != 0 { key0 / TILE } else { 0 };
     let per_head = h.l.div_ceil(TILE).saturating_sub(first);
@@ -217,119 +201,16 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DQ: bool>(
         wg::fence();
         product::<T, D>(&mut dva, &pf, do_tile(b), TILE, blocks);
         product::<T, D>(&mut dka, &df, q_tile(b), TILE, blocks);
-        let mut dqa = [[0f32; 4]; 16];
-        if DQ {
-            // dQ[:, half w] += dS · K[:, half w] over the block's 128 keys:
-            // dSᵀ goes through shared memory, read back transposed
-            store_transposed(base_ptr, dst_tile(warp / 4), &df, (warp % 4) * 16 + g, t);
-            wg::fence_shared();
-            sync_threads();
-            pin_c(&mut dqa, D / 16);
-            wg::fence();
-            query_product::<T, D>(&mut dqa, (dst_tile(0), dst_tile(1)), k_tile, warp / 4);
-        }
         wg::wait();
         pin_c(&mut dva, D / 8);
         pin_c(&mut dka, D / 8);
         pin_a(&mut pf, 4);
         pin_a(&mut df, 4);
-        if DQ {
-            pin_c(&mut dqa, D / 16);
-            let (hq, _) = step_of(n);
-            let bh = batch * h.heads + hq;
-            let run = dq_acc.add(h.dq_accumulator_at(bh, q0, (warp / 4) * (D as u32 / 2), D as u32));
-            add_query_sums::<D>((base_ptr, stage_at), &dqa, (warp % 4) * 16 + g, t, run);
-        }
         n += 1;
     }
     cp_async_wait::<0>();
 
     store_key_gradients::<T, D>((dk, dv), &dka, &dva, &h, (batch, kvh), my_key, t);
-}
-
-/// Stores this lane's `dSᵀ` A fragments `df` (key rows `kr` and `kr + 8`
-/// of the warpgroup's 64, the step's 64 query columns) into the swizzled
-/// `[key][query]` tile at shared offset `tile` (`base` its block's
-/// aligned shared memory as a pointer).
-///
-/// # Safety
-/// `tile` lies in the block's shared memory and nobody reads it until a
-/// barrier.
-#[inline(always)]
-unsafe fn store_transposed(base: *mut u8, tile: u32, df: &[[u32; 4]; 8], kr: u32, t: u32) {
-    unroll(4, |kk| {
-        // an A fragment's words: rows kr, kr + 8 of 8 columns, then the next 8
-        unroll(4, |i| {
-            let (row, c) = (kr + 8 * (i as u32 & 1), 2 * kk as u32 + (i as u32 >> 1));
-            let at = tile + swizzled_offset(row, c, TILE) + 4 * t;
-            *(base.add(at as usize) as *mut u32) = df[kk][i];
-        })
-    });
-}
-
-/// Issues `dqa += dS · K[:, half]` for this warpgroup's `half` of the head
-/// dim over the block's 128 keys: A is `dS` read M-major from the two
-/// warpgroups' `dSᵀ` tiles (64 keys each), B the key tile read N-major
-/// from column `half · D / 2`.
-///
-/// # Safety
-/// Every thread of the warpgroup runs it, after [`wg::fence`]; both `dSᵀ`
-/// tiles are written, fenced and behind a barrier.
-#[inline(always)]
-unsafe fn query_product<T: MmaHalf, const D: usize>(
-    dqa: &mut [[f32; 4]; 16],
-    (dst0, dst1): (u32, u32),
-    k_tile: u32,
-    half: u32,
-) {
-    const KEYS: u32 = FlashParams::HOPPER_KV_KEYS;
-    let col0 = half * (D as u32 / 2);
-    let columns = k_tile + (col0 / 64) * KEYS * 128 + (col0 % 64) * 2;
-    unroll(KEYS as usize / 16, |kk| {
-        let kk = kk as u32;
-        let tile = if kk < 4 { dst0 } else { dst1 };
-        let a = wgmma_descriptor(tile + (kk % 4) * 16 * 128, TILE * 128, 1024);
-        let b = wgmma_descriptor(columns + kk * 16 * 128, KEYS * 128, 1024);
-        if D == 64 {
-            wg::mma_ss_transposed_n32::<T>(dqa, a, b);
-        } else {
-            wg::mma_ss_transposed_n64::<T>(dqa, a, b);
-        }
-    });
-    wg::commit();
-}
-
-/// Adds this warpgroup's query-gradient sums `dqa` (rows `qr`, `qr + 8` of
-/// 64, `D / 2` columns) into the accumulator's run at `run`: through its
-/// staging tile (shared offset `stage` from `base`), which one thread hands
-/// to a bulk reduction and waits until it is read.
-///
-/// # Safety
-/// Every thread of the block runs it together (it holds block barriers);
-/// `run` is 64 × `D / 2` f32s of the accumulator.
-#[inline(always)]
-unsafe fn add_query_sums<const D: usize>(
-    (base, stage): (*mut u8, u32),
-    dqa: &[[f32; 4]; 16],
-    qr: u32,
-    t: u32,
-    run: *mut f32,
-) {
-    let half = D as u32 / 2;
-    unroll(D / 16, |nt| {
-        unroll(2, |r| {
-            let at = stage + ((qr + 8 * r as u32) * half + 8 * nt as u32 + 2 * t) * 4;
-            let to = base.add(at as usize) as *mut [f32; 2];
-            *to = [dqa[nt][2 * r], dqa[nt][2 * r + 1]];
-        })
-    });
-    wg::fence_shared();
-    sync_threads();
-    let (tid, _) = thread_xy();
-    if tid % 128 == 0 {
-        bulk::reduce_add_f32(run, stage, TILE * half * 4);
-        bulk::wait_read();
-    }
 }
 
 /// The query gradient of one block: 192 query rows of one head.
@@ -474,33 +355,7 @@ macro_rules! flash90_backward {
                 dv: *mut u16,
                 args: crate::args::FlashBackwardKvArgs,
             ) {
-                backward_kv::<$t, $d, false>(
-                    q,
-                    k,
-                    v,
-                    dout,
-                    lse,
-                    delta,
-                    (dk, dv, core::ptr::null_mut()),
-                    args.h,
-                )
-            }
-
-            #[export_name = crate::kernel_name!(flash90_backward_kvq, $dn, $tn)]
-            #[allow(clippy::too_many_arguments)]
-            unsafe extern "ptx-kernel" fn bwd_kvq(
-                q: *const u16,
-                k: *const u16,
-                v: *const u16,
-                dout: *const u16,
-                lse: *const f32,
-                delta: *const f32,
-                dk: *mut u16,
-                dv: *mut u16,
-                dq_acc: *mut f32,
-                args: crate::args::FlashBackwardFusedArgs,
-            ) {
-                backward_kv::<$t, $d, true>(q, k, v, dout, lse, delta, (dk, dv, dq_acc), args.h)
+                backward_kv::<$t, $d>(q, k, v, dout, lse, delta, dk, dv, args.h)
             }
 
             #[export_name = crate::kernel_name!(flash90_backward_q, $dn, $tn)]

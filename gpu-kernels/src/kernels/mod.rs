@@ -18,16 +18,14 @@
 //! - [`matmul`]: integer matmul (cuBLAS has none);
 //! - [`attention`]: fused attention on tensor cores, f16, bf16 and f32 (`flash_forward_*`,
 //!   `flash_backward_kv_*`, `flash_backward_q_*`);
-//! - [`attention_delta`]: the backward's row terms (`flash_delta_*`) and
-//!   the query gradient from the fused backward's sums (`flash_dq_*`);
+//! - [`attention_delta`]: the backward's row terms (`flash_delta_*`);
 //! - [`flash_operands`]: the `mma.sync` attention's element types (halves,
 //!   and f32 as pairs of tf32) and shared tiles;
 //! - [`flash_rows`]: the per-row pieces both attention forwards share;
 //! - [`attention_hopper`]: its forward on Hopper's warpgroup tensor cores
 //!   (`flash90_forward_*`, a module of its own built for sm_90a);
 //! - [`attention_hopper_backward`]: its backward there
-//!   (`flash90_backward_kvq_*` fused, or `flash90_backward_kv_*` and
-//!   `flash90_backward_q_*`, in the same module);
+//!   (`flash90_backward_kv_*`, `flash90_backward_q_*`, in the same module);
 //! - [`order`]: scans (`scan_*`: cumsum, cumprod, cummax, cummin,
 //!   logcumsumexp) and the bitonic sort (`sort_*`) along dense rows.
 //!

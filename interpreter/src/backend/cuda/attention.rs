@@ -7,7 +7,7 @@
 use super::{kernels, CudaRuntime, CudaStorage};
 use crate::backend::attention::{FlashShape, HeadView};
 use crate::core::error::{Error, Result};
-use crate::core::{DType, Scalar};
+use crate::core::DType;
 use kiln_kernels::params::{AttentionRows, FlashParams, HeadStrides};
 
 const OP: &str = "scaled_dot_product_attention";
@@ -219,9 +219,6 @@ impl CudaStorage {
         let dq = CudaStorage::alloc(dtype, rows * shape.d)?;
         let kv = shape.batch * shape.kv_heads * shape.s * shape.d;
         let (dk, dv) = (CudaStorage::alloc(dtype, kv)?, CudaStorage::alloc(dtype, kv)?);
-        let acc = kernels::fused_backward_accumulator(rt, dtype, shape.d, shape.batch as u32, &h)
-            .map(|len| CudaStorage::full(DType::F32, len, Scalar::Float(0.0)))
-            .transpose()?;
         kernels::flash_backward(
             rt,
             dtype,
@@ -230,7 +227,6 @@ impl CudaStorage {
             h,
             [at(q), at(k), at(v), dout.ptr(), lse.ptr(), delta.ptr()],
             [dq.ptr(), dk.ptr(), dv.ptr()],
-            acc.as_ref().map(CudaStorage::ptr),
         )?;
         Ok((dq, dk, dv))
     }

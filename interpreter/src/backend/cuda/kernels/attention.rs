@@ -6,10 +6,7 @@
 //! dropout at head dims 64 and 128 run on Hopper's warpgroup tensor cores
 //! instead (`attention_hopper.rs`, `attention_hopper_backward.rs`);
 //! `KILN_FLASH_HOPPER=0` keeps the `mma.sync` kernels there (for
-//! comparisons). With `KILN_FLASH_FUSED=1` the Hopper backward is one
-//! fused kernel that adds the query gradient's f32 sums into an
-//! accumulator, then `flash_dq` rounds them; without it, the split
-//! key/value and query kernels.
+//! comparisons).
 
 use super::launch::*;
 use super::table::Kernel;
@@ -17,10 +14,7 @@ use crate::backend::cuda::runtime::{cuda_error, CudaRuntime};
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::{sys, CudaFunction};
-use kiln_kernels::args::{
-    FlashBackwardFusedArgs, FlashBackwardKvArgs, FlashBackwardQArgs, FlashDeltaArgs, FlashDqArgs,
-    FlashForwardArgs,
-};
+use kiln_kernels::args::{FlashBackwardKvArgs, FlashBackwardQArgs, FlashDeltaArgs, FlashForwardArgs};
 use kiln_kernels::params::FlashParams;
 
 /// Shared memory a block may use without opting in.
@@ -54,22 +48,6 @@ fn hopper(rt: &CudaRuntime, dtype: DType, d: usize, dropout: f32) -> bool {
         && rt.kernels.capability() == (9, 0)
         && dropout == 0.0
         && FlashParams::HOPPER_HEAD_DIMS.contains(&d)
-}
-
-/// The f32 elements of the query-gradient accumulator the backward of
-/// `dtype`, head dim `d` and `h` over `batch` entries needs (to be zeroed
-/// before it), or `None` where the backward does not run fused.
-pub fn fused_backward_accumulator(
-    rt: &CudaRuntime,
-    dtype: DType,
-    d: usize,
-    batch: u32,
-    h: &FlashParams,
-) -> Option<usize> {
-    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let enabled = *ENABLED.get_or_init(|| std::env::var("KILN_FLASH_FUSED").is_ok_and(|v| v == "1"));
-    let len = FlashParams::dq_accumulator_len(batch as usize * h.heads as usize, h.l, d);
-    (enabled && hopper(rt, dtype, d, h.dropout) && len <= u32::MAX as usize).then_some(len)
 }
 
 /// The forward: `o [B, H, L, D]` and `lse [B, H, L]` (f32) from q, k, v.
@@ -147,10 +125,7 @@ pub fn flash_delta(
 }
 
 /// The backward: `dq [B, H, L, D]`, `dk`, `dv [B, H / group, S, D]` from
-/// q, k, v, the dense output gradient, `lse` and `delta = rowsum(dout · o)`;
-/// fused where `dq_acc` is given: a zeroed accumulator of the length
-/// [`fused_backward_accumulator`] said.
-#[allow(clippy::too_many_arguments)]
+/// q, k, v, the dense output gradient, `lse` and `delta = rowsum(dout · o)`.
 pub fn flash_backward(
     rt: &CudaRuntime,
     dtype: DType,
@@ -159,42 +134,7 @@ pub fn flash_backward(
     h: FlashParams,
     [q, k, v, dout, lse, delta]: [sys::CUdeviceptr; 6],
     [dq, dk, dv]: [sys::CUdeviceptr; 3],
-    dq_acc: Option<sys::CUdeviceptr>,
 ) -> Result<()> {
-    if let Some(acc) = dq_acc {
-        let f = rt.kernels.get(Kernel::FlashBackwardFusedHopper(dtype, d))?;
-        let shared = FlashParams::hopper_backward_fused_shared_bytes(d);
-        allow_shared(f, shared)?;
-        let fdq = rt.kernels.get(Kernel::FlashDq(dtype))?;
-        // SAFETY: as below; `acc` holds the zeroed accumulator this `h`
-        // needs (the caller's contract), the block shape and shared memory
-        // are those the kernels are written for, and this GPU is an sm_90
-        // one (`fused_backward_accumulator` said so).
-        return unsafe {
-            launch_with(
-                rt,
-                f,
-                (
-                    h.s.div_ceil(FlashParams::HOPPER_KV_KEYS),
-                    h.heads / h.group,
-                    batch,
-                ),
-                (FlashParams::HOPPER_KV_THREADS, 1, 1),
-                shared,
-                [q, k, v, dout, lse, delta, dk, dv, acc],
-                FlashBackwardFusedArgs { h },
-            )?;
-            launch_with(
-                rt,
-                fdq,
-                (h.l.div_ceil(FlashParams::HOPPER_BACKWARD_TILE), h.heads, batch),
-                (FlashParams::DQ_THREADS, 1, 1),
-                0,
-                [acc, dq],
-                FlashDqArgs { h, d: d as u32 },
-            )
-        };
-    }
     if hopper(rt, dtype, d, h.dropout) {
         let fkv = rt.kernels.get(Kernel::FlashBackwardKvHopper(dtype, d))?;
         let shared_kv = FlashParams::hopper_backward_kv_shared_bytes(d);

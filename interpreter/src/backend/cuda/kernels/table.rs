@@ -128,11 +128,6 @@ pub enum Kernel {
     FlashBackwardKvHopper(DType, usize),
     /// `flash90_backward_q_d<head dim>_<dtype>`: its query gradient there
     FlashBackwardQHopper(DType, usize),
-    /// `flash90_backward_kvq_d<head dim>_<dtype>`: the key and value
-    /// gradients there, with the query gradient's f32 sums
-    FlashBackwardFusedHopper(DType, usize),
-    /// `flash_dq_<dtype>`: the query gradient from those sums
-    FlashDq(DType),
     /// `flash_delta_d<head dim>_<dtype>`: the backward's `rowsum(dout · o)`
     FlashDelta(DType, usize),
 }
@@ -171,8 +166,7 @@ fn flash_name(d: DType, head_dim: usize, family: u8, dropout: bool) -> &'static 
 }
 
 /// The name of a Hopper attention kernel (`family` 0 the forward, 1 the
-/// key/value backward, 2 the query backward, 3 the fused backward; head
-/// dims 64 and 128).
+/// key/value backward, 2 the query backward; head dims 64 and 128).
 fn hopper_name(d: DType, head_dim: usize, family: u8) -> &'static str {
     macro_rules! by_dim {
         ($family:ident) => {
@@ -187,8 +181,7 @@ fn hopper_name(d: DType, head_dim: usize, family: u8) -> &'static str {
     match family {
         0 => by_dim!(flash90_forward),
         1 => by_dim!(flash90_backward_kv),
-        2 => by_dim!(flash90_backward_q),
-        _ => by_dim!(flash90_backward_kvq),
+        _ => by_dim!(flash90_backward_q),
     }
 }
 
@@ -430,11 +423,6 @@ impl Kernel {
             Kernel::FlashForwardHopper(d, e) => hopper_name(d, e, 0),
             Kernel::FlashBackwardKvHopper(d, e) => hopper_name(d, e, 1),
             Kernel::FlashBackwardQHopper(d, e) => hopper_name(d, e, 2),
-            Kernel::FlashBackwardFusedHopper(d, e) => hopper_name(d, e, 3),
-            Kernel::FlashDq(d) => match d {
-                DType::F16 => kernel_name!(flash_dq, f16),
-                _ => kernel_name!(flash_dq, bf16),
-            },
         }
     }
 
@@ -502,8 +490,6 @@ impl Kernel {
                 size_of::<FlashBackwardKvArgs>()
             }
             Kernel::FlashBackwardQ(..) | Kernel::FlashBackwardQHopper(..) => size_of::<FlashBackwardQArgs>(),
-            Kernel::FlashBackwardFusedHopper(..) => size_of::<FlashBackwardFusedArgs>(),
-            Kernel::FlashDq(_) => size_of::<FlashDqArgs>(),
         }
     }
 
@@ -548,12 +534,10 @@ impl Kernel {
             Kernel::FlashForward(..)
             | Kernel::FlashBackwardKv(..)
             | Kernel::FlashBackwardQ(..)
-            | Kernel::FlashDelta(..)
-            | Kernel::FlashDq(_) => 13,
+            | Kernel::FlashDelta(..) => 13,
             Kernel::FlashForwardHopper(..)
             | Kernel::FlashBackwardKvHopper(..)
-            | Kernel::FlashBackwardQHopper(..)
-            | Kernel::FlashBackwardFusedHopper(..) => kiln_kernels::modules::HOPPER_MODULE,
+            | Kernel::FlashBackwardQHopper(..) => kiln_kernels::modules::HOPPER_MODULE,
         }
     }
 
@@ -670,10 +654,8 @@ impl Kernel {
                     Kernel::FlashForwardHopper(d, e),
                     Kernel::FlashBackwardKvHopper(d, e),
                     Kernel::FlashBackwardQHopper(d, e),
-                    Kernel::FlashBackwardFusedHopper(d, e),
                 ]);
             }
-            v.push(Kernel::FlashDq(d));
         }
         v
     }

@@ -258,10 +258,6 @@ pub fn kernel_resources() -> std::result::Result<Vec<String>, String> {
                     Kernel::FlashBackwardQHopper(d, e),
                     FlashParams::hopper_backward_q_shared_bytes(e),
                 ),
-                (
-                    Kernel::FlashBackwardFusedHopper(d, e),
-                    FlashParams::hopper_backward_fused_shared_bytes(e),
-                ),
             ] {
                 if rt.kernels().capability() == (9, 0) {
                     if let Some((regs, local, max)) = rt.kernels().resources(k) {

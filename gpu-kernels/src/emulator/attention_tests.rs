@@ -577,6 +577,21 @@ fn f16_d64_five_key_tiles() {
 }
 
 #[test]
+fn f16_d64_rows_past_the_queries_five_key_tiles() {
+    // the last block's second and third warpgroups hold no query: they
+    // compute one tile and give the other four back unread, through every
+    // buffer's phases
+    check::<F16, 64, false>(case(200, 530, 64, false, false));
+}
+
+#[test]
+fn bf16_d128_causal_warpgroups_stop_at_their_diagonal() {
+    // in the third block the warpgroups need 7, 8 and 1 of the block's 8 key
+    // tiles (the last holds no query)
+    check::<BF16, 128, false>(case(450, 450, 128, true, true));
+}
+
+#[test]
 fn bf16_d64_causal_five_query_tiles() {
     check::<BF16, 64, false>(case(300, 300, 64, true, true));
 }

@@ -12,7 +12,10 @@
 //!   buffers back and forth: a consumer waits only for the tile it needs
 //!   and gives a buffer back once its products are done, so the consumers
 //!   drift apart and one's softmax runs beside another's products; no
-//!   barrier of the whole block is left in the loop.
+//!   barrier of the whole block is left in the loop. A consumer stops at
+//!   the last key tile its own 64 rows need (fewer than the block's on the
+//!   causal diagonal; one where its rows are all past the queries) and
+//!   gives the block's later tiles back unread.
 //! - The scores `Q·Kᵀ` (`m64nKk16`, K-major; each warp holds the first
 //!   columns of its 16 query rows in registers as A fragments, loaded once,
 //!   where the registers allow: [`FlashParams::hopper_forward_held_steps`])
@@ -402,7 +405,9 @@ unsafe fn produce<const D: usize>(
 /// - The other three consume: each owns 64 query rows, waits for a
 ///   buffer's copies to land, and tells the producer when it has finished
 ///   reading it (one lane a warp). Nothing else holds them together, so one
-///   warpgroup's softmax runs beside another's products.
+///   warpgroup's softmax runs beside another's products. Past the last
+///   tile its rows need, a consumer only tells the producer it is done with
+///   each later tile.
 ///
 /// # Safety
 /// Launched with [`THREADS`] threads, a grid of `(⌈L/192⌉, H, B)` and
@@ -436,7 +441,11 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
         tile_bytes,
         barriers: tiles_at + 2 * Stages::BUFFERS * tile_bytes,
     };
+    // the block's key tiles (the producer loads them all) and the first
+    // of them that a consumer's 64 rows need (fewer on the causal diagonal,
+    // one where the rows are all past the queries)
     let tiles = h.key_tiles(row0, BLOCK_ROWS, keys);
+    let rows_tiles = |r0: u32| if r0 < h.l { h.key_tiles(r0, 64, keys) } else { 1 };
     if tid == 0 {
         pipeline::init(st.queries_landed(), PRODUCER_THREADS);
         let mut j = 0;
@@ -473,6 +482,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     // the probabilities of the current tile, as A fragments
     let mut pf = [[0u32; 4]; 8];
     let my_row = row0 + wr + g;
+    let my_tiles = rows_tiles(row0 + (warp / 4) * 64);
     let blocks = keys * 128;
     // a buffer's copies have landed (and are visible to the products)
     let landed = |which: u32, j: u32| {
@@ -536,7 +546,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     // (in that order, so that the first wait is for the scores alone); then
     // the scores become probabilities
     let mut j = 0;
-    while j + 1 < tiles {
+    while j + 1 < my_tiles {
         landed(KEYS_LANDED, j + 1);
         landed(VALUES_LANDED, j);
         sc = [[0f32; 4]; 16];
@@ -558,6 +568,21 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     pin_c(&mut acc, D / 8);
 
     store_rows::<T, D>(o, lse, &h, (batch, head), my_row, t, &acc, (m_run, l_run));
+
+    // the block's tiles past this warpgroup's are given back unread, each
+    // once its copies have landed (so that the arrival counts toward that
+    // tile's use of its buffer)
+    if my_tiles < tiles {
+        read(VALUES_READ, my_tiles - 1);
+        let mut j = my_tiles;
+        while j < tiles {
+            pipeline::wait(st.barrier(KEYS_LANDED, j), Stages::parity(j));
+            read(KEYS_READ, j);
+            pipeline::wait(st.barrier(VALUES_LANDED, j), Stages::parity(j));
+            read(VALUES_READ, j);
+            j += 1;
+        }
+    }
 }
 
 macro_rules! flash90 {

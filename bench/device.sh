@@ -11,9 +11,12 @@ set -u
 # cold-start timings, which JIT every kernel module once), --gpt (the
 # attention and GPT benchmark and scripts/train_gpt.rhai at full size),
 # --attention (the fused attention's check with its kernels' registers and
-# shared memory, the attention and GPT benchmark, and kernel-by-kernel
-# profiles of SDPA steps against PyTorch's: bench/profile.sh with the cases in
-# $SDPA_CASES; with --check-only, nothing else runs).
+# shared memory, the attention and GPT benchmark (also on .device/base/kiln,
+# an earlier build kept by build-for-device.sh --keep-base, when there),
+# kernel-by-kernel profiles of SDPA steps against PyTorch's: bench/profile.sh
+# with the cases in $SDPA_CASES, and Nsight Compute's limiter sections:
+# bench/profile_sections.sh with the cases in $SECTIONS_CASES; with
+# --check-only, nothing else runs).
 CHECK_ONLY=0; GOLDEN=0; CNN=0; COLD=1; GPT=0; ATTENTION=0
 for a in "$@"; do
   case "$a" in
@@ -29,9 +32,10 @@ done
 OUT=${OUT:-bench-out}
 mkdir -p "$OUT"
 BIN=.device/bin
-# build-for-device.sh carries the binaries gzipped
-for f in "$BIN"/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
-chmod +x "$BIN"/* 2>/dev/null
+# build-for-device.sh packs the binaries (and keeps an earlier kiln in
+# .device/base when asked to)
+BASE=.device/base
+bash bench/unpack-binaries.sh "$BIN" "$BASE"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 # First, before anything else has used the GPU: the cold start (each case on
 # an empty driver compute cache of its own).
@@ -52,8 +56,15 @@ if [ "$ATTENTION" = 1 ]; then
   grep -E "FAIL|passed,|asynchrony|flash90" "$OUT/check_attention.txt" | tail -30
   echo "== attention and GPT benchmark"
   attention_benchmark
+  if [ -x "$BASE/kiln" ]; then
+    echo "== the same benchmark on the kept earlier build (.device/base/kiln)"
+    "$BASE/kiln" bench/attention_bench.rhai > "$OUT/attention_base.txt" 2>&1 || tail -3 "$OUT/attention_base.txt"
+    python3 bench/compare.py "$OUT/attention_base.txt" "$OUT/attention_torch.txt" "$OUT/attention_base.csv" | tee "$OUT/attention_base.md"
+  fi
   echo "== SDPA steps kernel by kernel"
   bash bench/profile.sh ${SDPA_CASES:-sdpa-8-16-2048-128-causal-bf16 sdpa-8-16-2048-64-causal-bf16 sdpa-8-16-2048-128-causal-f16}
+  echo "== what limits the attention kernels (Nsight Compute sections)"
+  for c in ${SECTIONS_CASES:-sdpa-8-16-2048-128-full-bf16}; do bash bench/profile_sections.sh "$c"; done
   if [ "$CHECK_ONLY" = 1 ]; then
     tar czf results.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv results.tgz "$OUT/results.tgz"
     echo "results in $OUT/results.tgz"

@@ -14,6 +14,7 @@ set -u
 OUT=${OUT:-bench-out}
 mkdir -p "$OUT"
 BIN=.device/bin
+bash bench/unpack-binaries.sh "$BIN"
 TMP=$(mktemp -d)
 export NCCL_NVLS_ENABLE=0 KILN_PROGRESS=off
 compare() { # max |a - b| over the tensors of two safetensors files

@@ -9,6 +9,7 @@ set -u
 OUT=${OUT:-bench-out}
 mkdir -p "$OUT"
 BIN=.device/bin
+bash bench/unpack-binaries.sh "$BIN"
 export NCCL_NVLS_ENABLE=0
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
 counts=("$@")

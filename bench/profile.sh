@@ -10,8 +10,7 @@ set -u
 OUT=${OUT:-bench-out}
 mkdir -p "$OUT"
 BIN=.device/bin
-for f in "$BIN"/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
-chmod +x "$BIN"/* 2>/dev/null
+bash bench/unpack-binaries.sh "$BIN"
 NCU="ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv --print-units base"
 for c in "$@"; do
   # the step times first, with no profiler attached

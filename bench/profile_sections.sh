@@ -13,8 +13,7 @@ set -u
 OUT=${OUT:-bench-out}
 mkdir -p "$OUT"
 BIN=.device/bin
-for f in "$BIN"/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
-chmod +x "$BIN"/* 2>/dev/null
+bash bench/unpack-binaries.sh "$BIN"
 case_=$1
 kiln_kernels=${2:-flash}
 torch_kernels=${3:-flash|fmha|attn|sdpa|cudnn}

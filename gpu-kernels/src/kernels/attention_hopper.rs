@@ -441,11 +441,8 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
         tile_bytes,
         barriers: tiles_at + 2 * Stages::BUFFERS * tile_bytes,
     };
-    // the block's key tiles (the producer loads them all) and the first
-    // of them that a consumer's 64 rows need (fewer on the causal diagonal,
-    // one where the rows are all past the queries)
+    // the block's key tiles: the producer loads them all
     let tiles = h.key_tiles(row0, BLOCK_ROWS, keys);
-    let rows_tiles = |r0: u32| if r0 < h.l { h.key_tiles(r0, 64, keys) } else { 1 };
     if tid == 0 {
         pipeline::init(st.queries_landed(), PRODUCER_THREADS);
         let mut j = 0;
@@ -482,7 +479,14 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     // the probabilities of the current tile, as A fragments
     let mut pf = [[0u32; 4]; 8];
     let my_row = row0 + wr + g;
-    let my_tiles = rows_tiles(row0 + (warp / 4) * 64);
+    // the key tiles this warpgroup's 64 rows need: fewer than the block's
+    // on the causal diagonal, one where the rows are all past the queries
+    let group_row0 = row0 + (warp / 4) * 64;
+    let my_tiles = if group_row0 < h.l {
+        h.key_tiles(group_row0, 64, keys)
+    } else {
+        1
+    };
     let blocks = keys * 128;
     // a buffer's copies have landed (and are visible to the products)
     let landed = |which: u32, j: u32| {

@@ -156,7 +156,8 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
         let (_, q0) = step_of(n);
         let b = n % 2;
 
-        // Sᵀ and dPᵀ: 64 keys × 64 queries each
+        // Sᵀ and dPᵀ: 64 keys × 64 queries each, in flight together; the
+        // probabilities are made while dPᵀ runs, dSᵀ while dV's product runs
         let mut sc = [[0f32; 4]; 16];
         let mut dp = [[0f32; 4]; 16];
         pin_c(&mut sc, 8);
@@ -164,11 +165,10 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
         wg::fence();
         scores::<T, D>(&mut sc, (group_k, KEYS), (&kf, held), q_tile(b), TILE);
         scores::<T, D>(&mut dp, (group_v, KEYS), (&vf, held), do_tile(b), TILE);
-        wg::wait();
+        wg::wait_one();
         pin_c(&mut sc, 8);
-        pin_c(&mut dp, 8);
 
-        // Pᵀ (0 past the queries and above the diagonal), then dSᵀ = Pᵀ (dPᵀ - Δ)
+        // Pᵀ (0 past the queries and above the diagonal)
         let edge = q0 + TILE > h.l || (h.causal != 0 && q0 < key0 + group_key + 64);
         unroll(8, |nt| {
             unroll(4, |e| {
@@ -184,6 +184,16 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
         });
         let mut pf = [[0u32; 4]; 8];
         to_a::<T>(&sc, &mut pf, 8);
+
+        // dV += Pᵀ·dO, issued before dPᵀ is waited for
+        pin_a(&mut pf, 4);
+        pin_c(&mut dva, D / 8);
+        wg::fence();
+        product::<T, D>(&mut dva, &pf, do_tile(b), TILE, blocks);
+        wg::wait_one();
+        pin_c(&mut dp, 8);
+
+        // dSᵀ = Pᵀ (dPᵀ - Δ), then dK += dSᵀ·Q
         unroll(8, |nt| {
             unroll(4, |e| {
                 let c = nt as u32 * 8 + 2 * t + (e as u32 & 1);
@@ -192,14 +202,9 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
         });
         let mut df = [[0u32; 4]; 8];
         to_a::<T>(&dp, &mut df, 8);
-
-        // dV += Pᵀ·dO, dK += dSᵀ·Q
-        pin_a(&mut pf, 4);
         pin_a(&mut df, 4);
-        pin_c(&mut dva, D / 8);
         pin_c(&mut dka, D / 8);
         wg::fence();
-        product::<T, D>(&mut dva, &pf, do_tile(b), TILE, blocks);
         product::<T, D>(&mut dka, &df, q_tile(b), TILE, blocks);
         wg::wait();
         pin_c(&mut dva, D / 8);
@@ -293,7 +298,8 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
         let key0 = j * TILE;
         let (kt, vt) = (key_tile(j % 2), value_tile(j % 2));
 
-        // S and dP: 64 rows × 64 keys each
+        // S and dP: 64 rows × 64 keys each, in flight together; the
+        // probabilities are made while dP runs
         let mut sc = [[0f32; 4]; 16];
         let mut dp = [[0f32; 4]; 16];
         pin_c(&mut sc, 8);
@@ -301,25 +307,27 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
         wg::fence();
         scores::<T, D>(&mut sc, (group_q, ROWS), (&qf, held), kt, TILE);
         scores::<T, D>(&mut dp, (group_do, ROWS), (&dof, held), vt, TILE);
-        wg::wait();
+        wg::wait_one();
         pin_c(&mut sc, 8);
-        pin_c(&mut dp, 8);
 
-        // P = exp(S - lse) (0 past the keys and above the diagonal), dS = P (dP - Δ)
+        // P = exp(S - lse) (0 past the keys and above the diagonal)
         let edge = key0 + TILE > h.s || (h.causal != 0 && key0 + TILE - 1 > row0 + wr);
         unroll(8, |nt| {
             unroll(4, |e| {
                 let col = key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1);
                 let row = my_row + (e as u32 >> 1) * 8;
                 let p = exp2_f32(fma(sc[nt][e], scale, -lse_r[e >> 1]));
-                let p = if edge && (col >= h.s || (h.causal != 0 && col > row)) {
+                sc[nt][e] = if edge && (col >= h.s || (h.causal != 0 && col > row)) {
                     0.0
                 } else {
                     p
                 };
-                dp[nt][e] = p * (dp[nt][e] - delta_r[e >> 1]);
             })
         });
+        wg::wait();
+        pin_c(&mut dp, 8);
+        // dS = P (dP - Δ)
+        unroll(8, |nt| unroll(4, |e| dp[nt][e] = sc[nt][e] * (dp[nt][e] - delta_r[e >> 1])));
         let mut df = [[0u32; 4]; 8];
         to_a::<T>(&dp, &mut df, 8);
 

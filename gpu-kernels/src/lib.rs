@@ -62,9 +62,6 @@ mod flash_operands;
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 #[path = "kernels/flash_rows.rs"]
 mod flash_rows;
-#[cfg(all(test, not(target_arch = "nvptx64")))]
-#[path = "kernels/flash_stages.rs"]
-mod flash_stages;
 #[cfg(target_arch = "nvptx64")]
 mod kernels;
 #[cfg(target_arch = "nvptx64")]

@@ -445,16 +445,9 @@ impl FlashParams {
     pub const DELTA_THREADS: u32 = 256;
 
     /// Threads a block of the Hopper query backward
-    /// (`flash90_backward_q_*`): a producer warpgroup and two consumers
-    /// (launched at 168 registers a thread so that the block fits one SM,
-    /// then moved by `setmaxnreg`: [`FlashParams::HOPPER_PRODUCER_REGISTERS`]
-    /// and [`FlashParams::HOPPER_Q_CONSUMER_REGISTERS`]).
+    /// (`flash90_backward_q_*`): three warpgroups of four warps (the
+    /// kernels are capped at 168 registers so that they fit one SM).
     pub const HOPPER_THREADS: u32 = 384;
-    /// Query rows a block of the Hopper query backward owns (64 a consumer).
-    pub const HOPPER_Q_ROWS: u32 = 128;
-    /// Registers a consumer thread of the Hopper query backward may use
-    /// (128·24 + 256·240 ≤ 65536).
-    pub const HOPPER_Q_CONSUMER_REGISTERS: u32 = 240;
     /// Threads a block of the Hopper forward (`flash90_forward_*`): a
     /// producer warpgroup that loads the tiles and three consumer
     /// warpgroups that compute (launched at 128 registers a thread, then
@@ -467,7 +460,7 @@ impl FlashParams {
     /// producer's share given back, spread over the three consumers
     /// (128·24 + 384·160 ≤ 65536).
     pub const HOPPER_CONSUMER_REGISTERS: u32 = 160;
-    /// Query rows a block of the Hopper forward owns
+    /// Query rows a block of the Hopper forward (and query backward) owns
     /// (64 a computing warpgroup).
     pub const HOPPER_BLOCK_ROWS: u32 = 192;
     /// Keys per tile of the Hopper forward for head dim `d`: 128 where the
@@ -517,7 +510,9 @@ impl FlashParams {
     /// Keys a block of the Hopper key/value backward owns (64 a warpgroup).
     pub const HOPPER_KV_KEYS: u32 = 128;
     /// Query rows per tile of the Hopper key/value backward, and key rows
-    /// per tile of the Hopper query backward.
+    /// per tile of the Hopper query backward (whose blocks are those of the
+    /// Hopper forward: [`FlashParams::HOPPER_THREADS`] threads,
+    /// [`FlashParams::HOPPER_BLOCK_ROWS`] query rows).
     pub const HOPPER_BACKWARD_TILE: u32 = 64;
 
     /// The k-steps (16 columns each, from the first) of the query rows that
@@ -536,10 +531,10 @@ impl FlashParams {
         }
     }
 
-    /// The same for the Hopper key/value backward and the operands fixed
-    /// for a whole block (K and V): all of them at head dim 64, where the
-    /// fragments fit beside the accumulators; none at 128, where they would
-    /// spill.
+    /// The same for the Hopper backward kernels and the operand fixed for
+    /// a whole block (K and V in the key/value backward, Q and dO in the
+    /// query backward): all of it at head dim 64, where the fragments fit
+    /// beside the accumulators; none at 128, where they would spill.
     pub const fn hopper_backward_held_steps(d: usize) -> usize {
         if d > 64 {
             0
@@ -558,21 +553,12 @@ impl FlashParams {
         (keys + 4 * tile * d * 2 + 4 * tile * 4 + 1024) as u32
     }
 
-    /// The same for the Hopper query backward (Q and dO): all of them at
-    /// both head dims, beside the query gradient, with the
-    /// [`FlashParams::HOPPER_Q_CONSUMER_REGISTERS`] of its two consumers.
-    pub const fn hopper_backward_q_held_steps(d: usize) -> usize {
-        d / 16
-    }
-
     /// Shared memory of the Hopper query backward, in the swizzle from a
     /// 1024-byte boundary: the block's query and output-gradient rows, then
-    /// [`FlashParams::HOPPER_BUFFERS`] buffers each of a key and a value
-    /// tile, then the pipeline's barriers (128 bytes).
+    /// two buffers each of a key and a value tile.
     pub const fn hopper_backward_q_shared_bytes(d: usize) -> u32 {
-        let rows = 2 * Self::HOPPER_Q_ROWS as usize * d * 2;
-        let tiles = 2 * Self::HOPPER_BUFFERS as usize;
-        (rows + tiles * Self::HOPPER_BACKWARD_TILE as usize * d * 2 + 128 + 1024) as u32
+        let rows = 2 * Self::HOPPER_BLOCK_ROWS as usize * d * 2;
+        (rows + 4 * Self::HOPPER_BACKWARD_TILE as usize * d * 2 + 1024) as u32
     }
 
     /// Shared memory of the query backward: its query and output-gradient

@@ -431,7 +431,7 @@ fn hopper_backward<T: MmaHalf, const D: usize>(
     let dq_at = Shared(dq.as_mut_ptr());
     launch(
         (
-            c.l.div_ceil(FlashParams::HOPPER_Q_ROWS as usize) as u32,
+            c.l.div_ceil(FlashParams::HOPPER_BLOCK_ROWS as usize) as u32,
             c.heads as u32,
             c.batch as u32,
         ),

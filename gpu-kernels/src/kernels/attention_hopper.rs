@@ -31,24 +31,18 @@
 //!   forward, so the backward kernels take either.
 
 use super::flash_rows::{quad_max, store_rows};
-use super::flash_stages::{
-    give_back, landed, produce, Fixed, Stages, KEYS_LANDED, KEYS_READ, PRODUCER_THREADS, VALUES_LANDED,
-    VALUES_READ,
-};
 use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, warp_any, Pack};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
 use crate::fragments::{a_lane_offset, swizzled_offset, wgmma_descriptor};
 use crate::params::FlashParams;
 use crate::pipeline;
-use crate::tensor_core::{cp_async_16, ldmatrix_x4, pack, shared_address, MmaHalf};
+use crate::tensor_core::{cp_async_16, cp_async_wait, ldmatrix_x4, pack, shared_address, MmaHalf};
 use crate::warpgroup::{self as wg, pin, pin_c};
 
 const THREADS: u32 = FlashParams::HOPPER_FORWARD_THREADS;
 const BLOCK_ROWS: u32 = FlashParams::HOPPER_BLOCK_ROWS;
 const LOG2E: f32 = core::f32::consts::LOG2_E;
-/// The warps that compute, each arriving once on a buffer's "read" barrier.
-const CONSUMER_WARPS: u32 = (THREADS - PRODUCER_THREADS) / 32;
 
 /// Rows `r0..r0 + keys` (queries, keys or values) of a `[n, d]` matrix at
 /// `src` (rows `row` elements apart) into the swizzled tile at shared address `dst` (1024-byte
@@ -311,10 +305,102 @@ pub(super) fn pin_a(a: &mut [[u32; 4]; 8], n: usize) {
     unroll(n, |kk| unroll(4, |r| pin(&mut a[kk][r])));
 }
 
+/// Where a block of the forward keeps its tiles and its pipeline's
+/// barriers in shared memory: key tile `j` and value tile `j` in buffer `j
+/// % BUFFERS`, each buffer with a barrier for its copies having landed and
+/// one for its readers being done (its use by tile `j` being phase `j /
+/// BUFFERS` of both).
+#[derive(Clone, Copy)]
+struct Stages {
+    tiles: u32,
+    tile_bytes: u32,
+    barriers: u32,
+}
+
+impl Stages {
+    const BUFFERS: u32 = FlashParams::HOPPER_BUFFERS;
+
+    fn key_tile(self, j: u32) -> u32 {
+        self.tiles + 2 * (j % Self::BUFFERS) * self.tile_bytes
+    }
+    fn value_tile(self, j: u32) -> u32 {
+        self.key_tile(j) + self.tile_bytes
+    }
+    /// The barrier of the query tile's copies.
+    fn queries_landed(self) -> u32 {
+        self.barriers
+    }
+    /// The barrier `which` (0: keys landed, 1: values landed, 2: keys
+    /// read, 3: values read) of tile `j`'s buffer.
+    fn barrier(self, which: u32, j: u32) -> u32 {
+        self.barriers + 8 * (1 + which * Self::BUFFERS + j % Self::BUFFERS)
+    }
+    /// The parity of tile `j`'s phase of its buffer's barriers.
+    fn parity(j: u32) -> u32 {
+        (j / Self::BUFFERS) & 1
+    }
+}
+
+const KEYS_LANDED: u32 = 0;
+const VALUES_LANDED: u32 = 1;
+const KEYS_READ: u32 = 2;
+const VALUES_READ: u32 = 3;
+const PRODUCER_THREADS: u32 = 128;
+/// The warps that compute, each arriving once on a buffer's "read" barrier.
+const CONSUMER_WARPS: u32 = (THREADS - PRODUCER_THREADS) / 32;
+
+/// The producer warpgroup's part of the forward: the query tile, then the
+/// key and value tiles in the order the products need them (key tile `j +
+/// 1` before value tile `j`), each into its buffer once every consumer has
+/// finished reading the tile before it there.
+///
+/// # Safety
+/// Every thread of the producer warpgroup calls it, with the barriers set
+/// up; as for [`load_swizzled_async`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn produce<const D: usize>(
+    st: Stages,
+    q_tile: u32,
+    [qb, kb, vb]: [*const u16; 3],
+    h: FlashParams,
+    row0: u32,
+    keys: u32,
+    tiles: u32,
+) {
+    load_swizzled_async(q_tile, qb, h.q.row, row0, BLOCK_ROWS, h.l, D, PRODUCER_THREADS);
+    pipeline::arrive_on_copies(st.queries_landed());
+    let load = |tile: u32, src: *const u16, row: u32, j: u32, landed: u32, read: u32| {
+        if j >= Stages::BUFFERS {
+            pipeline::wait(st.barrier(read, j), Stages::parity(j) ^ 1);
+        }
+        load_swizzled_async(tile, src, row, j * keys, keys, h.s, D, PRODUCER_THREADS);
+        pipeline::arrive_on_copies(st.barrier(landed, j));
+    };
+    let mut j = 0;
+    while j <= tiles {
+        if j < tiles {
+            load(st.key_tile(j), kb, h.k.row, j, KEYS_LANDED, KEYS_READ);
+        }
+        if j > 0 {
+            load(
+                st.value_tile(j - 1),
+                vb,
+                h.v.row,
+                j - 1,
+                VALUES_LANDED,
+                VALUES_READ,
+            );
+        }
+        j += 1;
+    }
+    // no copy outlives its thread
+    cp_async_wait::<0>();
+}
+
 /// The forward of one block: 192 query rows of one head.
 ///
-/// - The first warpgroup produces ([`produce`]): it loads the query tile
-///   and every key/value tile (key tile `j + 1` before value tile `j`) by
+/// - The first warpgroup produces ([`produce`]): it loads every tile by
 ///   `cp.async` and keeps 24 registers a thread.
 /// - The other three consume: each owns 64 query rows, waits for a
 ///   buffer's copies to land, and tells the producer when it has finished
@@ -358,21 +444,25 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     // the block's key tiles: the producer loads them all
     let tiles = h.key_tiles(row0, BLOCK_ROWS, keys);
     if tid == 0 {
-        st.init(CONSUMER_WARPS);
+        pipeline::init(st.queries_landed(), PRODUCER_THREADS);
+        let mut j = 0;
+        while j < Stages::BUFFERS {
+            pipeline::init(st.barrier(KEYS_LANDED, j), PRODUCER_THREADS);
+            pipeline::init(st.barrier(VALUES_LANDED, j), PRODUCER_THREADS);
+            pipeline::init(st.barrier(KEYS_READ, j), CONSUMER_WARPS);
+            pipeline::init(st.barrier(VALUES_READ, j), CONSUMER_WARPS);
+            j += 1;
+        }
     }
     sync_threads();
     if tid < PRODUCER_THREADS {
         wg::shrink_registers::<{ FlashParams::HOPPER_PRODUCER_REGISTERS }>();
-        let queries = Fixed {
-            tile: q_tile,
-            src: q.add(h.q.offset(batch, head, 0)),
-            stride: h.q.row,
-        };
         let sources = [
-            (k.add(h.k.offset(batch, kvh, 0)), h.k.row),
-            (v.add(h.v.offset(batch, kvh, 0)), h.v.row),
+            q.add(h.q.offset(batch, head, 0)),
+            k.add(h.k.offset(batch, kvh, 0)),
+            v.add(h.v.offset(batch, kvh, 0)),
         ];
-        produce::<D, 1>(st, &[queries], sources, &h, (row0, BLOCK_ROWS), keys, tiles);
+        produce::<D>(st, q_tile, sources, h, row0, keys, tiles);
         return;
     }
     wg::grow_registers::<{ FlashParams::HOPPER_CONSUMER_REGISTERS }>();
@@ -398,19 +488,24 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
         1
     };
     let blocks = keys * 128;
+    // a buffer's copies have landed (and are visible to the products)
+    let landed = |which: u32, j: u32| {
+        pipeline::wait(st.barrier(which, j), Stages::parity(j));
+        wg::fence_shared();
+    };
     // this warp has finished reading a buffer
     let read = |which: u32, j: u32| pipeline::arrive_if(st.barrier(which, j), lane == 0);
 
     // every register a product reads or accumulates into is written before
     // its fence, and read after its wait (the pins); the products are issued
     // on straight-line paths, so the compiler keeps them asynchronous
-    pipeline::wait(st.fixed_landed(), 0);
+    pipeline::wait(st.queries_landed(), 0);
     // this warp's 16 query rows (their first columns where the registers
     // allow), held for every tile's scores
     let q_steps = FlashParams::hopper_forward_held_steps(D);
     let qf = held_rows(q_tile, BLOCK_ROWS, wr, q_steps);
     let queries = ((q_tile + (warp / 4) * 64 * 128, BLOCK_ROWS), (&qf, q_steps));
-    landed(st, KEYS_LANDED, 0);
+    landed(KEYS_LANDED, 0);
     let mut sc = [[0f32; 4]; 16];
     pin_c(&mut sc, frags);
     // the output and probabilities are zeroed here, not while the scores run
@@ -456,8 +551,8 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     // the scores become probabilities
     let mut j = 0;
     while j + 1 < my_tiles {
-        landed(st, KEYS_LANDED, j + 1);
-        landed(st, VALUES_LANDED, j);
+        landed(KEYS_LANDED, j + 1);
+        landed(VALUES_LANDED, j);
         sc = [[0f32; 4]; 16];
         pin_c(&mut sc, frags);
         pin_a(&mut pf, frags / 2);
@@ -468,7 +563,7 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
         probabilities!(j + 1, { read(VALUES_READ, j) });
         j += 1;
     }
-    landed(st, VALUES_LANDED, j);
+    landed(VALUES_LANDED, j);
     pin_a(&mut pf, frags / 2);
     pin_c(&mut acc, D / 8);
     wg::fence();
@@ -483,7 +578,14 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     // tile's use of its buffer)
     if my_tiles < tiles {
         read(VALUES_READ, my_tiles - 1);
-        give_back(st, my_tiles, tiles, lane == 0);
+        let mut j = my_tiles;
+        while j < tiles {
+            pipeline::wait(st.barrier(KEYS_LANDED, j), Stages::parity(j));
+            read(KEYS_READ, j);
+            pipeline::wait(st.barrier(VALUES_LANDED, j), Stages::parity(j));
+            read(VALUES_READ, j);
+            j += 1;
+        }
     }
 }
 

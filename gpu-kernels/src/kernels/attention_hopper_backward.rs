@@ -11,16 +11,14 @@
 //!   memory (K-major); `dV += Pᵀ·dO` and `dK += dSᵀ·Q` take `Pᵀ` and `dSᵀ`
 //!   from registers and read dO and Q N-major. The next query tile, its
 //!   output gradient, log-sum-exps and deltas load during each step.
-//! - `flash90_backward_q_*`: a block of a producer warpgroup and two
-//!   consumers takes 128 query rows (their Q and dO in registers as A
-//!   fragments, `dQ` in registers) and walks the key/value tiles of 64
-//!   rows, which the producer streams through the buffers of
-//!   [`super::flash_stages`] as in the forward: `S = Q·Kᵀ`, `dP = dO·Vᵀ`,
-//!   then `dQ += dS·K` with K read N-major.
+//! - `flash90_backward_q_*`: a block of three warpgroups takes 192 query
+//!   rows (their Q and dO in shared memory, `dQ` in registers) and walks
+//!   the key/value tiles of 64 rows: `S = Q·Kᵀ`, `dP = dO·Vᵀ`, then
+//!   `dQ += dS·K` with K read N-major.
 //!
-//! In the key/value kernel, where the registers allow, K and V are held in
-//! registers as A fragments too, so each scores product reads only the
-//! other operand from shared memory
+//! Where the registers allow, the operand fixed for a block (K and V, or Q
+//! and dO) is held in registers as A fragments, so each scores product
+//! reads only the other operand from shared memory
 //! ([`FlashParams::hopper_backward_held_steps`]).
 //!
 //! Tiles are in `wgmma`'s 128-byte swizzle, loaded by `cp.async`. Rows past
@@ -30,16 +28,11 @@ use super::attention_hopper::{
     fma, held_rows, load_swizzled_async, pin_a, product, scores, to_a, NOTHING_HELD,
 };
 use super::flash_rows::{row_terms, store_key_gradients, store_query_gradient};
-use super::flash_stages::{
-    give_back, landed, produce, Fixed, Stages, KEYS_LANDED, KEYS_READ, PRODUCER_THREADS, VALUES_LANDED,
-    VALUES_READ,
-};
 use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, Pack};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
 use crate::math::exp2_f32;
 use crate::params::FlashParams;
-use crate::pipeline;
 use crate::tensor_core::{cp_async_4, cp_async_commit, cp_async_wait, shared_address, MmaHalf};
 use crate::warpgroup::{self as wg, pin_c};
 
@@ -225,24 +218,12 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
     store_key_gradients::<T, D>((dk, dv), &dka, &dva, &h, (batch, kvh), my_key, t);
 }
 
-/// The query gradient of one block: 128 query rows of one head.
-///
-/// - The first warpgroup produces ([`produce`]): it loads the block's
-///   query and output-gradient rows, then key tile `j` and value tile `j`
-///   for each `j` by `cp.async` into the buffers, and keeps 24 registers a
-///   thread.
-/// - The other two consume, 64 rows each, holding their rows of Q and dO
-///   in registers: for each key tile they wait for its copies, compute `S`
-///   and `dP` (the probabilities made while `dP` runs), give the value
-///   tile back, then `dQ += dS·K` and give the key tile back. Nothing else
-///   holds them together, so one's softmax runs beside the other's
-///   products. A consumer stops at the last key tile its own rows need and
-///   gives the block's later tiles back unread.
+/// The query gradient of one block: 192 query rows of one head.
 ///
 /// # Safety
 /// Launched with [`FlashParams::HOPPER_THREADS`] threads, a grid of
-/// `(⌈L/128⌉, H, B)` and [`FlashParams::hopper_backward_q_shared_bytes`]
-/// of shared memory; as for [`backward_kv`] otherwise.
+/// `(⌈L/192⌉, H, B)` and [`FlashParams::hopper_backward_q_shared_bytes`] of
+/// shared memory; as for [`backward_kv`] otherwise.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
@@ -255,84 +236,67 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
     dq: *mut u16,
     h: FlashParams,
 ) {
-    const ROWS: u32 = FlashParams::HOPPER_Q_ROWS;
-    const CONSUMER_WARPS: u32 = (FlashParams::HOPPER_THREADS - PRODUCER_THREADS) / 32;
+    const THREADS: u32 = FlashParams::HOPPER_THREADS;
+    const ROWS: u32 = FlashParams::HOPPER_BLOCK_ROWS;
     let (tid, _) = thread_xy();
+    let (lane, warp) = (tid & 31, tid / 32);
+    let (g, t) = (lane >> 2, lane & 3);
     let (tile, head, batch) = block_xyz();
     let kvh = head / h.group;
     let row0 = tile * ROWS;
+    let wr = warp * 16;
     let (base, _) = shared_base();
     let rows_bytes = ROWS * D as u32 * 2;
     let tile_bytes = TILE * D as u32 * 2;
     let (q_tile, do_tile) = (base, base + rows_bytes);
-    let tiles_at = base + 2 * rows_bytes;
-    let st = Stages {
-        tiles: tiles_at,
-        tile_bytes,
-        barriers: tiles_at + 2 * Stages::BUFFERS * tile_bytes,
-    };
-    // the block's key tiles: the producer loads them all
-    let tiles = h.key_tiles(row0, ROWS, TILE);
-    if tid == 0 {
-        st.init(CONSUMER_WARPS);
-    }
-    sync_threads();
-    if tid < PRODUCER_THREADS {
-        wg::shrink_registers::<{ FlashParams::HOPPER_PRODUCER_REGISTERS }>();
-        let fixed = [
-            Fixed {
-                tile: q_tile,
-                src: q.add(h.q.offset(batch, head, 0)),
-                stride: h.q.row,
-            },
-            Fixed {
-                tile: do_tile,
-                src: dout.add(h.o.offset(batch, head, 0)),
-                stride: h.o.row,
-            },
-        ];
-        let sources = [
-            (k.add(h.k.offset(batch, kvh, 0)), h.k.row),
-            (v.add(h.v.offset(batch, kvh, 0)), h.v.row),
-        ];
-        produce::<D, 0>(st, &fixed, sources, &h, (row0, ROWS), TILE, tiles);
-        return;
-    }
-    wg::grow_registers::<{ FlashParams::HOPPER_Q_CONSUMER_REGISTERS }>();
-    let ctid = tid - PRODUCER_THREADS;
-    let (lane, warp) = (ctid & 31, ctid / 32);
-    let (g, t) = (lane >> 2, lane & 3);
-    // this warp's first row (block-relative)
-    let wr = warp * 16;
+    let key_tile = |b: u32| base + 2 * rows_bytes + 2 * b * tile_bytes;
+    let value_tile = |b: u32| base + 2 * rows_bytes + (2 * b + 1) * tile_bytes;
+    // this warpgroup's 64 rows of the query and output-gradient tiles
+    let (group_q, group_do) = (q_tile + (warp / 4) * 64 * 128, do_tile + (warp / 4) * 64 * 128);
+
     let my_row = row0 + wr + g;
     let batch_head = (batch * h.heads + head) as usize;
     let (lse_r, delta_r) = row_terms(lse, delta, &h, batch_head, my_row);
-    // the key tiles this warpgroup's 64 rows need: fewer than the block's
-    // on the causal diagonal, none where the rows are all past the queries
-    let group_row0 = row0 + (warp / 4) * 64;
-    let my_tiles = if group_row0 < h.l {
-        h.key_tiles(group_row0, 64, TILE)
-    } else {
-        0
-    };
-    // this warp has finished reading a buffer
-    let read = |which: u32, j: u32| pipeline::arrive_if(st.barrier(which, j), lane == 0);
 
-    // this warp's 16 rows of Q and dO, held for every tile's scores
-    pipeline::wait(st.fixed_landed(), 0);
-    let held = FlashParams::hopper_backward_q_held_steps(D);
-    let qf = held_rows(q_tile, ROWS, wr, held);
-    let dof = held_rows(do_tile, ROWS, wr, held);
-    let (group_q, group_do) = (q_tile + (warp / 4) * 64 * 128, do_tile + (warp / 4) * 64 * 128);
+    let tiles = h.key_tiles(row0, ROWS, TILE);
+    let (kb, vb) = (k.add(h.k.offset(batch, kvh, 0)), v.add(h.v.offset(batch, kvh, 0)));
+    let fetch = |j: u32| {
+        load_swizzled_async(key_tile(j % 2), kb, h.k.row, j * TILE, TILE, h.s, D, THREADS);
+        load_swizzled_async(value_tile(j % 2), vb, h.v.row, j * TILE, TILE, h.s, D, THREADS);
+    };
+    let (qs, ds) = (
+        q.add(h.q.offset(batch, head, 0)),
+        dout.add(h.o.offset(batch, head, 0)),
+    );
+    load_swizzled_async(q_tile, qs, h.q.row, row0, ROWS, h.l, D, THREADS);
+    load_swizzled_async(do_tile, ds, h.o.row, row0, ROWS, h.l, D, THREADS);
+    if tiles > 0 {
+        fetch(0);
+    }
+    cp_async_commit();
+
+    let held = FlashParams::hopper_backward_held_steps(D);
+    let (mut qf, mut dof) = (NOTHING_HELD, NOTHING_HELD);
+    if held > 0 {
+        cp_async_wait::<0>();
+        sync_threads();
+        qf = held_rows(q_tile, ROWS, wr, held);
+        dof = held_rows(do_tile, ROWS, wr, held);
+    }
     let scale = h.scale * LOG2E;
     let mut dqa = [[0f32; 4]; 16];
     let blocks = TILE * 128;
     let mut j = 0;
-    while j < my_tiles {
-        landed(st, KEYS_LANDED, j);
-        landed(st, VALUES_LANDED, j);
+    while j < tiles {
+        cp_async_wait::<0>();
+        wg::fence_shared();
+        sync_threads();
+        if j + 1 < tiles {
+            fetch(j + 1);
+        }
+        cp_async_commit();
         let key0 = j * TILE;
-        let (kt, vt) = (st.key_tile(j), st.value_tile(j));
+        let (kt, vt) = (key_tile(j % 2), value_tile(j % 2));
 
         // S and dP: 64 rows × 64 keys each, in flight together; the
         // probabilities are made while dP runs
@@ -346,31 +310,24 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
         wg::wait_one();
         pin_c(&mut sc, 8);
 
-        // P = exp(S - lse) while dP runs, then 0 past the keys and above the
-        // diagonal once dP has landed (a branch of its own: only a tile
-        // that crosses either pays for it, and no product is in flight
-        // across it)
+        // P = exp(S - lse) (0 past the keys and above the diagonal)
+        let edge = key0 + TILE > h.s || (h.causal != 0 && key0 + TILE - 1 > row0 + wr);
         unroll(8, |nt| {
-            unroll(4, |e| sc[nt][e] = exp2_f32(fma(sc[nt][e], scale, -lse_r[e >> 1])))
+            unroll(4, |e| {
+                let col = key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1);
+                let row = my_row + (e as u32 >> 1) * 8;
+                let p = exp2_f32(fma(sc[nt][e], scale, -lse_r[e >> 1]));
+                sc[nt][e] = if edge && (col >= h.s || (h.causal != 0 && col > row)) {
+                    0.0
+                } else {
+                    p
+                };
+            })
         });
         wg::wait();
         pin_c(&mut dp, 8);
-        if key0 + TILE > h.s || (h.causal != 0 && key0 + TILE - 1 > row0 + wr) {
-            unroll(8, |nt| {
-                unroll(4, |e| {
-                    let col = key0 + nt as u32 * 8 + 2 * t + (e as u32 & 1);
-                    let row = my_row + (e as u32 >> 1) * 8;
-                    if col >= h.s || (h.causal != 0 && col > row) {
-                        sc[nt][e] = 0.0;
-                    }
-                })
-            });
-        }
-        read(VALUES_READ, j);
         // dS = P (dP - Δ)
-        unroll(8, |nt| {
-            unroll(4, |e| dp[nt][e] = sc[nt][e] * (dp[nt][e] - delta_r[e >> 1]))
-        });
+        unroll(8, |nt| unroll(4, |e| dp[nt][e] = sc[nt][e] * (dp[nt][e] - delta_r[e >> 1])));
         let mut df = [[0u32; 4]; 8];
         to_a::<T>(&dp, &mut df, 8);
 
@@ -382,10 +339,9 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
         wg::wait();
         pin_c(&mut dqa, D / 8);
         pin_a(&mut df, 4);
-        read(KEYS_READ, j);
         j += 1;
     }
-    give_back(st, my_tiles, tiles, lane == 0);
+    cp_async_wait::<0>();
 
     store_query_gradient::<T, D>(dq, &dqa, &h, (batch, head), my_row, t);
 }

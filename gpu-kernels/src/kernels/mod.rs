@@ -26,8 +26,6 @@
 //!   (`flash90_forward_*`, a module of its own built for sm_90a);
 //! - [`attention_hopper_backward`]: its backward there
 //!   (`flash90_backward_kv_*`, `flash90_backward_q_*`, in the same module);
-//! - [`flash_stages`]: the producer warpgroup, buffers and `mbarrier`s of
-//!   the Hopper forward and query backward;
 //! - [`order`]: scans (`scan_*`: cumsum, cumprod, cummax, cummin,
 //!   logcumsumexp) and the bitonic sort (`sort_*`) along dense rows.
 //!
@@ -67,7 +65,6 @@ mod copy;
 mod elementwise;
 mod flash_operands;
 mod flash_rows;
-mod flash_stages;
 mod index;
 mod loss;
 mod matmul;

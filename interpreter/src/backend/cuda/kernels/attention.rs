@@ -161,7 +161,7 @@ pub fn flash_backward(
             launch_with(
                 rt,
                 fq,
-                (h.l.div_ceil(FlashParams::HOPPER_Q_ROWS), h.heads, batch),
+                (h.l.div_ceil(FlashParams::HOPPER_BLOCK_ROWS), h.heads, batch),
                 (FlashParams::HOPPER_THREADS, 1, 1),
                 shared_q,
                 [q, k, v, dout, lse, delta, dq],

@@ -327,7 +327,9 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
         wg::wait();
         pin_c(&mut dp, 8);
         // dS = P (dP - Δ)
-        unroll(8, |nt| unroll(4, |e| dp[nt][e] = sc[nt][e] * (dp[nt][e] - delta_r[e >> 1])));
+        unroll(8, |nt| {
+            unroll(4, |e| dp[nt][e] = sc[nt][e] * (dp[nt][e] - delta_r[e >> 1]))
+        });
         let mut df = [[0u32; 4]; 8];
         to_a::<T>(&dp, &mut df, 8);
 

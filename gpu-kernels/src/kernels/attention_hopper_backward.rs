@@ -298,8 +298,9 @@ pub(crate) unsafe fn backward_q<T: MmaHalf, const D: usize>(
         let key0 = j * TILE;
         let (kt, vt) = (key_tile(j % 2), value_tile(j % 2));
 
-        // S and dP: 64 rows × 64 keys each, in flight together; the
-        // probabilities are made while dP runs
+        // S and dP: 64 rows × 64 keys each, in flight together, the first
+        // waited for alone (ptxas nonetheless schedules most of the
+        // exponentials after the second wait: only code after it reads them)
         let mut sc = [[0f32; 4]; 16];
         let mut dp = [[0f32; 4]; 16];
         pin_c(&mut sc, 8);

@@ -31,18 +31,26 @@ const NIGHTLY: &str = "nightly-2026-05-20";
 const PTX_ARCH: u32 = 80;
 /// The register cap of a Hopper kernel: the most (allocated in units of 8,
 /// at most 255) with which one block of its threads fits an SM's 64 Ki
-/// registers: 128 for the forward's four warpgroups (which then move
-/// registers among themselves by `setmaxnreg`), 168 for the query
-/// backward's three, 255 for the two of the key/value backward.
+/// registers: 128 for the forward's four warpgroups at head dim 64 and
+/// 168 for its three at 128 (which then move registers among themselves by
+/// `setmaxnreg`), 168 for the query backward's three, 255 for the two of
+/// the key/value backward.
 fn hopper_max_registers(kernel: &str) -> u32 {
     let threads = if kernel.starts_with("flash90_backward_kv") {
         FlashParams::HOPPER_KV_THREADS
     } else if kernel.starts_with("flash90_forward") {
-        FlashParams::HOPPER_FORWARD_THREADS
+        FlashParams::hopper_forward_threads(head_dim(kernel))
     } else {
         FlashParams::HOPPER_THREADS
     };
     (65536 / threads / 8 * 8).min(255)
+}
+/// The head dim a kernel named `…_d<n>_…` is built for (0 if none).
+fn head_dim(kernel: &str) -> usize {
+    kernel
+        .split('_')
+        .find_map(|part| part.strip_prefix('d')?.parse().ok())
+        .unwrap_or(0)
 }
 /// The architectures compiled to SASS when `KILN_CUDA_ARCHS` is not set.
 const DEFAULT_ARCHS: &str = "80,90";

@@ -72,6 +72,28 @@ pub unsafe fn sync_threads() {
     _syncthreads()
 }
 
+/// Waits at named barrier `id` (1 to 15; 0 is [`sync_threads`]'s) until
+/// `threads` threads, this one's warp among them, have arrived at it by
+/// this or by [`named_barrier_arrive`].
+///
+/// # Safety
+/// Whole warps call it; `threads` is a multiple of 32 and every phase of
+/// the barrier gets exactly that many arrivals.
+#[inline(always)]
+pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
+    core::arch::asm!("bar.sync {id}, {n};", id = in(reg32) id, n = in(reg32) threads, options(nostack));
+}
+
+/// Arrives at named barrier `id` without waiting (see
+/// [`named_barrier_sync`]).
+///
+/// # Safety
+/// As for [`named_barrier_sync`].
+#[inline(always)]
+pub unsafe fn named_barrier_arrive(id: u32, threads: u32) {
+    core::arch::asm!("bar.arrive {id}, {n};", id = in(reg32) id, n = in(reg32) threads, options(nostack));
+}
+
 /// The block's dynamic shared memory (sized by the launch), as `T`s.
 #[inline(always)]
 pub fn shared<T>() -> *mut T {

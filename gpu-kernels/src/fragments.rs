@@ -51,6 +51,16 @@ pub const fn wgmma_descriptor(start: u32, leading: u32, stride: u32) -> u64 {
         | (1 << 62)
 }
 
+/// The descriptor of the same tile `offset` bytes (a multiple of 16) past
+/// the start of `desc`'s: a 32-bit add to its address field, which cannot
+/// carry out of it (shared addresses stay below 2^18 bytes), so the step's
+/// descriptors of an unrolled product cost an add each.
+#[inline(always)]
+pub const fn wgmma_descriptor_plus(desc: u64, offset: u32) -> u64 {
+    let start = (desc as u32).wrapping_add(offset >> 4);
+    ((desc >> 32) << 32) | start as u64
+}
+
 /// The byte offset of 16-byte piece `c` (elements `8c..8c + 8`) of row `r`
 /// in a tile of `rows` rows of 16-bit elements in `wgmma`'s 128-byte
 /// swizzle: blocks of 64 columns one after another (`128·rows` bytes each),

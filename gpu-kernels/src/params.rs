@@ -448,30 +448,51 @@ impl FlashParams {
     /// (`flash90_backward_q_*`): three warpgroups of four warps (the
     /// kernels are capped at 168 registers so that they fit one SM).
     pub const HOPPER_THREADS: u32 = 384;
-    /// Threads a block of the Hopper forward (`flash90_forward_*`): a
-    /// producer warpgroup that loads the tiles and three consumer
-    /// warpgroups that compute (launched at 128 registers a thread, then
-    /// moved by `setmaxnreg`: [`FlashParams::HOPPER_PRODUCER_REGISTERS`]
-    /// and [`FlashParams::HOPPER_CONSUMER_REGISTERS`]).
-    pub const HOPPER_FORWARD_THREADS: u32 = 512;
+    /// Computing warpgroups of a block of the Hopper forward
+    /// (`flash90_forward_*`), 64 query rows each, beside one producer
+    /// warpgroup that loads the tiles: three at head dim 64, two at 128,
+    /// where the output and the scores of a tile of 128 keys take 128
+    /// registers a thread (as FlashAttention-3 has it).
+    pub const fn hopper_forward_consumers(d: usize) -> u32 {
+        if d > 64 {
+            2
+        } else {
+            3
+        }
+    }
+    /// Threads a block of the Hopper forward: the producer warpgroup and
+    /// [`FlashParams::hopper_forward_consumers`] (launched at the most
+    /// registers with which the block fits an SM, then moved by
+    /// `setmaxnreg`: [`FlashParams::HOPPER_PRODUCER_REGISTERS`] and
+    /// [`FlashParams::hopper_forward_consumer_registers`]).
+    pub const fn hopper_forward_threads(d: usize) -> u32 {
+        128 * (1 + Self::hopper_forward_consumers(d))
+    }
+    /// Query rows a block of the Hopper forward owns (64 a computing
+    /// warpgroup).
+    pub const fn hopper_forward_rows(d: usize) -> u32 {
+        64 * Self::hopper_forward_consumers(d)
+    }
     /// Registers a producer thread of the Hopper forward keeps.
     pub const HOPPER_PRODUCER_REGISTERS: u32 = 24;
     /// Registers a consumer thread of the Hopper forward may use: the
-    /// producer's share given back, spread over the three consumers
-    /// (128·24 + 384·160 ≤ 65536).
-    pub const HOPPER_CONSUMER_REGISTERS: u32 = 160;
-    /// Query rows a block of the Hopper forward (and query backward) owns
-    /// (64 a computing warpgroup).
-    pub const HOPPER_BLOCK_ROWS: u32 = 192;
-    /// Keys per tile of the Hopper forward for head dim `d`: 128 where the
-    /// registers allow (the scores of 128 keys and the output of 64 columns),
-    /// else 64.
-    pub const fn hopper_key_rows(d: usize) -> u32 {
-        if d > 64 {
-            64
+    /// producer's share given back, spread over the consumers (128·24 +
+    /// 384·160 ≤ 65536 with three, 128·24 + 256·240 with two).
+    pub const fn hopper_forward_consumer_registers(d: usize) -> u32 {
+        if Self::hopper_forward_consumers(d) == 2 {
+            240
         } else {
-            128
+            160
         }
+    }
+    /// Query rows a block of the Hopper query backward owns (64 a
+    /// warpgroup).
+    pub const HOPPER_BLOCK_ROWS: u32 = 192;
+    /// Keys per tile of the Hopper forward: 128 (the scores of 128 keys
+    /// beside the output of 64 or 128 columns; a step of K-major operands
+    /// then reads 96 bytes of shared memory a clock, below the SM's 128).
+    pub const fn hopper_key_rows(_d: usize) -> u32 {
+        128
     }
     /// The key tiles of `keys` rows that a block of query rows
     /// `row0..row0 + rows` walks: every one, or under a causal mask those
@@ -495,7 +516,7 @@ impl FlashParams {
     /// a value tile of [`FlashParams::hopper_key_rows`] rows, then the
     /// pipeline's barriers (128 bytes).
     pub const fn hopper_forward_shared_bytes(d: usize) -> u32 {
-        let queries = Self::HOPPER_BLOCK_ROWS as usize * d * 2;
+        let queries = Self::hopper_forward_rows(d) as usize * d * 2;
         let tiles = 2 * Self::HOPPER_BUFFERS as usize;
         (queries + tiles * Self::hopper_key_rows(d) as usize * d * 2 + 128 + 1024) as u32
     }
@@ -518,17 +539,11 @@ impl FlashParams {
     /// The k-steps (16 columns each, from the first) of the query rows that
     /// a consumer warp of the Hopper forward holds in registers as A
     /// fragments, so that their scores read only the keys from shared
-    /// memory (a step of K-major operands at 64 keys reads 128 bytes a
-    /// clock, the SM's limit): half the head at 128 (32 registers more of
-    /// the whole would spill at [`FlashParams::HOPPER_CONSUMER_REGISTERS`]);
-    /// none at 64, where tiles of 128 keys leave no registers spare and
-    /// read 96 bytes a clock.
-    pub const fn hopper_forward_held_steps(d: usize) -> usize {
-        if d > 64 {
-            d / 32
-        } else {
-            0
-        }
+    /// memory: none, since a step of K-major operands at 128 keys reads 96
+    /// bytes a clock, below the SM's 128, and the registers are better
+    /// spent on the tile's scores.
+    pub const fn hopper_forward_held_steps(_d: usize) -> usize {
+        0
     }
 
     /// The same for the Hopper backward kernels and the operand fixed for

@@ -477,11 +477,11 @@ fn hopper_forward<T: MmaHalf, const D: usize>(
     ));
     launch(
         (
-            c.l.div_ceil(FlashParams::HOPPER_BLOCK_ROWS as usize) as u32,
+            c.l.div_ceil(FlashParams::hopper_forward_rows(D) as usize) as u32,
             c.heads as u32,
             c.batch as u32,
         ),
-        FlashParams::HOPPER_FORWARD_THREADS,
+        FlashParams::hopper_forward_threads(D),
         FlashParams::hopper_forward_shared_bytes(D) as usize,
         || {
             let (q, k, v, o, lse) = p.get();
@@ -541,7 +541,7 @@ fn f16_d64_causal_more_queries_than_keys() {
 
 #[test]
 fn bf16_d128_causal_two_tiles() {
-    check::<BF16, 128, false>(case(66, 66, 128, true, true));
+    check::<BF16, 128, false>(case(130, 130, 128, true, true));
 }
 
 #[test]
@@ -586,9 +586,16 @@ fn f16_d64_rows_past_the_queries_five_key_tiles() {
 
 #[test]
 fn bf16_d128_causal_warpgroups_stop_at_their_diagonal() {
-    // in the third block the warpgroups need 7, 8 and 1 of the block's 8 key
-    // tiles (the last holds no query)
-    check::<BF16, 128, false>(case(450, 450, 128, true, true));
+    // in the fourth block the first warpgroup needs the block's four key
+    // tiles, the second (holding no query) one
+    check::<BF16, 128, false>(case(420, 420, 128, true, true));
+}
+
+#[test]
+fn f16_d64_causal_warpgroups_stop_at_their_diagonal() {
+    // in the second block the warpgroups need 2, 3 and 3 of the block's 3 key
+    // tiles, in the third 4, 1 and 1 (the last two hold no query)
+    check::<F16, 64, false>(case(400, 400, 64, true, false));
 }
 
 #[test]

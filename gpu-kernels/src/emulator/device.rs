@@ -25,6 +25,23 @@ pub unsafe fn sync_threads() {
     context().1.barrier.wait();
 }
 
+/// See the real module: a counter and a generation a barrier, behind the
+/// block's lock.
+///
+/// # Safety
+/// As for the real instruction.
+pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
+    context().1.named.arrive(id, threads, true);
+}
+
+/// See the real module.
+///
+/// # Safety
+/// As for the real instruction.
+pub unsafe fn named_barrier_arrive(id: u32, threads: u32) {
+    context().1.named.arrive(id, threads, false);
+}
+
 /// The block's shared memory, as `T`s.
 pub fn shared<T>() -> *mut T {
     context().1.shared as *mut T

@@ -32,6 +32,40 @@ struct Block {
     warps: Vec<Warp>,
     /// Asynchronous copies that barriers track, until they land.
     tracked: copies::Tracked,
+    /// The named barriers (`bar.sync` / `bar.arrive` with an id).
+    named: NamedBarriers,
+}
+
+/// The block's 16 named barriers: each the arrivals of its current phase
+/// and how many phases have completed.
+#[derive(Default)]
+struct NamedBarriers {
+    state: std::sync::Mutex<[(u32, u64); 16]>,
+    moved: std::sync::Condvar,
+}
+
+impl NamedBarriers {
+    /// One thread's arrival at barrier `id` of `threads`, waiting for the
+    /// phase to complete when `wait`.
+    fn arrive(&self, id: u32, threads: u32, wait: bool) {
+        assert!(
+            id < 16 && threads.is_multiple_of(32),
+            "named barrier {id} of {threads} threads"
+        );
+        let mut state = self.state.lock().expect("a named barrier's lock");
+        let (arrived, phase) = &mut state[id as usize];
+        *arrived += 1;
+        let mine = *phase;
+        if *arrived == threads {
+            *arrived = 0;
+            *phase += 1;
+            self.moved.notify_all();
+            return;
+        }
+        while wait && state[id as usize].1 == mine {
+            state = self.moved.wait(state).expect("a named barrier's lock");
+        }
+    }
 }
 
 /// One warp's exchange: each lane's posted words, and the warp's barrier.
@@ -100,6 +134,7 @@ pub fn launch(grid: (u32, u32, u32), threads: u32, shared_bytes: usize, kernel: 
                     shared: memory.as_mut_ptr() as *mut u8,
                     barrier: Barrier::new(threads as usize),
                     tracked: Default::default(),
+                    named: Default::default(),
                     warps: (0..threads / 32)
                         .map(|_| Warp {
                             slots: (0..32 * SLOT).map(|_| AtomicU32::new(0)).collect(),

@@ -3,22 +3,24 @@
 //! dropout (the `mma.sync` kernels of `attention.rs` serve the rest and
 //! every other GPU).
 //!
-//! - A block of four warpgroups takes 192 query rows. The first is the
-//!   producer: it loads the query tile and then the key/value tiles (128
-//!   keys at head dim 64, 64 at 128) by `cp.async` into three buffers of
-//!   each, in `wgmma`'s 128-byte swizzle, and keeps 24 registers a thread
-//!   (`setmaxnreg`). The other three compute, 64 query rows each, with
-//!   160 registers a thread. `mbarrier`s ([`crate::pipeline`]) pass the
-//!   buffers back and forth: a consumer waits only for the tile it needs
-//!   and gives a buffer back once its products are done, so the consumers
-//!   drift apart and one's softmax runs beside another's products; no
-//!   barrier of the whole block is left in the loop. A consumer stops at
-//!   the last key tile its own 64 rows need (fewer than the block's on the
-//!   causal diagonal; one where its rows are all past the queries) and
-//!   gives the block's later tiles back unread.
-//! - The scores `Q·Kᵀ` (`m64nKk16`, K-major; each warp holds the first
-//!   columns of its 16 query rows in registers as A fragments, loaded once,
-//!   where the registers allow: [`FlashParams::hopper_forward_held_steps`])
+//! - A block of a producer warpgroup and three consumers (head dim 64, 160
+//!   registers a consumer thread) or two (head dim 128, 240 registers) takes 64
+//!   query rows a consumer. The producer loads the query tile and then the
+//!   key/value tiles of 128 keys by `cp.async` into three buffers of each, in
+//!   `wgmma`'s 128-byte swizzle, and keeps 24 registers a thread
+//!   (`setmaxnreg`). The consumers compute, 64 query rows each. `mbarrier`s
+//!   ([`crate::pipeline`]) pass the buffers back and forth: a consumer waits
+//!   only for the tile it needs and gives a buffer back once its products are
+//!   done, so the consumers drift apart and one's softmax runs beside another's
+//!   products; no barrier of the whole block is left in the loop. A consumer
+//!   stops at the last key tile its own 64 rows need (fewer than the block's on
+//!   the causal diagonal; one where its rows are all past the queries) and
+//!   gives the block's later tiles back unread. Two consumers (head dim 128)
+//!   also take turns issuing their products (ping-pong, through two named
+//!   barriers), so one's products run while the other makes probabilities.
+//! - The scores `Q·Kᵀ` (`m64n128k16`, K-major; a warp may hold the first
+//!   columns of its 16 query rows in registers as A fragments, loaded once:
+//!   [`FlashParams::hopper_forward_held_steps`])
 //!   and the product `P·V` (`m64nDk16`, P from registers, V read N-major:
 //!   neither operand is ever transposed) are asynchronous, and the loop is
 //!   skewed by one tile, as FlashAttention-3 does within a warpgroup: step
@@ -31,23 +33,29 @@
 //!   forward, so the backward kernels take either.
 
 use super::flash_rows::{quad_max, store_rows};
-use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, warp_any, Pack};
+use crate::device::{
+    block_xyz, named_barrier_arrive, named_barrier_sync, shared, sync_threads, thread_xy, unroll, warp_any,
+    Pack,
+};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
-use crate::fragments::{a_lane_offset, swizzled_offset, wgmma_descriptor};
+use crate::fragments::{a_lane_offset, swizzled_offset, wgmma_descriptor, wgmma_descriptor_plus};
 use crate::params::FlashParams;
 use crate::pipeline;
 use crate::tensor_core::{cp_async_16, cp_async_wait, ldmatrix_x4, pack, shared_address, MmaHalf};
 use crate::warpgroup::{self as wg, pin, pin_c};
 
-const THREADS: u32 = FlashParams::HOPPER_FORWARD_THREADS;
-const BLOCK_ROWS: u32 = FlashParams::HOPPER_BLOCK_ROWS;
 const LOG2E: f32 = core::f32::consts::LOG2_E;
 
 /// Rows `r0..r0 + keys` (queries, keys or values) of a `[n, d]` matrix at
-/// `src` (rows `row` elements apart) into the swizzled tile at shared address `dst` (1024-byte
-/// aligned), in 16-byte pieces shared among the block's `threads`; rows at
-/// or past `n` are zeros.
+/// `src` (rows `row` elements apart) into the swizzled tile at shared
+/// address `dst` (1024-byte aligned), in 16-byte pieces shared among the
+/// block's `threads`; rows at or past `n` are zeros.
+///
+/// A thread copies the same piece of every `threads / (d / 8)`-th row; when
+/// that stride is a multiple of the swizzle's 8 rows, its place in the tile
+/// and in `src` only move by constants from one row to the next, so a copy
+/// costs an add or two beside its `cp.async`.
 ///
 /// # Safety
 /// Every thread of the block calls it; `src`'s rows below `n` are readable
@@ -67,6 +75,21 @@ pub(super) unsafe fn load_swizzled_async(
 ) {
     let (tid, _) = thread_xy();
     let pieces = d as u32 / 8;
+    let rows_a_pass = threads / pieces;
+    if threads.is_multiple_of(pieces) && rows_a_pass.is_multiple_of(8) {
+        let (mut r, c) = (tid / pieces, tid % pieces);
+        let mut to = dst + swizzled_offset(r, c, keys);
+        let mut from = src.wrapping_add((r0 + r) as usize * row as usize + c as usize * 8);
+        let step = rows_a_pass as usize * row as usize;
+        while r < keys {
+            let inside = r0 + r < n;
+            cp_async_16(to, if inside { from } else { src } as *const u8, inside);
+            r += rows_a_pass;
+            to += rows_a_pass * 128;
+            from = from.wrapping_add(step);
+        }
+        return;
+    }
     let mut i = tid;
     while i < keys * pieces {
         let (r, c) = (i / pieces, i % pieces);
@@ -204,7 +227,7 @@ const RESCALE_AT: f32 = 8.0;
 #[inline(always)]
 fn k_major_step(tile: u32, rows: u32, kk: usize) -> u64 {
     let (half, quarter) = (kk as u32 / 4, kk as u32 % 4);
-    wgmma_descriptor(tile + half * rows * 128 + quarter * 32, 16, 1024)
+    wgmma_descriptor_plus(wgmma_descriptor(tile, 16, 1024), half * rows * 128 + quarter * 32)
 }
 
 /// Issues `sc += A·Bᵀ` over the head dim `D` (the scores `Q·Kᵀ`, and in
@@ -274,7 +297,7 @@ pub(super) unsafe fn product<T: MmaHalf, const D: usize>(
     blocks: u32,
 ) {
     unroll(keys as usize / 16, |kk| {
-        let b = wgmma_descriptor(tile + kk as u32 * 16 * 128, blocks, 1024);
+        let b = wgmma_descriptor_plus(wgmma_descriptor(tile, blocks, 1024), kk as u32 * 16 * 128);
         if D == 64 {
             wg::mma_n64_n_major::<T>(acc, &pf[kk], b);
         } else {
@@ -346,8 +369,6 @@ const VALUES_LANDED: u32 = 1;
 const KEYS_READ: u32 = 2;
 const VALUES_READ: u32 = 3;
 const PRODUCER_THREADS: u32 = 128;
-/// The warps that compute, each arriving once on a buffer's "read" barrier.
-const CONSUMER_WARPS: u32 = (THREADS - PRODUCER_THREADS) / 32;
 
 /// The producer warpgroup's part of the forward: the query tile, then the
 /// key and value tiles in the order the products need them (key tile `j +
@@ -364,11 +385,11 @@ unsafe fn produce<const D: usize>(
     q_tile: u32,
     [qb, kb, vb]: [*const u16; 3],
     h: FlashParams,
-    row0: u32,
+    (row0, rows): (u32, u32),
     keys: u32,
     tiles: u32,
 ) {
-    load_swizzled_async(q_tile, qb, h.q.row, row0, BLOCK_ROWS, h.l, D, PRODUCER_THREADS);
+    load_swizzled_async(q_tile, qb, h.q.row, row0, rows, h.l, D, PRODUCER_THREADS);
     pipeline::arrive_on_copies(st.queries_landed());
     let load = |tile: u32, src: *const u16, row: u32, j: u32, landed: u32, read: u32| {
         if j >= Stages::BUFFERS {
@@ -398,19 +419,21 @@ unsafe fn produce<const D: usize>(
     cp_async_wait::<0>();
 }
 
-/// The forward of one block: 192 query rows of one head.
+/// The forward of one block: [`FlashParams::hopper_forward_rows`] query
+/// rows of one head.
 ///
 /// - The first warpgroup produces ([`produce`]): it loads every tile by
 ///   `cp.async` and keeps 24 registers a thread.
-/// - The other three consume: each owns 64 query rows, waits for a
-///   buffer's copies to land, and tells the producer when it has finished
-///   reading it (one lane a warp). Nothing else holds them together, so one
-///   warpgroup's softmax runs beside another's products. Past the last
-///   tile its rows need, a consumer only tells the producer it is done with
-///   each later tile.
+/// - The others ([`FlashParams::hopper_forward_consumers`]) consume: each owns
+///   64 query rows, waits for a buffer's copies to land, and tells the producer
+///   when it has finished reading it (one lane a warp). Nothing else holds them
+///   together, so one warpgroup's softmax runs beside another's products. Past
+///   the last tile its rows need, a consumer only tells the producer it is done
+///   with each later tile.
 ///
 /// # Safety
-/// Launched with [`THREADS`] threads, a grid of `(⌈L/192⌉, H, B)` and
+/// Launched with [`FlashParams::hopper_forward_threads`] threads, a grid of
+/// `(⌈L/rows⌉, H, B)` for [`FlashParams::hopper_forward_rows`] and
 /// [`FlashParams::hopper_forward_shared_bytes`] of shared memory, without
 /// dropout, on an sm_90a GPU; the pointers and strides describe live
 /// tensors as [`FlashParams`] says.
@@ -426,7 +449,11 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     let (tid, _) = thread_xy();
     let (tile, head, batch) = block_xyz();
     let kvh = head / h.group;
-    let row0 = tile * BLOCK_ROWS;
+    // the block's query rows, 64 a consumer warpgroup
+    let block_rows = FlashParams::hopper_forward_rows(D);
+    // the warps that compute, each arriving once on a buffer's "read" barrier
+    let consumer_warps = 4 * FlashParams::hopper_forward_consumers(D);
+    let row0 = tile * block_rows;
     let smem = shared::<Pack<u32, 4>>() as *mut u16;
     // the tiles from a 1024-byte boundary (the swizzle's period): the
     // block's queries, then the buffers of key and value tiles, then the
@@ -435,22 +462,22 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     let keys = FlashParams::hopper_key_rows(D);
     let tile_bytes = keys * D as u32 * 2;
     let q_tile = base;
-    let tiles_at = base + BLOCK_ROWS * D as u32 * 2;
+    let tiles_at = base + block_rows * D as u32 * 2;
     let st = Stages {
         tiles: tiles_at,
         tile_bytes,
         barriers: tiles_at + 2 * Stages::BUFFERS * tile_bytes,
     };
     // the block's key tiles: the producer loads them all
-    let tiles = h.key_tiles(row0, BLOCK_ROWS, keys);
+    let tiles = h.key_tiles(row0, block_rows, keys);
     if tid == 0 {
         pipeline::init(st.queries_landed(), PRODUCER_THREADS);
         let mut j = 0;
         while j < Stages::BUFFERS {
             pipeline::init(st.barrier(KEYS_LANDED, j), PRODUCER_THREADS);
             pipeline::init(st.barrier(VALUES_LANDED, j), PRODUCER_THREADS);
-            pipeline::init(st.barrier(KEYS_READ, j), CONSUMER_WARPS);
-            pipeline::init(st.barrier(VALUES_READ, j), CONSUMER_WARPS);
+            pipeline::init(st.barrier(KEYS_READ, j), consumer_warps);
+            pipeline::init(st.barrier(VALUES_READ, j), consumer_warps);
             j += 1;
         }
     }
@@ -462,10 +489,14 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
             k.add(h.k.offset(batch, kvh, 0)),
             v.add(h.v.offset(batch, kvh, 0)),
         ];
-        produce::<D>(st, q_tile, sources, h, row0, keys, tiles);
+        produce::<D>(st, q_tile, sources, h, (row0, block_rows), keys, tiles);
         return;
     }
-    wg::grow_registers::<{ FlashParams::HOPPER_CONSUMER_REGISTERS }>();
+    if FlashParams::hopper_forward_consumers(D) == 2 {
+        wg::grow_registers::<{ FlashParams::hopper_forward_consumer_registers(128) }>();
+    } else {
+        wg::grow_registers::<{ FlashParams::hopper_forward_consumer_registers(64) }>();
+    }
     let ctid = tid - PRODUCER_THREADS;
     let (lane, warp) = (ctid & 31, ctid / 32);
     let (g, t) = (lane >> 2, lane & 3);
@@ -488,6 +519,31 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
         1
     };
     let blocks = keys * 128;
+    // With two consumers they take turns issuing their products (ping-pong,
+    // as FlashAttention-3 does): a warpgroup waits for its turn (named
+    // barrier 1 or 2) before issuing step j's products and passes the turn
+    // on after, so one's products keep the tensor cores busy while the
+    // other makes its probabilities. The first takes the first turn; the
+    // second does not pass its last one, so every phase of either barrier
+    // has both warpgroups' 256 threads. A warpgroup with fewer steps than
+    // the block (one holding no query) takes its missing turns without
+    // products, as it gives its unread tiles back.
+    let ping_pong = FlashParams::hopper_forward_consumers(D) == 2;
+    let me = warp / 4;
+    let rounds = tiles - 1;
+    let take_turn = || {
+        if ping_pong {
+            named_barrier_sync(1 + me, 256);
+        }
+    };
+    let pass_turn = |round: u32| {
+        if ping_pong && !(me == 1 && round + 1 == rounds) {
+            named_barrier_arrive(2 - me, 256);
+        }
+    };
+    if ping_pong && me == 1 && rounds > 0 {
+        named_barrier_arrive(1, 256);
+    }
     // a buffer's copies have landed (and are visible to the products)
     let landed = |which: u32, j: u32| {
         pipeline::wait(st.barrier(which, j), Stages::parity(j));
@@ -503,8 +559,8 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
     // this warp's 16 query rows (their first columns where the registers
     // allow), held for every tile's scores
     let q_steps = FlashParams::hopper_forward_held_steps(D);
-    let qf = held_rows(q_tile, BLOCK_ROWS, wr, q_steps);
-    let queries = ((q_tile + (warp / 4) * 64 * 128, BLOCK_ROWS), (&qf, q_steps));
+    let qf = held_rows(q_tile, block_rows, wr, q_steps);
+    let queries = ((q_tile + (warp / 4) * 64 * 128, block_rows), (&qf, q_steps));
     landed(KEYS_LANDED, 0);
     let mut sc = [[0f32; 4]; 16];
     pin_c(&mut sc, frags);
@@ -557,9 +613,11 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
         pin_c(&mut sc, frags);
         pin_a(&mut pf, frags / 2);
         pin_c(&mut acc, D / 8);
+        take_turn();
         wg::fence();
         scores::<T, D>(&mut sc, queries.0, queries.1, st.key_tile(j + 1), keys);
         product::<T, D>(&mut acc, &pf, st.value_tile(j), keys, blocks);
+        pass_turn(j);
         probabilities!(j + 1, { read(VALUES_READ, j) });
         j += 1;
     }
@@ -584,6 +642,8 @@ pub(crate) unsafe fn forward<T: MmaHalf, const D: usize>(
             read(KEYS_READ, j);
             pipeline::wait(st.barrier(VALUES_LANDED, j), Stages::parity(j));
             read(VALUES_READ, j);
+            take_turn();
+            pass_turn(j - 1);
             j += 1;
         }
     }

@@ -69,8 +69,8 @@ pub fn flash_forward(
             launch_with(
                 rt,
                 f,
-                (h.l.div_ceil(FlashParams::HOPPER_BLOCK_ROWS), h.heads, batch),
-                (FlashParams::HOPPER_FORWARD_THREADS, 1, 1),
+                (h.l.div_ceil(FlashParams::hopper_forward_rows(d)), h.heads, batch),
+                (FlashParams::hopper_forward_threads(d), 1, 1),
                 shared,
                 [q, k, v, o, lse],
                 FlashForwardArgs { h },

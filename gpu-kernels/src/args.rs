@@ -192,11 +192,6 @@ args! {
     /// `lse` and `delta = rowsum(dout · o)` (f32 `[B, H, L]`).
     FlashBackwardKvArgs [q, k, v, dout, lse, delta, dk, dv] { h: FlashParams }
 
-    /// `flash90_backward_kvq_*`: the key and value gradients as
-    /// `flash_backward_kv_*`, and the query gradient added into `dq_acc`
-    /// (f32, in `dq`'s layout, zeroed beforehand).
-    FlashBackwardKvqArgs [q, k, v, dout, lse, delta, dk, dv, dq_acc] { h: FlashParams }
-
     /// `flash_backward_q_*`: the query gradient `dq [B, H, L, D]`.
     FlashBackwardQArgs [q, k, v, dout, lse, delta, dq] { h: FlashParams }
 

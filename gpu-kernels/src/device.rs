@@ -94,21 +94,6 @@ pub unsafe fn named_barrier_arrive(id: u32, threads: u32) {
     core::arch::asm!("bar.arrive {id}, {n};", id = in(reg32) id, n = in(reg32) threads, options(nostack));
 }
 
-/// `*p += v` on global memory, relaxed and without a result
-/// (`red.global.add.f32`): partial sums many blocks add into one buffer.
-///
-/// # Safety
-/// `p` points into a live global allocation of f32s.
-#[inline(always)]
-pub unsafe fn red_add_f32(p: *mut f32, v: f32) {
-    core::arch::asm!(
-        "{{ .reg .u64 ga; cvta.to.global.u64 ga, {p}; red.global.add.f32 [ga], {v}; }}",
-        p = in(reg64) p as u64,
-        v = in(reg32) v,
-        options(nostack),
-    );
-}
-
 /// The block's dynamic shared memory (sized by the launch), as `T`s.
 #[inline(always)]
 pub fn shared<T>() -> *mut T {

@@ -216,28 +216,9 @@ impl CudaStorage {
             h,
             [out.ptr(), dout.ptr(), delta.ptr()],
         )?;
+        let dq = CudaStorage::alloc(dtype, rows * shape.d)?;
         let kv = shape.batch * shape.kv_heads * shape.s * shape.d;
         let (dk, dv) = (CudaStorage::alloc(dtype, kv)?, CudaStorage::alloc(dtype, kv)?);
-        let n = rows * shape.d;
-        if kernels::backward_sums_dq(rt, dtype, shape.d, h.dropout) {
-            let acc = CudaStorage::alloc(DType::F32, n)?;
-            let n32 = u32::try_from(n).map_err(|_| invalid(format!("a query gradient of {n} elements")))?;
-            kernels::fill(rt, DType::F32, n32, acc.ptr(), 0)?;
-            kernels::flash_backward_summing_dq(
-                rt,
-                dtype,
-                shape.d,
-                shape.batch as u32,
-                h,
-                [at(q), at(k), at(v), dout.ptr(), lse.ptr(), delta.ptr()],
-                [acc.ptr(), dk.ptr(), dv.ptr()],
-            )?;
-            let dq = CudaStorage::alloc(dtype, n)?;
-            let cast = rt.kernels.get(kernels::Kernel::CastV(DType::F32, dtype))?;
-            kernels::cast_v(rt, cast, (DType::F32, dtype), n32, acc.ptr(), dq.ptr())?;
-            return Ok((dq, dk, dv));
-        }
-        let dq = CudaStorage::alloc(dtype, n)?;
         kernels::flash_backward(
             rt,
             dtype,

@@ -158,7 +158,6 @@ kernel_args!(
     SortSearchArgs,
     FlashForwardArgs,
     FlashBackwardKvArgs,
-    FlashBackwardKvqArgs,
     FlashBackwardQArgs,
     FlashDeltaArgs,
 );
@@ -208,7 +207,7 @@ unsafe fn launch_raw<A: KernelArgs>(
 }
 
 /// The most device pointers a kernel family takes.
-const MAX_POINTERS: usize = 9;
+const MAX_POINTERS: usize = 8;
 
 /// Launches `f` over `n` elements (grid-stride; 256 threads a block).
 ///

@@ -252,11 +252,7 @@ pub fn kernel_resources() -> std::result::Result<Vec<String>, String> {
                 ),
                 (
                     Kernel::FlashBackwardKvHopper(d, e),
-                    FlashParams::hopper_backward_kv_shared_bytes(e, false),
-                ),
-                (
-                    Kernel::FlashBackwardKvqHopper(d, e),
-                    FlashParams::hopper_backward_kv_shared_bytes(e, true),
+                    FlashParams::hopper_backward_kv_shared_bytes(e),
                 ),
                 (
                     Kernel::FlashBackwardQHopper(d, e),

@@ -6,7 +6,7 @@
 //!    names another; where it is missing, the plain `nightly` is tried).
 //! 2. The PTX is split into modules by op family (`kiln_kernels::modules`),
 //!    which the CUDA backend loads one by one on first use. The Hopper
-//!    module (`wgmma` kernels) is retargeted to sm_90a and PTX ISA 8.0.
+//!    module (`wgmma` kernels) is retargeted to sm_90a and PTX ISA 8.1.
 //! 3. Where NVIDIA's `ptxas` is found (`KILN_PTXAS`, `$CUDA_HOME/bin`,
 //!    `$CUDA_PATH/bin`, `PATH`), each module is also compiled ahead of time to
 //!    SASS for the architectures in `KILN_CUDA_ARCHS` (default `80,90`), all
@@ -290,7 +290,7 @@ fn split_ptx(ptx: &str) -> Result<Vec<String>, String> {
 }
 
 /// The PTX of the Hopper module for `sm_90a` (which `wgmma` needs), at PTX
-/// ISA 8.0 or newer, each kernel capped at [`hopper_max_registers`]
+/// ISA 8.1 or newer (vector `red`), each kernel capped at [`hopper_max_registers`]
 /// (`.maxnreg`, which the driver's compiler honours too): the code itself
 /// is the same, only the header and the kernels' directives change.
 fn retarget_hopper(ptx: &str) -> String {
@@ -313,8 +313,8 @@ fn retarget_hopper(ptx: &str) -> String {
             } else if let Some(v) = line.trim().strip_prefix(".version ") {
                 let (major, minor) = v.split_once('.').unwrap_or((v, "0"));
                 let version = (major.parse().unwrap_or(0u32), minor.parse().unwrap_or(0u32));
-                if version < (8, 0) {
-                    ".version 8.0".to_string()
+                if version < (8, 1) {
+                    ".version 8.1".to_string()
                 } else {
                     line.to_string()
                 }

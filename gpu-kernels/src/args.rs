@@ -192,12 +192,18 @@ args! {
     /// `lse` and `delta = rowsum(dout · o)` (f32 `[B, H, L]`).
     FlashBackwardKvArgs [q, k, v, dout, lse, delta, dk, dv] { h: FlashParams }
 
+    /// `flash90_backward_kvq_*`: the key and value gradients as
+    /// `flash_backward_kv_*`, and the query gradient added into `dq_acc`
+    /// (f32, in `dq`'s layout, zeroed beforehand).
+    FlashBackwardKvqArgs [q, k, v, dout, lse, delta, dk, dv, dq_acc] { h: FlashParams }
+
     /// `flash_backward_q_*`: the query gradient `dq [B, H, L, D]`.
     FlashBackwardQArgs [q, k, v, dout, lse, delta, dq] { h: FlashParams }
 
     /// `flash_delta_*`: `delta = rowsum(dout · o)` (f32 `[B, H, L]`) from
-    /// the output and its gradient, both in the output's layout.
-    FlashDeltaArgs [o, dout, delta] { h: FlashParams }
+    /// the output and its gradient, both in the output's layout; `dq_acc`
+    /// null, or f32 query-gradient sums (`h.dq`'s layout) to zero.
+    FlashDeltaArgs [o, dout, delta, dq_acc] { h: FlashParams }
 
     /// `adam_multi_*`: one fused Adam / AdamW step over every tensor of
     /// `list` (a block per chunk; the addresses travel in the list).

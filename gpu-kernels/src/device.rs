@@ -94,6 +94,25 @@ pub unsafe fn named_barrier_arrive(id: u32, threads: u32) {
     core::arch::asm!("bar.arrive {id}, {n};", id = in(reg32) id, n = in(reg32) threads, options(nostack));
 }
 
+/// `p[0..4] += v` on global memory, relaxed and without a result
+/// (`red.global.add.v4.f32`, sm_90): partial sums many blocks add into one
+/// buffer, 16 bytes an instruction.
+///
+/// # Safety
+/// `p` points into a live global allocation of f32s, 16-byte aligned.
+#[inline(always)]
+pub unsafe fn red_add_v4_f32(p: *mut f32, v: [f32; 4]) {
+    core::arch::asm!(
+        "{{ .reg .u64 ga; cvta.to.global.u64 ga, {p}; red.global.add.v4.f32 [ga], {{{a}, {b}, {c}, {d}}}; }}",
+        p = in(reg64) p as u64,
+        a = in(reg32) v[0],
+        b = in(reg32) v[1],
+        c = in(reg32) v[2],
+        d = in(reg32) v[3],
+        options(nostack),
+    );
+}
+
 /// The block's dynamic shared memory (sized by the launch), as `T`s.
 #[inline(always)]
 pub fn shared<T>() -> *mut T {

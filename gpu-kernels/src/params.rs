@@ -560,12 +560,18 @@ impl FlashParams {
 
     /// Shared memory of the Hopper key/value backward, in the swizzle from
     /// a 1024-byte boundary: the block's key and value tiles, two buffers
-    /// of a query and an output-gradient tile, then the two buffers'
-    /// log-sum-exps and deltas (f32).
-    pub const fn hopper_backward_kv_shared_bytes(d: usize) -> u32 {
+    /// of a query and an output-gradient tile, the two buffers'
+    /// log-sum-exps and deltas (f32), then, when it adds the query
+    /// gradient too (`dq`), a step's `dSᵀ` (keys × query tile).
+    pub const fn hopper_backward_kv_shared_bytes(d: usize, dq: bool) -> u32 {
         let keys = 2 * Self::HOPPER_KV_KEYS as usize * d * 2;
         let tile = Self::HOPPER_BACKWARD_TILE as usize;
-        (keys + 4 * tile * d * 2 + 4 * tile * 4 + 1024) as u32
+        let scores = if dq {
+            Self::HOPPER_KV_KEYS as usize * tile * 2
+        } else {
+            0
+        };
+        (keys + 4 * tile * d * 2 + 4 * tile * 4 + scores + 1024) as u32
     }
 
     /// Shared memory of the Hopper query backward, in the swizzle from a

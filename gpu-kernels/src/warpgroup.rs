@@ -146,14 +146,16 @@ macro_rules! wgmma {
     };
 }
 
-/// One `wgmma.mma_async` with A and B in shared memory, both K-major.
+/// One `wgmma.mma_async` with A and B in shared memory: shape, element
+/// type, the transpose flags of A and B (`"0, 0"` both K-major, `"1, 1"`
+/// both M/N-major), the accumulator list, and the accumulator fragments.
 macro_rules! wgmma_ss {
-    ($shape:literal, $ty:literal, $regs:expr, $c:ident, $a:ident, $b:ident, [$($i:literal),*]) => {
+    ($shape:literal, $ty:literal, $tr:literal, $regs:expr, $c:ident, $a:ident, $b:ident, [$($i:literal),*]) => {
         asm!(
             concat!(
                 "{{ .reg .pred p; setp.ne.b32 p, {one}, 0; wgmma.mma_async.sync.aligned.",
                 $shape, ".f32.", $ty, ".", $ty, " ", $regs,
-                ", {a}, {b}, p, 1, 1, 0, 0; }}"
+                ", {a}, {b}, p, 1, 1, ", $tr, "; }}"
             ),
             $(inout(reg32) $c[$i][0], inout(reg32) $c[$i][1], inout(reg32) $c[$i][2], inout(reg32) $c[$i][3],)*
             a = in(reg64) $a,
@@ -176,9 +178,27 @@ macro_rules! wgmma_ss {
 #[inline(always)]
 pub unsafe fn mma_ss_n64<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
     if T::BF16 {
-        wgmma_ss!("m64n64k16", "bf16", regs32!(), c, a, b, [0, 1, 2, 3, 4, 5, 6, 7]);
+        wgmma_ss!(
+            "m64n64k16",
+            "bf16",
+            "0, 0",
+            regs32!(),
+            c,
+            a,
+            b,
+            [0, 1, 2, 3, 4, 5, 6, 7]
+        );
     } else {
-        wgmma_ss!("m64n64k16", "f16", regs32!(), c, a, b, [0, 1, 2, 3, 4, 5, 6, 7]);
+        wgmma_ss!(
+            "m64n64k16",
+            "f16",
+            "0, 0",
+            regs32!(),
+            c,
+            a,
+            b,
+            [0, 1, 2, 3, 4, 5, 6, 7]
+        );
     }
 }
 
@@ -192,6 +212,7 @@ pub unsafe fn mma_ss_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
         wgmma_ss!(
             "m64n128k16",
             "bf16",
+            "0, 0",
             regs64!(),
             c,
             a,
@@ -202,11 +223,45 @@ pub unsafe fn mma_ss_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
         wgmma_ss!(
             "m64n128k16",
             "f16",
+            "0, 0",
             regs64!(),
             c,
             a,
             b,
             [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+        );
+    }
+}
+
+/// `c += A · B` with A 64×16 stored `[k][m]` (M-major) and B 16×64
+/// stored `[k][n]` (N-major), both in shared memory: the product of two
+/// operands that were written with their other dimension outermost.
+///
+/// # Safety
+/// As for [`mma_ss_n64`].
+#[inline(always)]
+pub unsafe fn mma_ss_n64_mn_major<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
+    if T::BF16 {
+        wgmma_ss!(
+            "m64n64k16",
+            "bf16",
+            "1, 1",
+            regs32!(),
+            c,
+            a,
+            b,
+            [0, 1, 2, 3, 4, 5, 6, 7]
+        );
+    } else {
+        wgmma_ss!(
+            "m64n64k16",
+            "f16",
+            "1, 1",
+            regs32!(),
+            c,
+            a,
+            b,
+            [0, 1, 2, 3, 4, 5, 6, 7]
         );
     }
 }

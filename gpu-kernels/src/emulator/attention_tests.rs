@@ -204,6 +204,14 @@ macro_rules! half_test_elem {
                 );
                 c.close("Hopper key gradient", &wide(&dk), &want.dk);
                 c.close("Hopper value gradient", &wide(&dv), &want.dv);
+                let (dq, dk, dv) = hopper_backward_fused::<$t, D>(c, h, [qb, kb, vb, dob], [lse, delta]);
+                let dq: Vec<f64> = from_rows_outer_f32(c, &dq)
+                    .iter()
+                    .map(|&x| x as f64)
+                    .collect();
+                c.close("Hopper fused query gradient", &dq, &want.dq);
+                c.close("Hopper fused key gradient", &wide(&dk), &want.dk);
+                c.close("Hopper fused value gradient", &wide(&dv), &want.dv);
             }
         }
     };
@@ -418,13 +426,16 @@ fn hopper_backward<T: MmaHalf, const D: usize>(
             c.batch as u32,
         ),
         FlashParams::HOPPER_KV_THREADS,
-        FlashParams::hopper_backward_kv_shared_bytes(D) as usize,
+        FlashParams::hopper_backward_kv_shared_bytes(D, false) as usize,
         || {
             let (q, k, v, dout, lse, delta) = p.get();
             let (dk, dv) = grads.get();
             // SAFETY: the buffers hold the shapes `h` describes.
             unsafe {
-                crate::attention_hopper_backward::backward_kv::<T, D>(q, k, v, dout, lse, delta, dk, dv, h)
+                let none = std::ptr::null_mut();
+                crate::attention_hopper_backward::backward_kv::<T, D, false>(
+                    q, k, v, dout, lse, delta, dk, dv, none, h,
+                )
             }
         },
     );
@@ -455,6 +466,63 @@ fn hopper_backward<T: MmaHalf, const D: usize>(
         },
     );
     [dq, dk, dv]
+}
+
+/// `x` in the queries' `[B, L, H, D]` layout, read back as dense
+/// `[B, H, L, D]` (f32s: the fused backward's query gradient sums).
+fn from_rows_outer_f32(c: &Case, x: &[f32]) -> Vec<f32> {
+    let (d, l, heads) = (c.d, c.l, c.heads);
+    (0..x.len())
+        .map(|at| {
+            let (e, r) = (at % d, at / d);
+            let (i, bh) = (r % l, r / l);
+            let (hh, b) = (bh % heads, bh / heads);
+            x[((b * l + i) * heads + hh) * d + e]
+        })
+        .collect()
+}
+
+/// The fused Hopper backward (`flash90_backward_kvq`) on the same problem:
+/// the query gradient as the f32 sums it adds up, the key and value
+/// gradients.
+fn hopper_backward_fused<T: MmaHalf, const D: usize>(
+    c: &Case,
+    h: FlashParams,
+    [qb, kb, vb, dob]: [&[u16]; 4],
+    [lse, delta]: [&[f32]; 2],
+) -> (Vec<f32>, Vec<u16>, Vec<u16>) {
+    let mut dq = std::vec![0f32; c.batch * c.heads * c.l * D];
+    let mut dk = std::vec![0u16; c.batch * c.kv_heads * c.s * D];
+    let mut dv = std::vec![0u16; c.batch * c.kv_heads * c.s * D];
+    let p = Shared((
+        qb.as_ptr(),
+        kb.as_ptr(),
+        vb.as_ptr(),
+        dob.as_ptr(),
+        lse.as_ptr(),
+        delta.as_ptr(),
+    ));
+    let grads = Shared((dk.as_mut_ptr(), dv.as_mut_ptr(), dq.as_mut_ptr()));
+    launch(
+        (
+            c.s.div_ceil(FlashParams::HOPPER_KV_KEYS as usize) as u32,
+            c.kv_heads as u32,
+            c.batch as u32,
+        ),
+        FlashParams::HOPPER_KV_THREADS,
+        FlashParams::hopper_backward_kv_shared_bytes(D, true) as usize,
+        || {
+            let (q, k, v, dout, lse, delta) = p.get();
+            let (dk, dv, dq) = grads.get();
+            // SAFETY: the buffers hold the shapes `h` describes; `dq` is zeroed.
+            unsafe {
+                crate::attention_hopper_backward::backward_kv::<T, D, true>(
+                    q, k, v, dout, lse, delta, dk, dv, dq, h,
+                )
+            }
+        },
+    );
+    (dq, dk, dv)
 }
 
 /// The Hopper forward (`attention_hopper.rs`) on the same problem, checked

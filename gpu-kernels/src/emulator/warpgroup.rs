@@ -93,14 +93,14 @@ fn mma<T: MmaHalf>(c: &mut [[f32; 4]; 16], n: usize, a: &[u32; 4], b: u64, n_maj
     *c = d;
 }
 
-/// `c += A · B` with A 64×16 K-major in shared memory (`a` its
-/// descriptor): this warp's 16 rows, as A fragments of `mma.sync`.
-fn a_fragment(a: u64) -> [u32; 4] {
+/// `c += A · B` with A 64×16 in shared memory (`a` its descriptor),
+/// K-major or M-major: this warp's 16 rows, as A fragments of `mma.sync`.
+fn a_fragment(a: u64, m_major: bool) -> [u32; 4] {
     let (tid, _) = context();
     let (lane, warp) = (tid & 31, (tid / 32) % 4);
     let (g, t) = (lane >> 2, lane & 3);
-    // A's element (m, k) is B's (k, m) of a K-major operand
-    let at = |m: u32, k: u32| shared_u16(b_address(a, k, 16 * warp + m, false)) as u32;
+    // A's element (m, k) is B's (k, m) of a K-major or N-major operand
+    let at = |m: u32, k: u32| shared_u16(b_address(a, k, 16 * warp + m, m_major)) as u32;
     let pair = |m: u32, k: u32| at(m, k) | at(m, k + 1) << 16;
     [
         pair(g, 2 * t),
@@ -115,7 +115,7 @@ fn a_fragment(a: u64) -> [u32; 4] {
 /// # Safety
 /// As for the real instruction.
 pub unsafe fn mma_ss_n64<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
-    mma::<T>(c, 8, &a_fragment(a), b, false)
+    mma::<T>(c, 8, &a_fragment(a, false), b, false)
 }
 
 /// See the real module.
@@ -123,7 +123,15 @@ pub unsafe fn mma_ss_n64<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
 /// # Safety
 /// As for the real instruction.
 pub unsafe fn mma_ss_n128<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
-    mma::<T>(c, 16, &a_fragment(a), b, false)
+    mma::<T>(c, 16, &a_fragment(a, false), b, false)
+}
+
+/// See the real module.
+///
+/// # Safety
+/// As for the real instruction.
+pub unsafe fn mma_ss_n64_mn_major<T: MmaHalf>(c: &mut [[f32; 4]; 16], a: u64, b: u64) {
+    mma::<T>(c, 8, &a_fragment(a, true), b, true)
 }
 
 /// See the real module.

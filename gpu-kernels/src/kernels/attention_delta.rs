@@ -1,6 +1,8 @@
 //! The attention backward's row terms `delta = rowsum(dout · o)`
 //! (`flash_delta_d<D>_<dtype>`): one warp a row, the products and their
-//! sum in f32, read straight from the output and its gradient (both laid out as the forward's output, `FlashParams::o`).
+//! sum in f32, read straight from the output and its gradient (both laid
+//! out as the forward's output, `FlashParams::o`). Where the backward adds
+//! the query gradient up in f32, the same warp zeroes the row's sums.
 
 use super::flash_operands::FlashElem;
 use crate::device::{block_xyz, shfl_xor_f32, thread_xy};
@@ -13,12 +15,15 @@ use crate::params::FlashParams;
 /// # Safety
 /// Launched with [`FlashParams::DELTA_THREADS`] threads and a grid of
 /// `(⌈L/8⌉, H, B)`; `o` and `dout` hold the output's layout `h.o` (rows
-/// 4-byte aligned), `delta` `B·H·L` f32s.
+/// 4-byte aligned), `delta` `B·H·L` f32s, and `dq_acc` is null or holds
+/// the query gradient's elements as f32s (laid out as `h.dq` says), which
+/// it zeroes.
 #[inline(always)]
 unsafe fn delta<T: FlashElem, const D: usize>(
     o: *const T::Bits,
     dout: *const T::Bits,
     delta: *mut f32,
+    dq_acc: *mut f32,
     h: FlashParams,
 ) {
     let (tid, _) = thread_xy();
@@ -27,6 +32,14 @@ unsafe fn delta<T: FlashElem, const D: usize>(
     let row = tile * (FlashParams::DELTA_THREADS / 32) + warp;
     if row >= h.l {
         return;
+    }
+    if !dq_acc.is_null() {
+        let sums = dq_acc.add(h.dq.offset(batch, head, row));
+        let mut i = lane as usize;
+        while i < D {
+            *sums.add(i) = 0.0;
+            i += 32;
+        }
     }
     let at = h.o.offset(batch, head, row);
     let (o, dout) = (o.add(at), dout.add(at));
@@ -54,9 +67,10 @@ macro_rules! flash_delta {
                 o: *const <$t as FlashElem>::Bits,
                 dout: *const <$t as FlashElem>::Bits,
                 out: *mut f32,
+                dq_acc: *mut f32,
                 args: crate::args::FlashDeltaArgs,
             ) {
-                delta::<$t, $d>(o, dout, out, args.h)
+                delta::<$t, $d>(o, dout, out, dq_acc, args.h)
             }
         };
     };

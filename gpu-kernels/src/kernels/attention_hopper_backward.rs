@@ -1,9 +1,15 @@
 //! The attention backward on Hopper's warpgroup tensor cores (sm_90a,
-//! `flash90_backward_{kv,q}_*`): f16 and bf16, head dims 64 and 128,
-//! without dropout. The split and the algebra are those of the `mma.sync`
-//! backward (`attention.rs`); every product here is a `wgmma` of the shapes
-//! the Hopper forward already uses, so no operand is ever transposed:
+//! `flash90_backward_{kvq,kv,q}_*`): f16 and bf16, head dims 64 and 128,
+//! without dropout. The algebra is that of the `mma.sync` backward
+//! (`attention.rs`); every product here is a `wgmma`:
 //!
+//! - `flash90_backward_kvq_*` (the one the host launches): the key/value
+//!   kernel below, which also writes each step's `dSᵀ` to shared memory
+//!   and adds `dQ += dS·K` for the block's keys into an f32 buffer with
+//!   `red.global.add.v4` (the product `dQ = dS·K`, dSᵀ read M-major and
+//!   K N-major from shared memory): five products a step instead of the
+//!   seven of the two kernels that follow, which the host keeps for
+//!   comparison (`KILN_FLASH_FUSED_DQ=0`).
 //! - `flash90_backward_kv_*`: a block of two warpgroups takes 128 keys (64
 //!   a warpgroup, their `dK` and `dV` in registers) and walks the query
 //!   tiles of 64 rows of every query head that shares them. The transposed
@@ -28,9 +34,12 @@ use super::attention_hopper::{
     fma, held_rows, load_swizzled_async, pin_a, product, scores, to_a, NOTHING_HELD,
 };
 use super::flash_rows::{row_terms, store_key_gradients, store_query_gradient};
-use crate::device::{block_xyz, shared, sync_threads, thread_xy, unroll, Pack};
+use crate::device::{
+    block_xyz, opaque, red_add_v4_f32, shared, shfl_xor_f32, sync_threads, thread_xy, unroll, Pack,
+};
 #[cfg(target_arch = "nvptx64")]
 use crate::elem::{BF16, F16};
+use crate::fragments::{wgmma_descriptor, wgmma_descriptor_plus};
 use crate::math::exp2_f32;
 use crate::params::FlashParams;
 use crate::tensor_core::{cp_async_4, cp_async_commit, cp_async_wait, shared_address, MmaHalf};
@@ -52,18 +61,22 @@ fn shared_base() -> (u32, *mut u8) {
 }
 
 /// The key and value gradients of one block: 128 keys of one key/value
-/// head, over every query head of its group.
+/// head, over every query head of its group; with `DQ` also each query
+/// tile's share of the query gradient, `dS·K` over the block's keys, added
+/// into `dq_acc` (f32, laid out as `h.dq` says, zeroed before the launch)
+/// by `red.global.add`: five products a step instead of the seven of this
+/// kernel and [`backward_q`] together. Without `DQ`, `dq_acc` is unused.
 ///
 /// # Safety
 /// Launched with [`FlashParams::HOPPER_KV_THREADS`] threads, a grid of
 /// `(⌈S/128⌉, H / group, B)` and
-/// [`FlashParams::hopper_backward_kv_shared_bytes`] of shared memory,
-/// without dropout, on an sm_90a GPU; the pointers and strides describe
-/// live tensors as [`FlashParams`] says, `lse` and `delta` hold `B·H·L`
-/// f32s.
+/// [`FlashParams::hopper_backward_kv_shared_bytes`]`(D, DQ)` of shared
+/// memory, without dropout, on an sm_90a GPU; the pointers and strides
+/// describe live tensors as [`FlashParams`] says, `lse` and `delta` hold
+/// `B·H·L` f32s.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
+pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize, const DQ: bool>(
     q: *const u16,
     k: *const u16,
     v: *const u16,
@@ -72,6 +85,7 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
     delta: *const f32,
     dk: *mut u16,
     dv: *mut u16,
+    dq_acc: *mut f32,
     h: FlashParams,
 ) {
     const THREADS: u32 = FlashParams::HOPPER_KV_THREADS;
@@ -93,6 +107,8 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
     let stats_at = 2 * keys_bytes + 4 * tile_bytes;
     let stats = |b: u32| stats_at + 2 * b * TILE * 4;
     let stat = |at: u32, i: u32| *(base_ptr.add((at + 4 * i) as usize) as *const f32);
+    // with DQ: the step's dSᵀ (keys × queries), the M-major A operand of dQ = dS·K
+    let ds_at = stats_at + 4 * TILE * 4;
 
     let first = if h.causal != 0 { key0 / TILE } else { 0 };
     let per_head = h.l.div_ceil(TILE).saturating_sub(first);
@@ -202,10 +218,56 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
         });
         let mut df = [[0u32; 4]; 8];
         to_a::<T>(&dp, &mut df, 8);
+        if DQ {
+            store_transposed_scores(
+                base_ptr.add(ds_at as usize),
+                &df,
+                group_key + (warp % 4) * 16 + g,
+                t,
+            );
+        }
         pin_a(&mut df, 4);
         pin_c(&mut dka, D / 8);
-        wg::fence();
-        product::<T, D>(&mut dka, &df, q_tile(b), TILE, blocks);
+        if DQ {
+            // dQ = dS·K once both warpgroups' dSᵀ is in shared memory (A:
+            // dSᵀ read M-major; B: the key tile read N-major; at head dim
+            // 128 warpgroup w takes head dims 64w.. over all 128 keys, at
+            // 64 all head dims over its own 64 keys), issued before dK's
+            // product, so that its sums go out while that runs
+            wg::fence_shared();
+            sync_threads();
+            let mut dqa = [[0f32; 4]; 16];
+            pin_c(&mut dqa, 8);
+            wg::fence();
+            let (d_block, first_key) = if D == 128 { (warp / 4, 0) } else { (0, group_key) };
+            let scores0 = wgmma_descriptor(base + ds_at + first_key * 128, KEYS * 128, 1024);
+            let keys0 = wgmma_descriptor(k_tile + d_block * KEYS * 128 + first_key * 128, KEYS * 128, 1024);
+            unroll(if D == 128 { 8 } else { 4 }, |kk| {
+                let step = kk as u32 * 16 * 128;
+                wg::mma_ss_n64_mn_major::<T>(
+                    &mut dqa,
+                    wgmma_descriptor_plus(scores0, step),
+                    wgmma_descriptor_plus(keys0, step),
+                );
+            });
+            wg::commit();
+            product::<T, D>(&mut dka, &df, q_tile(b), TILE, blocks);
+            wg::wait_one();
+            pin_c(&mut dqa, 8);
+            let (hq, _) = step_of(n);
+            add_query_sums(
+                dq_acc,
+                &dqa,
+                &h,
+                (batch, hq),
+                q0,
+                (warp % 4) * 16 + g,
+                d_block * 64 + 2 * t,
+            );
+        } else {
+            wg::fence();
+            product::<T, D>(&mut dka, &df, q_tile(b), TILE, blocks);
+        }
         wg::wait();
         pin_c(&mut dva, D / 8);
         pin_c(&mut dka, D / 8);
@@ -216,6 +278,76 @@ pub(crate) unsafe fn backward_kv<T: MmaHalf, const D: usize>(
     cp_async_wait::<0>();
 
     store_key_gradients::<T, D>((dk, dv), &dka, &dva, &h, (batch, kvh), my_key, t);
+}
+
+/// Stores this lane's share of `dSᵀ` (`df`, the A fragments of a 64×64
+/// tile, rows `row` and `row + 8` of the block's 128 keys, `t` its place
+/// in its quad) into the swizzled tile at `tile`: keys as rows, queries as
+/// columns, which `wgmma` reads as the M-major A operand of `dS·K`.
+/// The addresses are [`crate::fragments::swizzled_offset`]'s for one block of 64 columns,
+/// from a row start hidden from the optimiser (kept across the steps, the
+/// 16 addresses would cost 16 registers the kernel does not have).
+///
+/// # Safety
+/// `tile` is the tile's place in shared memory (1024-byte aligned).
+#[inline(always)]
+unsafe fn store_transposed_scores(tile: *mut u8, df: &[[u32; 4]; 8], row: u32, t: u32) {
+    let row = opaque(row);
+    let line = tile.add((row * 128 + 4 * t) as usize);
+    unroll(4, |kk| {
+        unroll(4, |r| {
+            // register r: columns 16kk + 8(r / 2).., row + 8(r % 2), which
+            // is in the same place of its group of 8 rows as `row`
+            let piece = 2 * kk as u32 + (r as u32 >> 1);
+            let at = (r as u32 & 1) * 8 * 128 + ((piece ^ (row % 8)) * 16);
+            *(line.add(at as usize) as *mut u32) = df[kk][r];
+        })
+    });
+}
+
+/// Adds `scale` times this lane's share of a 64×64 tile of query-gradient
+/// sums (`dqa`, C fragments: query rows `row` and `row + 8` of the tile
+/// at `q0`, head dims `dim + 8nt` and the next) into `dq_acc` (f32, laid
+/// out as `h.dq` says), four head dims at a time (`red.global.add.v4`):
+/// neighbouring lanes swap halves, so that a lane of an even place in its
+/// quad holds four dims of row `row`, one of an odd place four of row `row
+/// + 8`. Rows past `L` are left out.
+///
+/// # Safety
+/// Every lane of the warp calls it; `dq_acc` holds the query gradient's
+/// elements, its rows 16-byte aligned.
+#[inline(always)]
+unsafe fn add_query_sums(
+    dq_acc: *mut f32,
+    dqa: &[[f32; 4]; 16],
+    h: &FlashParams,
+    (batch, head): (u32, u32),
+    q0: u32,
+    row: u32,
+    dim: u32,
+) {
+    let odd = (dim / 2) & 1;
+    let row = q0 + row + 8 * odd;
+    let inside = row < h.l;
+    let at = h.dq.offset(batch, head, if inside { row } else { q0 }) + (dim - 2 * odd) as usize;
+    let first = dq_acc.add(at);
+    unroll(8, |nt| {
+        let c = &dqa[nt];
+        let (keep, send) = if odd == 0 {
+            ([c[0], c[1]], [c[2], c[3]])
+        } else {
+            ([c[2], c[3]], [c[0], c[1]])
+        };
+        let got = [shfl_xor_f32(send[0], 1), shfl_xor_f32(send[1], 1)];
+        let v = if odd == 0 {
+            [keep[0], keep[1], got[0], got[1]]
+        } else {
+            [got[0], got[1], keep[0], keep[1]]
+        };
+        if inside {
+            red_add_v4_f32(first.add(8 * nt), v.map(|x| x * h.scale));
+        }
+    });
 }
 
 /// The query gradient of one block: 192 query rows of one head.
@@ -366,7 +498,25 @@ macro_rules! flash90_backward {
                 dv: *mut u16,
                 args: crate::args::FlashBackwardKvArgs,
             ) {
-                backward_kv::<$t, $d>(q, k, v, dout, lse, delta, dk, dv, args.h)
+                let none = core::ptr::null_mut();
+                backward_kv::<$t, $d, false>(q, k, v, dout, lse, delta, dk, dv, none, args.h)
+            }
+
+            #[export_name = crate::kernel_name!(flash90_backward_kvq, $dn, $tn)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe extern "ptx-kernel" fn bwd_kvq(
+                q: *const u16,
+                k: *const u16,
+                v: *const u16,
+                dout: *const u16,
+                lse: *const f32,
+                delta: *const f32,
+                dk: *mut u16,
+                dv: *mut u16,
+                dq_acc: *mut f32,
+                args: crate::args::FlashBackwardKvqArgs,
+            ) {
+                backward_kv::<$t, $d, true>(q, k, v, dout, lse, delta, dk, dv, dq_acc, args.h)
             }
 
             #[export_name = crate::kernel_name!(flash90_backward_q, $dn, $tn)]

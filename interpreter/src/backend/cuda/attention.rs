@@ -208,17 +208,47 @@ impl CudaStorage {
             return Err(invalid("the log-sum-exp must be f32".into()));
         }
         let delta = CudaStorage::alloc(DType::F32, rows)?;
+        let n = rows * shape.d;
+        // the one-kernel backward adds the query gradient up in f32 sums,
+        // which the row terms' kernel zeroes
+        let sums_dq = kernels::backward_sums_dq(rt, dtype, shape.d, h.dropout);
+        let acc = if sums_dq {
+            Some(CudaStorage::alloc(DType::F32, n)?)
+        } else {
+            None
+        };
         kernels::flash_delta(
             rt,
             dtype,
             shape.d,
             shape.batch as u32,
             h,
-            [out.ptr(), dout.ptr(), delta.ptr()],
+            [
+                out.ptr(),
+                dout.ptr(),
+                delta.ptr(),
+                acc.as_ref().map_or(0, |a| a.ptr()),
+            ],
         )?;
-        let dq = CudaStorage::alloc(dtype, rows * shape.d)?;
         let kv = shape.batch * shape.kv_heads * shape.s * shape.d;
         let (dk, dv) = (CudaStorage::alloc(dtype, kv)?, CudaStorage::alloc(dtype, kv)?);
+        if let Some(acc) = acc {
+            let n32 = u32::try_from(n).map_err(|_| invalid(format!("a query gradient of {n} elements")))?;
+            kernels::flash_backward_summing_dq(
+                rt,
+                dtype,
+                shape.d,
+                shape.batch as u32,
+                h,
+                [at(q), at(k), at(v), dout.ptr(), lse.ptr(), delta.ptr()],
+                [acc.ptr(), dk.ptr(), dv.ptr()],
+            )?;
+            let dq = CudaStorage::alloc(dtype, n)?;
+            let cast = rt.kernels.get(kernels::Kernel::CastV(DType::F32, dtype))?;
+            kernels::cast_v(rt, cast, (DType::F32, dtype), n32, acc.ptr(), dq.ptr())?;
+            return Ok((dq, dk, dv));
+        }
+        let dq = CudaStorage::alloc(dtype, n)?;
         kernels::flash_backward(
             rt,
             dtype,

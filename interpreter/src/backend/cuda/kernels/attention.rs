@@ -6,7 +6,10 @@
 //! dropout at head dims 64 and 128 run on Hopper's warpgroup tensor cores
 //! instead (`attention_hopper.rs`, `attention_hopper_backward.rs`);
 //! `KILN_FLASH_HOPPER=0` keeps the `mma.sync` kernels there (for
-//! comparisons).
+//! comparisons). There the backward is one kernel that adds the query
+//! gradient up in f32 as it makes the key and value gradients
+//! ([`flash_backward_summing_dq`]); `KILN_FLASH_FUSED_DQ=0` keeps the
+//! separate query kernel instead.
 
 use super::launch::*;
 use super::table::Kernel;
@@ -14,7 +17,9 @@ use crate::backend::cuda::runtime::{cuda_error, CudaRuntime};
 use crate::core::error::Result;
 use crate::core::DType;
 use cudarc::driver::{sys, CudaFunction};
-use kiln_kernels::args::{FlashBackwardKvArgs, FlashBackwardQArgs, FlashDeltaArgs, FlashForwardArgs};
+use kiln_kernels::args::{
+    FlashBackwardKvArgs, FlashBackwardKvqArgs, FlashBackwardQArgs, FlashDeltaArgs, FlashForwardArgs,
+};
 use kiln_kernels::params::FlashParams;
 
 /// Shared memory a block may use without opting in.
@@ -48,6 +53,15 @@ fn hopper(rt: &CudaRuntime, dtype: DType, d: usize, dropout: f32) -> bool {
         && rt.kernels.capability() == (9, 0)
         && dropout == 0.0
         && FlashParams::HOPPER_HEAD_DIMS.contains(&d)
+}
+
+/// Whether the backward of this attention takes [`flash_backward_summing_dq`]
+/// (the Hopper kernels, unless `KILN_FLASH_FUSED_DQ=0`) rather than
+/// [`flash_backward`].
+pub fn backward_sums_dq(rt: &CudaRuntime, dtype: DType, d: usize, dropout: f32) -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let enabled = *ENABLED.get_or_init(|| std::env::var("KILN_FLASH_FUSED_DQ").map_or(true, |v| v != "0"));
+    enabled && hopper(rt, dtype, d, dropout)
 }
 
 /// The forward: `o [B, H, L, D]` and `lse [B, H, L]` (f32) from q, k, v.
@@ -98,14 +112,16 @@ pub fn flash_forward(
 }
 
 /// The backward's row terms: `delta [B, H, L]` (f32) `= rowsum(dout · o)`,
-/// `o` and `dout` both in the output's layout `h.o`.
+/// `o` and `dout` both in the output's layout `h.o`; where `dq_acc` is not
+/// null, the f32 query-gradient sums there (`h.dq`'s layout) are zeroed
+/// too.
 pub fn flash_delta(
     rt: &CudaRuntime,
     dtype: DType,
     d: usize,
     batch: u32,
     h: FlashParams,
-    [o, dout, delta]: [sys::CUdeviceptr; 3],
+    [o, dout, delta, dq_acc]: [sys::CUdeviceptr; 4],
 ) -> Result<()> {
     let f = rt.kernels.get(Kernel::FlashDelta(dtype, d))?;
     let rows = FlashParams::DELTA_THREADS / 32;
@@ -118,8 +134,43 @@ pub fn flash_delta(
             (h.l.div_ceil(rows), h.heads, batch),
             (FlashParams::DELTA_THREADS, 1, 1),
             0,
-            [o, dout, delta],
+            [o, dout, delta, dq_acc],
             FlashDeltaArgs { h },
+        )
+    }
+}
+
+/// The backward in one kernel, where [`backward_sums_dq`] says: `dk`, `dv
+/// [B, H / group, S, D]` as [`flash_backward`] makes them, and the query
+/// gradient added into `dq_acc` (f32, in `h.dq`'s layout, zeroed by the
+/// caller) block by block.
+pub fn flash_backward_summing_dq(
+    rt: &CudaRuntime,
+    dtype: DType,
+    d: usize,
+    batch: u32,
+    h: FlashParams,
+    [q, k, v, dout, lse, delta]: [sys::CUdeviceptr; 6],
+    [dq_acc, dk, dv]: [sys::CUdeviceptr; 3],
+) -> Result<()> {
+    let f = rt.kernels.get(Kernel::FlashBackwardKvqHopper(dtype, d))?;
+    let shared = FlashParams::hopper_backward_kv_shared_bytes(d, true);
+    allow_shared(f, shared)?;
+    // SAFETY: as for `flash_backward`; `dq_acc` holds the query gradient's
+    // elements as f32s, and this GPU is an sm_90 one (`backward_sums_dq`).
+    unsafe {
+        launch_with(
+            rt,
+            f,
+            (
+                h.s.div_ceil(FlashParams::HOPPER_KV_KEYS),
+                h.heads / h.group,
+                batch,
+            ),
+            (FlashParams::HOPPER_KV_THREADS, 1, 1),
+            shared,
+            [q, k, v, dout, lse, delta, dk, dv, dq_acc],
+            FlashBackwardKvqArgs { h },
         )
     }
 }
@@ -137,7 +188,7 @@ pub fn flash_backward(
 ) -> Result<()> {
     if hopper(rt, dtype, d, h.dropout) {
         let fkv = rt.kernels.get(Kernel::FlashBackwardKvHopper(dtype, d))?;
-        let shared_kv = FlashParams::hopper_backward_kv_shared_bytes(d);
+        let shared_kv = FlashParams::hopper_backward_kv_shared_bytes(d, false);
         allow_shared(fkv, shared_kv)?;
         let fq = rt.kernels.get(Kernel::FlashBackwardQHopper(dtype, d))?;
         let shared_q = FlashParams::hopper_backward_q_shared_bytes(d);

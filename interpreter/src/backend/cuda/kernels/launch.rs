@@ -158,6 +158,7 @@ kernel_args!(
     SortSearchArgs,
     FlashForwardArgs,
     FlashBackwardKvArgs,
+    FlashBackwardKvqArgs,
     FlashBackwardQArgs,
     FlashDeltaArgs,
 );
@@ -207,7 +208,7 @@ unsafe fn launch_raw<A: KernelArgs>(
 }
 
 /// The most device pointers a kernel family takes.
-const MAX_POINTERS: usize = 8;
+const MAX_POINTERS: usize = 9;
 
 /// Launches `f` over `n` elements (grid-stride; 256 threads a block).
 ///

@@ -128,6 +128,9 @@ pub enum Kernel {
     FlashBackwardKvHopper(DType, usize),
     /// `flash90_backward_q_d<head dim>_<dtype>`: its query gradient there
     FlashBackwardQHopper(DType, usize),
+    /// `flash90_backward_kvq_d<head dim>_<dtype>`: the key and value
+    /// gradients there, adding the query gradient up in f32 as it goes
+    FlashBackwardKvqHopper(DType, usize),
     /// `flash_delta_d<head dim>_<dtype>`: the backward's `rowsum(dout · o)`
     FlashDelta(DType, usize),
 }
@@ -166,7 +169,8 @@ fn flash_name(d: DType, head_dim: usize, family: u8, dropout: bool) -> &'static 
 }
 
 /// The name of a Hopper attention kernel (`family` 0 the forward, 1 the
-/// key/value backward, 2 the query backward; head dims 64 and 128).
+/// key/value backward, 2 the query backward, 3 the key/value backward that
+/// adds up the query gradient too; head dims 64 and 128).
 fn hopper_name(d: DType, head_dim: usize, family: u8) -> &'static str {
     macro_rules! by_dim {
         ($family:ident) => {
@@ -181,7 +185,8 @@ fn hopper_name(d: DType, head_dim: usize, family: u8) -> &'static str {
     match family {
         0 => by_dim!(flash90_forward),
         1 => by_dim!(flash90_backward_kv),
-        _ => by_dim!(flash90_backward_q),
+        2 => by_dim!(flash90_backward_q),
+        _ => by_dim!(flash90_backward_kvq),
     }
 }
 
@@ -423,6 +428,7 @@ impl Kernel {
             Kernel::FlashForwardHopper(d, e) => hopper_name(d, e, 0),
             Kernel::FlashBackwardKvHopper(d, e) => hopper_name(d, e, 1),
             Kernel::FlashBackwardQHopper(d, e) => hopper_name(d, e, 2),
+            Kernel::FlashBackwardKvqHopper(d, e) => hopper_name(d, e, 3),
         }
     }
 
@@ -490,6 +496,7 @@ impl Kernel {
                 size_of::<FlashBackwardKvArgs>()
             }
             Kernel::FlashBackwardQ(..) | Kernel::FlashBackwardQHopper(..) => size_of::<FlashBackwardQArgs>(),
+            Kernel::FlashBackwardKvqHopper(..) => size_of::<FlashBackwardKvqArgs>(),
         }
     }
 
@@ -537,7 +544,8 @@ impl Kernel {
             | Kernel::FlashDelta(..) => 13,
             Kernel::FlashForwardHopper(..)
             | Kernel::FlashBackwardKvHopper(..)
-            | Kernel::FlashBackwardQHopper(..) => kiln_kernels::modules::HOPPER_MODULE,
+            | Kernel::FlashBackwardQHopper(..)
+            | Kernel::FlashBackwardKvqHopper(..) => kiln_kernels::modules::HOPPER_MODULE,
         }
     }
 
@@ -654,6 +662,7 @@ impl Kernel {
                     Kernel::FlashForwardHopper(d, e),
                     Kernel::FlashBackwardKvHopper(d, e),
                     Kernel::FlashBackwardQHopper(d, e),
+                    Kernel::FlashBackwardKvqHopper(d, e),
                 ]);
             }
         }
@@ -805,6 +814,10 @@ mod tests {
         assert_eq!(
             Kernel::FlashBackwardQHopper(DType::BF16, 128).name(),
             "flash90_backward_q_d128_bf16"
+        );
+        assert_eq!(
+            Kernel::FlashBackwardKvqHopper(DType::F16, 64).name(),
+            "flash90_backward_kvq_d64_f16"
         );
         let all = Kernel::expected();
         let names: HashSet<&str> = all.iter().map(|k| k.name()).collect();

@@ -252,7 +252,11 @@ pub fn kernel_resources() -> std::result::Result<Vec<String>, String> {
                 ),
                 (
                     Kernel::FlashBackwardKvHopper(d, e),
-                    FlashParams::hopper_backward_kv_shared_bytes(e),
+                    FlashParams::hopper_backward_kv_shared_bytes(e, false),
+                ),
+                (
+                    Kernel::FlashBackwardKvqHopper(d, e),
+                    FlashParams::hopper_backward_kv_shared_bytes(e, true),
                 ),
                 (
                     Kernel::FlashBackwardQHopper(d, e),

@@ -3,13 +3,13 @@
 //! without dropout. The algebra is that of the `mma.sync` backward
 //! (`attention.rs`); every product here is a `wgmma`:
 //!
-//! - `flash90_backward_kvq_*` (the one the host launches): the key/value
-//!   kernel below, which also writes each step's `dSᵀ` to shared memory
-//!   and adds `dQ += dS·K` for the block's keys into an f32 buffer with
+//! - `flash90_backward_kvq_*` (what the host launches at head dim 128,
+//!   [`FlashParams::hopper_backward_sums_dq`]): the key/value kernel
+//!   below, which also writes each step's `dSᵀ` to shared memory and adds
+//!   `dQ += dS·K` for the block's keys into an f32 buffer with
 //!   `red.global.add.v4` (the product `dQ = dS·K`, dSᵀ read M-major and
 //!   K N-major from shared memory): five products a step instead of the
-//!   seven of the two kernels that follow, which the host keeps for
-//!   comparison (`KILN_FLASH_FUSED_DQ=0`).
+//!   seven of the two kernels that follow, which the host launches at 64.
 //! - `flash90_backward_kv_*`: a block of two warpgroups takes 128 keys (64
 //!   a warpgroup, their `dK` and `dV` in registers) and walks the query
 //!   tiles of 64 rows of every query head that shares them. The transposed

@@ -6,10 +6,10 @@
 //! dropout at head dims 64 and 128 run on Hopper's warpgroup tensor cores
 //! instead (`attention_hopper.rs`, `attention_hopper_backward.rs`);
 //! `KILN_FLASH_HOPPER=0` keeps the `mma.sync` kernels there (for
-//! comparisons). There the backward is one kernel that adds the query
-//! gradient up in f32 as it makes the key and value gradients
-//! ([`flash_backward_summing_dq`]); `KILN_FLASH_FUSED_DQ=0` keeps the
-//! separate query kernel instead.
+//! comparisons). There the backward at head dim 128 is one kernel that
+//! adds the query gradient up in f32 as it makes the key and value
+//! gradients ([`flash_backward_summing_dq`]; [`backward_sums_dq`] says
+//! where), at 64 a key/value kernel and a query kernel.
 
 use super::launch::*;
 use super::table::Kernel;
@@ -56,12 +56,14 @@ fn hopper(rt: &CudaRuntime, dtype: DType, d: usize, dropout: f32) -> bool {
 }
 
 /// Whether the backward of this attention takes [`flash_backward_summing_dq`]
-/// (the Hopper kernels, unless `KILN_FLASH_FUSED_DQ=0`) rather than
-/// [`flash_backward`].
+/// rather than [`flash_backward`]: the Hopper kernels where
+/// [`FlashParams::hopper_backward_sums_dq`] says so. For comparisons,
+/// `KILN_FLASH_FUSED_DQ=0` keeps the two kernels at every head dim and
+/// `KILN_FLASH_FUSED_DQ=1` takes the one kernel at every head dim.
 pub fn backward_sums_dq(rt: &CudaRuntime, dtype: DType, d: usize, dropout: f32) -> bool {
-    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let enabled = *ENABLED.get_or_init(|| std::env::var("KILN_FLASH_FUSED_DQ").map_or(true, |v| v != "0"));
-    enabled && hopper(rt, dtype, d, dropout)
+    static CHOICE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    let choice = *CHOICE.get_or_init(|| std::env::var("KILN_FLASH_FUSED_DQ").ok().map(|v| v != "0"));
+    hopper(rt, dtype, d, dropout) && choice.unwrap_or(FlashParams::hopper_backward_sums_dq(d))
 }
 
 /// The forward: `o [B, H, L, D]` and `lse [B, H, L]` (f32) from q, k, v.

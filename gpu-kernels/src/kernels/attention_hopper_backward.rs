@@ -64,7 +64,7 @@ fn shared_base() -> (u32, *mut u8) {
 /// head, over every query head of its group; with `DQ` also each query
 /// tile's share of the query gradient, `dS·K` over the block's keys, added
 /// into `dq_acc` (f32, laid out as `h.dq` says, zeroed before the launch)
-/// by `red.global.add`: five products a step instead of the seven of this
+/// by `red.global.add.v4`: five products a step instead of the seven of this
 /// kernel and [`backward_q`] together. Without `DQ`, `dq_acc` is unused.
 ///
 /// # Safety
